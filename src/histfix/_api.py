@@ -1,0 +1,124 @@
+"""The public functions. pydantic-ai is imported inside them, never when histfix is imported."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ._inputs import as_history, check_messages
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["Backend", "BackendInfo", "backend_info", "keep_last_turns", "repair"]
+
+Backend = Literal["auto", "upstream", "histfix"]
+_BACKENDS = ("auto", "upstream", "histfix")
+#: Environment variable that makes ``backend="auto"`` take one path (for comparing releases).
+BACKEND_ENV = "HISTFIX_BACKEND"
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """Which repair path ``backend="auto"`` takes on this install, and why."""
+
+    backend: Literal["upstream", "histfix"]
+    reason: str
+    distribution: str
+    version: str
+    newest_tested: str
+    features: Mapping[str, bool] = field(default_factory=dict)
+
+
+def backend_info() -> BackendInfo:
+    """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
+    from . import _compat
+
+    forced = os.environ.get(BACKEND_ENV, "").strip()
+    if forced and forced not in ("upstream", "histfix"):
+        raise ValueError(f"{BACKEND_ENV}={forced!r}: use 'upstream' or 'histfix', or leave it unset")
+    version = _compat.VERSION_STRING
+    chosen: Literal["upstream", "histfix"]
+    if forced == "upstream" or (not forced and _compat.UPSTREAM_REPAIR_IS_CURRENT):
+        chosen = "upstream"
+    else:
+        chosen = "histfix"
+    if forced:
+        reason = f"forced by {BACKEND_ENV}={forced}"
+    elif chosen == "upstream":
+        reason = (
+            f"pydantic-ai {version} has repair_messages with the newest behaviour "
+            f"(>= {_compat.UPSTREAM_CURRENT_SINCE})"
+        )
+    elif _compat.HAS_REPAIR_MESSAGES:
+        reason = (
+            f"pydantic-ai {version} has repair_messages, but it differs from the newest behaviour "
+            f"before {_compat.UPSTREAM_CURRENT_SINCE}"
+        )
+    else:
+        reason = f"pydantic-ai {version} has no repair_messages (added in 2.53.0)"
+    return BackendInfo(
+        backend=chosen,
+        reason=reason,
+        distribution=_compat.DISTRIBUTION,
+        version=version,
+        newest_tested=str(_compat.NEWEST_TESTED),
+        features=_compat.features(),
+    )
+
+
+def repair(
+    messages: Sequence[ModelMessage],
+    *,
+    repair_last_response: bool = True,
+    backend: Backend = "auto",
+) -> list[ModelMessage]:
+    """Return a provider-valid copy of ``messages``, as the newest pydantic-ai repairs it.
+
+    Orphaned tool results are dropped, every dangling tool call gets a synthesized return marked
+    ``{'pydantic_ai_synthesized_tool_return': True}``, and consecutive compatible messages are
+    merged. With ``repair_last_response=False`` the calls of the last response are left open (they
+    can still be run). ``backend`` forces upstream's ``repair_messages`` or histfix's own walk;
+    ``"auto"`` picks as :func:`backend_info` says. The input is never mutated.
+    """
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
+    if not isinstance(repair_last_response, bool):
+        raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
+    history = as_history(messages, function="repair")
+    from . import _compat
+
+    if backend == "auto":
+        backend = backend_info().backend
+    if backend == "upstream":
+        if not _compat.HAS_REPAIR_MESSAGES:
+            raise RuntimeError(
+                f"backend='upstream' needs pydantic_ai.messages.repair_messages, which pydantic-ai "
+                f"{_compat.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
+            )
+        from pydantic_ai import messages as pai
+
+        check_messages(history, pai.ModelRequest, pai.ModelResponse)
+        return pai.repair_messages(history, repair_last_response=repair_last_response)  # type: ignore[attr-defined,no-any-return,unused-ignore]
+    from ._walk import repair_walk
+
+    return repair_walk(history, repair_last_response=repair_last_response)
+
+
+def keep_last_turns(
+    messages: Sequence[ModelMessage], turns: int, *, keep_system_prompt: bool = True
+) -> list[ModelMessage]:
+    """Keep the last ``turns`` user turns, never cutting a tool call from its result.
+
+    A turn starts at a request with a user prompt that answers no tool call. With
+    ``keep_system_prompt`` the system prompt parts that opened the history are carried over to
+    the first kept request, since pydantic-ai does not re-send them when given a history.
+    """
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise ValueError(f"turns must be a positive int, got {turns!r}")
+    history = as_history(messages, function="keep_last_turns")
+    from ._trim import keep_last_turns as trim
+
+    return trim(history, turns, keep_system_prompt=keep_system_prompt)

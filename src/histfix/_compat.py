@@ -1,0 +1,116 @@
+"""Every switch that depends on the installed pydantic-ai release, in one place.
+
+Presence is detected (attributes, dataclass fields, a ``Literal``'s values); the release number is
+compared only for behaviour that changed under an unchanged name. Each switch names the release
+that introduced it. Importing this module imports ``pydantic_ai.messages``, so histfix only imports
+it from inside functions, never at ``import histfix`` time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from importlib import metadata
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+try:
+    from pydantic_ai import messages as _messages
+except ImportError as exc:  # pragma: no cover - exercised only without pydantic-ai installed
+    raise ImportError(
+        "histfix needs pydantic-ai, which is not installed: run `pip install pydantic-ai-slim` "
+        "(any release from 1.0.0 on) in the same environment."
+    ) from exc
+
+#: The distributions that ship the ``pydantic_ai`` package, most specific first.
+_DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic-ai")
+
+
+def _installed_release() -> tuple[str, str]:
+    """(distribution name, version string) of the installed pydantic-ai."""
+    for name in _DISTRIBUTIONS:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    # A source checkout on sys.path without metadata: trust the package's own attribute.
+    return "pydantic_ai (no distribution metadata)", str(getattr(_messages, "__version__", "0"))
+
+
+def _parse(version: str) -> Version | None:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(field.name for field in dataclasses.fields(cls))
+
+
+def _literal_values(cls: type, field: str) -> frozenset[Any]:
+    """The values allowed by a ``Literal[...]`` field annotation (empty if not a Literal)."""
+    try:
+        hint = typing.get_type_hints(cls)[field]
+    except Exception:  # pragma: no cover - unresolvable annotations on an unknown release
+        return frozenset()
+    return frozenset(typing.get_args(hint)) if typing.get_origin(hint) is typing.Literal else frozenset()
+
+
+DISTRIBUTION, VERSION_STRING = _installed_release()
+#: The installed release, or None when its version string is not PEP 440.
+VERSION: Version | None = _parse(VERSION_STRING)
+
+# --- presence (feature detection) ---------------------------------------------------------------
+
+#: ``pydantic_ai.messages.repair_messages``: public repair, first in 2.53.0.
+HAS_REPAIR_MESSAGES: bool = callable(getattr(_messages, "repair_messages", None))
+
+_RETURN_FIELDS = _field_names(_messages.ToolReturnPart)
+_REQUEST_FIELDS = _field_names(_messages.ModelRequest)
+
+#: ``ToolReturnPart.outcome``: first in 1.67.0.
+RETURN_HAS_OUTCOME: bool = "outcome" in _RETURN_FIELDS
+#: ``outcome='interrupted'``, the neutral value for a synthesized return: first in 2.10.0.
+#: On 1.67.0-2.9.1 no allowed value is neutral, so histfix leaves ``outcome`` at its default there.
+OUTCOME_INTERRUPTED: bool = RETURN_HAS_OUTCOME and "interrupted" in _literal_values(
+    _messages.ToolReturnPart, "outcome"
+)
+#: ``ToolReturnPart.tool_kind`` (copied from the call, as 2.58.0+ upstream does): first in 1.95.0.
+RETURN_HAS_TOOL_KIND: bool = "tool_kind" in _RETURN_FIELDS
+#: ``ModelRequest.timestamp``: first in 1.38.0.
+REQUEST_HAS_TIMESTAMP: bool = "timestamp" in _REQUEST_FIELDS
+#: ``ModelRequest.metadata``: first in 1.20.0.
+REQUEST_HAS_METADATA: bool = "metadata" in _REQUEST_FIELDS
+#: ``ToolAvailabilityDeltaPart``, which stays in place between tool results: first in 2.23.0.
+TOOL_AVAILABILITY_DELTA: type | None = getattr(_messages, "ToolAvailabilityDeltaPart", None)
+
+# --- behaviour under an unchanged name (version comparison) ---------------------------------------
+
+#: ``repair_messages`` exists from 2.53.0 but matches the newest behaviour only from 2.60.0:
+#: 2.53-2.54 synthesize duplicate ids non-idempotently (FIFO matching arrived in 2.55.0),
+#: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
+#: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
+#: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
+UPSTREAM_CURRENT_SINCE = Version("2.60.0")
+UPSTREAM_REPAIR_IS_CURRENT: bool = (
+    HAS_REPAIR_MESSAGES and VERSION is not None and VERSION >= UPSTREAM_CURRENT_SINCE
+)
+
+#: The newest release histfix has been measured against (the test matrix's newest pin).
+NEWEST_TESTED = Version("2.68.0")
+
+
+def features() -> dict[str, bool]:
+    """The detected switches by name, for :func:`histfix.backend_info`."""
+    return {
+        "repair_messages": HAS_REPAIR_MESSAGES,
+        "upstream_repair_is_current": UPSTREAM_REPAIR_IS_CURRENT,
+        "tool_return_outcome": RETURN_HAS_OUTCOME,
+        "outcome_interrupted": OUTCOME_INTERRUPTED,
+        "tool_return_tool_kind": RETURN_HAS_TOOL_KIND,
+        "request_timestamp": REQUEST_HAS_TIMESTAMP,
+        "request_metadata": REQUEST_HAS_METADATA,
+        "tool_availability_delta_part": TOOL_AVAILABILITY_DELTA is not None,
+    }

@@ -1,0 +1,91 @@
+"""Turn-safe trimming: cut only where a user turn starts and no tool call is left behind."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+
+from ._inputs import not_a_message
+from ._walk import is_result
+
+__all__ = ["keep_last_turns", "turn_starts"]
+
+
+def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
+    """Indices where a user turn starts and a cut would separate no call from its result.
+
+    A turn starts at a request that holds a user prompt and answers no tool call. A cut before
+    index ``i`` is unsafe when a result at or after ``i`` answers a call made before ``i``; that
+    covers parallel groups and tool-bound retries too, in one pass plus a prefix sum.
+    """
+    called_at: dict[str, int] = {}  # tool_call_id -> index of the latest response that called it
+    unsafe = [0] * (len(messages) + 1)  # difference array over cut positions
+    candidates: list[int] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    called_at[part.tool_call_id] = index
+        elif isinstance(message, ModelRequest):
+            answers = False
+            prompt = False
+            for part in message.parts:
+                if is_result(part):
+                    answers = True
+                    call = called_at.get(part.tool_call_id)
+                    if call is not None:  # cuts at call+1 .. index would strand this result
+                        unsafe[call + 1] += 1
+                        unsafe[index + 1] -= 1
+                elif isinstance(part, UserPromptPart):
+                    prompt = True
+            if prompt and not answers:
+                candidates.append(index)
+        else:
+            raise not_a_message(index, message)
+    depth = 0
+    safe: list[int] = []
+    position = 0
+    for index in candidates:
+        while position <= index:
+            depth += unsafe[position]
+            position += 1
+        if depth == 0:
+            safe.append(index)
+    return safe
+
+
+def _leading_system_prompts(message: ModelMessage) -> list[SystemPromptPart]:
+    if not isinstance(message, ModelRequest):
+        return []
+    head: list[SystemPromptPart] = []
+    for part in message.parts:
+        if not isinstance(part, SystemPromptPart):
+            break
+        head.append(part)
+    return head
+
+
+def keep_last_turns(
+    messages: Sequence[ModelMessage], turns: int, *, keep_system_prompt: bool = True
+) -> list[ModelMessage]:
+    """The last ``turns`` turns of ``messages`` as a new list (all of it if it has fewer)."""
+    starts = turn_starts(messages)
+    if len(starts) <= turns or starts[-turns] == 0:
+        return list(messages)
+    cut = starts[-turns]
+    kept = list(messages[cut:])
+    first = kept[0]
+    assert isinstance(first, ModelRequest)
+    carried = _leading_system_prompts(messages[0]) if keep_system_prompt else []
+    if carried and not any(isinstance(p, SystemPromptPart) for p in first.parts):
+        kept[0] = replace(first, parts=[*carried, *first.parts])
+    return kept
