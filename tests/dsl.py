@@ -1,0 +1,143 @@
+"""A compact way to write stored histories as pydantic-ai JSON, loadable on every release.
+
+Histories are written as the JSON a store would hold (``part_kind``/``kind`` dicts with fixed
+timestamps) and loaded with the installed release's ``ModelMessagesTypeAdapter``, the way a stored
+history reaches histfix. ``synth(...)`` writes the return histfix/upstream synthesize; ``load``
+adapts it to the fields the installed release has (see contract.md's table).
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from pydantic_ai import messages as pai
+
+Json = dict[str, Any]
+INTERRUPTED = "The tool call was interrupted before a result was produced."
+MARKER = "pydantic_ai_synthesized_tool_return"
+
+
+def ts(at: int) -> str:
+    """A fixed timestamp ``at`` seconds after a fixed epoch (distinct per message in tests)."""
+    return f"2026-01-01T00:{at // 60:02d}:{at % 60:02d}Z"
+
+
+# --- request parts -----------------------------------------------------------------------------------
+def user(content: str, at: int = 0) -> Json:
+    return {"part_kind": "user-prompt", "content": content, "timestamp": ts(at)}
+
+
+def system(content: str, at: int = 0) -> Json:
+    return {"part_kind": "system-prompt", "content": content, "timestamp": ts(at)}
+
+
+def ret(name: str, id: str, content: Any = "ok", at: int = 0, **extra: Any) -> Json:
+    return {"part_kind": "tool-return", "tool_name": name, "tool_call_id": id, "content": content,
+            "timestamp": ts(at), **extra}
+
+
+def retry(content: str, name: str | None = None, id: str = "retry", at: int = 0) -> Json:
+    return {"part_kind": "retry-prompt", "content": content, "tool_name": name, "tool_call_id": id,
+            "timestamp": ts(at)}
+
+
+def synth(name: str, id: str, at: int, tool_kind: str | None = None) -> Json:
+    """The return both repairs synthesize for a dangling call made in the response stamped ``at``."""
+    part = {"part_kind": "tool-return", "tool_name": name, "tool_call_id": id, "content": INTERRUPTED,
+            "metadata": {MARKER: True}, "timestamp": ts(at), "outcome": "interrupted", "__synth__": True}
+    if tool_kind is not None:
+        part["tool_kind"] = tool_kind
+    return part
+
+
+# --- response parts ----------------------------------------------------------------------------------
+def call(name: str, id: str, args: Any = None, **extra: Any) -> Json:
+    return {"part_kind": "tool-call", "tool_name": name, "tool_call_id": id,
+            "args": {} if args is None else args, **extra}
+
+
+def text(content: str) -> Json:
+    return {"part_kind": "text", "content": content}
+
+
+def thinking(content: str, signature: str | None = None) -> Json:
+    return {"part_kind": "thinking", "content": content, "signature": signature}
+
+
+def native_call(name: str, id: str, args: Any = None, provider: str = "anthropic") -> Json:
+    return {"part_kind": "builtin-tool-call", "tool_name": name, "tool_call_id": id,
+            "args": {} if args is None else args, "provider_name": provider}
+
+
+def native_return(name: str, id: str, content: Any = "ok", at: int = 0, provider: str = "anthropic") -> Json:
+    return {"part_kind": "builtin-tool-return", "tool_name": name, "tool_call_id": id, "content": content,
+            "timestamp": ts(at), "provider_name": provider}
+
+
+# --- messages ----------------------------------------------------------------------------------------
+def req(*parts: Json, **fields_: Any) -> Json:
+    """A request; pass ``instructions``, ``metadata``, ``timestamp`` (an int: ``ts``), ``state``…"""
+    if isinstance(fields_.get("timestamp"), int):
+        fields_["timestamp"] = ts(fields_["timestamp"])
+    return {"kind": "request", "parts": list(parts), **fields_}
+
+
+def resp(*parts: Json, at: int = 1, **fields_: Any) -> Json:
+    """A response stamped ``at``; provider fields (``model_name``…) make it non-synthetic."""
+    return {"kind": "response", "parts": list(parts), "timestamp": ts(at), **fields_}
+
+
+def real(*parts: Json, at: int = 1, **fields_: Any) -> Json:
+    """A response a provider produced (it has a model name, so it is never merged)."""
+    return resp(*parts, at=at, model_name="test-model", **fields_)
+
+
+# --- loading on the installed release -----------------------------------------------------------------
+def _outcome_values() -> frozenset[str]:
+    names = {f.name for f in fields(pai.ToolReturnPart)}
+    if "outcome" not in names:
+        return frozenset()
+    return frozenset(typing.get_args(typing.get_type_hints(pai.ToolReturnPart)["outcome"]))
+
+
+OUTCOMES = _outcome_values()
+
+
+def _adapt(part: Json) -> Json:
+    if not part.get("__synth__"):
+        return part
+    part = {k: v for k, v in part.items() if k != "__synth__"}
+    if "interrupted" not in OUTCOMES:  # 1.67.0-2.9.1 cannot say 'interrupted': the default stays
+        part.pop("outcome")
+    return part
+
+
+def to_json(history: list[Json]) -> bytes:
+    adapted = [{**m, "parts": [_adapt(p) for p in m["parts"]]} for m in history]
+    return json.dumps(adapted).encode()
+
+
+def load(history: list[Json]) -> list[pai.ModelMessage]:
+    """The history as the installed release loads it from a store."""
+    return pai.ModelMessagesTypeAdapter.validate_json(to_json(history))
+
+
+def dump(messages: list[pai.ModelMessage]) -> Any:
+    """Messages as plain JSON data (for readable diffs)."""
+    return json.loads(pai.ModelMessagesTypeAdapter.dump_json(messages))
+
+
+@dataclass(frozen=True)
+class Case:
+    """A named stored history and what the newest upstream repair makes of it."""
+
+    name: str
+    doc: str
+    history: list[Json]
+    expected: list[Json]
+    repair_last_response: bool = True
+    #: features of the installed release the case needs to load at all (see ``needs_met``)
+    needs: frozenset[str] = field(default_factory=frozenset)

@@ -1,0 +1,131 @@
+"""The public surface: arguments, errors a user can act on, backend choice, lazy import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
+from dsl import call, load, req, resp, user
+from packaging.version import Version
+
+import histfix
+from pydantic_ai import messages as pai
+
+SEED = [req(user("test")), resp(call("retrieve_documents", "call_1", {"search_query": "test"})), req(user("test"))]
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False)
+
+
+def test_public_names_are_exactly_all() -> None:
+    assert sorted(histfix.__all__) == sorted(
+        ["Backend", "BackendInfo", "__version__", "backend_info", "keep_last_turns", "repair"]
+    )
+    for name in histfix.__all__:
+        assert hasattr(histfix, name)
+
+
+def test_import_does_not_import_pydantic_ai() -> None:
+    done = run_python("import sys, histfix; print('pydantic_ai' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_missing_pydantic_ai_says_what_to_install() -> None:
+    done = run_python(
+        """
+        import sys
+        sys.modules['pydantic_ai'] = None  # as if not installed
+        import histfix
+        try:
+            histfix.repair([])
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install pydantic-ai-slim" in done.stdout
+
+
+@pytest.mark.parametrize("bad", [None, "history", b"history", 42, {"kind": "request"}, iter([])])
+def test_non_sequences_are_rejected(bad: object) -> None:
+    with pytest.raises(TypeError, match=r"repair\(\) needs"):
+        histfix.repair(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"keep_last_turns\(\) needs"):
+        histfix.keep_last_turns(bad, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", ["histfix", "auto", *(["upstream"] if HAS_UPSTREAM_REPAIR else [])])
+def test_wrong_element_names_index_and_type(backend: histfix.Backend) -> None:
+    history = [*load(SEED), {"kind": "request", "parts": []}]
+    with pytest.raises(TypeError, match=r"messages\[3\] is a builtins\.dict.*ModelMessagesTypeAdapter"):
+        histfix.repair(history, backend=backend)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"messages\[0\] is a builtins\.str"):
+        histfix.repair(["hello"], backend=backend)  # type: ignore[list-item]
+
+
+def test_trim_wrong_element_names_index() -> None:
+    with pytest.raises(TypeError, match=r"messages\[1\] is a builtins\.int"):
+        histfix.keep_last_turns([*load(SEED)[:1], 7], 1)  # type: ignore[list-item]
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="backend must be one of"):
+        histfix.repair([], backend="fast")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="repair_last_response must be a bool"):
+        histfix.repair([], repair_last_response="no")  # type: ignore[arg-type]
+    for turns in (0, -1, 1.5, "2", True, None):
+        with pytest.raises(ValueError, match="turns must be a positive int"):
+            histfix.keep_last_turns([], turns)  # type: ignore[arg-type]
+
+
+def test_returns_new_list_even_when_nothing_changes() -> None:
+    for history in ([], load([req(user("hi"))])):
+        for backend in ("auto", "histfix"):
+            out = histfix.repair(history, backend=backend)  # type: ignore[arg-type]
+            assert out == history
+            assert out is not history
+    assert histfix.repair((), backend="histfix") == []  # any sequence is accepted
+
+
+def test_backend_info_matches_release() -> None:
+    info = histfix.backend_info()
+    assert info.version == str(PYDANTIC_AI)
+    assert info.features["repair_messages"] is HAS_UPSTREAM_REPAIR
+    expected = "upstream" if HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0") else "histfix"
+    assert info.backend == expected
+    assert str(PYDANTIC_AI) in info.reason
+
+
+def test_forcing_upstream() -> None:
+    history = load(SEED)
+    if HAS_UPSTREAM_REPAIR:
+        assert histfix.repair(history, backend="upstream") == pai.repair_messages(history)  # type: ignore[attr-defined]
+    else:
+        with pytest.raises(RuntimeError, match="repair_messages.*arrived in 2.53.0"):
+            histfix.repair(history, backend="upstream")
+
+
+def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HISTFIX_BACKEND", "histfix")
+    assert histfix.backend_info().backend == "histfix"
+    assert "forced by HISTFIX_BACKEND" in histfix.backend_info().reason
+    monkeypatch.setenv("HISTFIX_BACKEND", "nonsense")
+    with pytest.raises(ValueError, match="HISTFIX_BACKEND"):
+        histfix.repair(load(SEED))
+
+
+@pytest.mark.parametrize(
+    ("version", "current"),
+    [("2.60.0", True), ("2.68.0", True), ("3.4.0", True), ("2.68.0+local", True), ("2.60.0.dev3", False),
+     ("2.59.0", False), ("2.60.0rc1", False), ("not-a-version", False)],
+)
+def test_version_gate(version: str, current: bool) -> None:
+    from histfix import _compat
+
+    parsed = _compat._parse(version)
+    assert (parsed is not None and parsed >= _compat.UPSTREAM_CURRENT_SINCE) is current

@@ -1,0 +1,113 @@
+"""keep_last_turns: cuts only where a user turn starts, never between a call and its result."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from dsl import call, dump, load, real, req, ret, retry, system, text, user
+from generate import random_conversation
+from strict import pairing_problems
+
+import histfix
+from pydantic_ai import messages as pai
+
+
+def conversation(turns: int) -> list[dict]:
+    history = []
+    for t in range(turns):
+        at = 10 * t
+        first = [system("you are helpful", at)] if t == 0 else []
+        history += [
+            req(*first, user(f"question {t}", at)),
+            real(call("search", f"s{t}", {"q": t}), call("fetch", f"f{t}"), at=at + 1),  # parallel calls
+            req(ret("search", f"s{t}", at=at + 2), ret("fetch", f"f{t}", at=at + 2)),
+            real(text(f"answer {t}"), at=at + 3),
+        ]
+    return history
+
+
+def test_keeps_last_turns_and_carries_system_prompt() -> None:
+    history = load(conversation(4))
+    out = histfix.keep_last_turns(history, 2)
+    assert len(out) == 8
+    assert out[1:] == history[9:]
+    first = out[0]
+    assert isinstance(first, pai.ModelRequest)
+    assert [type(p).__name__ for p in first.parts] == ["SystemPromptPart", "UserPromptPart"]
+    assert first.parts[0] == history[0].parts[0]
+    assert first.parts[1:] == history[8].parts
+    assert not pairing_problems(out)
+
+
+def test_system_prompt_can_be_dropped() -> None:
+    history = load(conversation(3))
+    assert histfix.keep_last_turns(history, 1, keep_system_prompt=False) == history[8:]
+
+
+def test_fewer_turns_than_asked_keeps_everything() -> None:
+    history = load(conversation(2))
+    out = histfix.keep_last_turns(history, 5)
+    assert out == history
+    assert out is not history
+    assert histfix.keep_last_turns([], 1) == []
+
+
+def test_never_starts_on_a_tool_result_or_splits_a_retry() -> None:
+    # turn 2's prompt sits in the same request as the return of turn 1's call: not a turn start
+    history = load(
+        [
+            req(user("one")),
+            real(call("get", "a"), at=1),
+            req(retry("bad args", name="get", id="a")),
+            real(call("get", "a2"), at=2),
+            req(ret("get", "a2"), user("two")),
+            real(text("done"), at=3),
+            req(user("three")),
+            real(text("ok"), at=4),
+        ]
+    )
+    assert histfix.keep_last_turns(history, 1) == history[6:]
+    assert histfix.keep_last_turns(history, 2) == history  # only two turn starts exist
+
+
+def test_call_answered_after_a_later_prompt_is_not_split() -> None:
+    # a call answered only after the next user prompt: cutting at that prompt would orphan the result
+    history = load(
+        [
+            req(user("one")),
+            real(call("slow", "x"), at=1),
+            req(user("two")),
+            real(text("waiting"), at=2),
+            req(ret("slow", "x")),
+            real(text("done"), at=3),
+            req(user("three")),
+        ]
+    )
+    assert histfix.keep_last_turns(history, 2) == history
+    assert histfix.keep_last_turns(history, 1) == history[6:]
+
+
+def test_does_not_mutate_input() -> None:
+    history = load(conversation(3))
+    before = copy.deepcopy(history)
+    histfix.keep_last_turns(history, 1)
+    assert history == before
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_trimming_a_valid_conversation_keeps_it_valid(seed: int) -> None:
+    """Property: every trim of a valid conversation is valid, a suffix, and starts a turn."""
+    history = load(random_conversation(seed))
+    assert not pairing_problems(history)
+    for turns in range(1, 10):
+        trimmed = histfix.keep_last_turns(history, turns)
+        assert not pairing_problems(trimmed), dump(trimmed)
+        start = len(history) - len(trimmed)
+        assert trimmed[1:] == history[start + 1 :]
+        first = trimmed[0]
+        assert isinstance(first, pai.ModelRequest)
+        assert any(isinstance(p, pai.UserPromptPart) for p in first.parts)
+        if start:
+            assert isinstance(first.parts[0], pai.SystemPromptPart)  # carried over from the head
+            assert first.parts[1:] == history[start].parts
