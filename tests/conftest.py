@@ -7,7 +7,6 @@ from importlib import metadata
 
 import pytest
 from packaging.version import Version
-
 from pydantic_ai import messages as pai
 
 
@@ -33,3 +32,44 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 # Constructing RetryPromptPart is deprecated from 2.60.0; the suite still builds legacy shapes.
 warnings.filterwarnings("ignore", message=r".*RetryPromptPart.* is deprecated", category=DeprecationWarning)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-outcome",
+        metavar="FILE",
+        help="write this run's outcome and the installed release's repair path as JSON (for compat-matrix.md)",
+    )
+
+
+_outcomes: dict[str, int] = {}
+#: Scenario outcomes the end-to-end tests measured, for compat-matrix.md (scenario -> outcome).
+MEASURED: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or report.outcome != "passed":
+        key = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        _outcomes[key] = _outcomes.get(key, 0) + 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    target = session.config.getoption("--record-outcome")
+    if not target:
+        return
+    import json
+    from pathlib import Path
+
+    import histfix
+
+    info = histfix.backend_info()
+    record = {
+        "pydantic_ai": str(PYDANTIC_AI),
+        "backend": info.backend,
+        "reason": info.reason,
+        "features": dict(info.features),
+        "outcomes": dict(sorted(_outcomes.items())),
+        "scenarios": dict(sorted(MEASURED.items())),
+        "exitstatus": int(exitstatus),
+    }
+    Path(target).write_text(json.dumps(record, indent=2) + "\n")

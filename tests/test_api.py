@@ -7,12 +7,13 @@ import sys
 import textwrap
 
 import pytest
-from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
-from dsl import call, load, req, resp, user
 from packaging.version import Version
+from pydantic_ai import messages as pai
 
 import histfix
-from pydantic_ai import messages as pai
+
+from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
+from dsl import call, load, req, resp, user
 
 SEED = [req(user("test")), resp(call("retrieve_documents", "call_1", {"search_query": "test"})), req(user("test"))]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from pydantic_ai import messages as pai
+
+import histfix
+
 from dsl import call, dump, load, real, req, ret, retry, system, text, user
 from generate import random_conversation
 from strict import pairing_problems
-
-import histfix
-from pydantic_ai import messages as pai
 
 
 def conversation(turns: int) -> list[dict]:

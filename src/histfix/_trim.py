@@ -38,14 +38,14 @@ def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
         elif isinstance(message, ModelRequest):
             answers = False
             prompt = False
-            for part in message.parts:
-                if is_result(part):
+            for piece in message.parts:
+                if is_result(piece):
                     answers = True
-                    call = called_at.get(part.tool_call_id)
+                    call = called_at.get(piece.tool_call_id)
                     if call is not None:  # cuts at call+1 .. index would strand this result
                         unsafe[call + 1] += 1
                         unsafe[index + 1] -= 1
-                elif isinstance(part, UserPromptPart):
+                elif isinstance(piece, UserPromptPart):
                     prompt = True
             if prompt and not answers:
                 candidates.append(index)

@@ -106,10 +106,10 @@ def _pair(
                         dangling.setdefault(entry.response, []).extend(shadowed)
                     entry.response, entry.calls, entry.next = index, [part], 0
         elif isinstance(message, ModelRequest):
-            for part in message.parts:
-                if not is_result(part):
+            for result in message.parts:
+                if not is_result(result):
                     continue
-                entry = by_id.get(part.tool_call_id)
+                entry = by_id.get(result.tool_call_id)
                 if entry is None:
                     orphan_requests.add(index)
                 elif entry.next < len(entry.calls):
@@ -286,7 +286,7 @@ def repair_walk(messages: Sequence[ModelMessage], *, repair_last_response: bool 
             if orphan_requests:
                 called.update(p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart))
             if closing:
-                folder.request(ModelRequest(parts=closing))  # type: ignore[arg-type]
+                folder.request(ModelRequest(parts=closing))
                 closing = []
             calls = dangling.get(index)
             if calls:
@@ -305,5 +305,5 @@ def repair_walk(messages: Sequence[ModelMessage], *, repair_last_response: bool 
             closing = []
         folder.request(request)
     if closing:
-        folder.request(ModelRequest(parts=closing))  # type: ignore[arg-type]
+        folder.request(ModelRequest(parts=closing))
     return folder.finish()

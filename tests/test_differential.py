@@ -1,0 +1,76 @@
+"""Upstream is the oracle: histfix's own walk against upstream ``repair_messages``, side by side.
+
+On 2.60.0+ (where upstream matches the newest behaviour) the two must agree on every corpus
+history and on thousands of generated ones. On 2.53.0-2.59.0 each known upstream divergence is
+recorded as a case that must still differ there, so the list cannot silently go stale.
+"""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+from pydantic_ai import messages as pai
+
+import histfix
+
+from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
+from corpus import CASES
+from dsl import Case, dump, load
+from generate import random_history
+from strict import pairing_problems
+
+pytestmark = pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="repair_messages arrived in 2.53.0")
+
+CURRENT = Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
+
+#: Corpus cases where upstream repair_messages differs from the newest behaviour, and the release
+#: that fixed each one (upstream-behaviour.md §3.1).
+KNOWN_DIVERGENCES: dict[str, tuple[str, str]] = {}
+
+
+def upstream(history: list[pai.ModelMessage], last: bool) -> list[pai.ModelMessage]:
+    return pai.repair_messages(history, repair_last_response=last)  # type: ignore[attr-defined,no-any-return]
+
+
+def ours(history: list[pai.ModelMessage], last: bool) -> list[pai.ModelMessage]:
+    return histfix.repair(history, repair_last_response=last, backend="histfix")
+
+
+def _loadable(case: Case) -> list[pai.ModelMessage]:
+    try:
+        return load(case.history)
+    except Exception:
+        if case.needs:
+            pytest.skip(f"needs {sorted(case.needs)}")
+        raise
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_corpus_against_upstream(case: Case) -> None:
+    history = _loadable(case)
+    theirs = upstream(history, case.repair_last_response)
+    mine = ours(history, case.repair_last_response)
+    fixed_in = KNOWN_DIVERGENCES.get(case.name)
+    if fixed_in and Version(fixed_in[0]) > PYDANTIC_AI:
+        assert dump(mine) != dump(theirs), f"upstream {PYDANTIC_AI} no longer differs: {fixed_in[1]}"
+    elif CURRENT or fixed_in is None:
+        assert dump(mine) == dump(theirs)
+        assert mine == theirs
+
+
+@pytest.mark.skipif(not CURRENT, reason="upstream matches the newest behaviour only from 2.60.0")
+@pytest.mark.parametrize("block", range(20))
+def test_generated_histories_against_upstream(block: int) -> None:
+    for seed in range(block * 100, block * 100 + 100):
+        history = load(random_history(seed))
+        for last in (True, False):
+            theirs = upstream(history, last)
+            mine = ours(history, last)
+            assert mine == theirs, (seed, last, dump(history))
+            if last and not pairing_problems(theirs):
+                assert not pairing_problems(mine)
+
+
+def test_known_divergences_name_corpus_cases() -> None:
+    names = {case.name for case in CASES}
+    assert set(KNOWN_DIVERGENCES) <= names

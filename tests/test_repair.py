@@ -1,0 +1,90 @@
+"""histfix.repair on the named corpus: the expected history, on every release, by every path.
+
+The expected outputs are the newest upstream release's (checked against upstream itself in
+test_differential.py on 2.60.0+). Here each is loaded in the installed release's own types.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from pydantic_ai import messages as pai
+from pydantic_core import ValidationError
+
+import histfix
+
+from conftest import HAS_UPSTREAM_REPAIR
+from corpus import CASES
+from dsl import Case, dump, load
+from generate import random_history
+from strict import pairing_problems
+
+BACKENDS = ["auto", "histfix"]
+
+
+def load_case(case: Case) -> tuple[list[pai.ModelMessage], list[pai.ModelMessage]]:
+    try:
+        return load(case.history), load(case.expected)
+    except ValidationError as exc:
+        if case.needs:  # declared: this release cannot represent the stored history
+            pytest.skip(f"needs {sorted(case.needs)}, which this release rejects on load: {exc.errors()[0]['msg']}")
+        raise
+
+
+def test_corpus_is_large_and_uniquely_named() -> None:
+    names = [case.name for case in CASES]
+    assert len(names) >= 40
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_expected_output(case: Case, backend: histfix.Backend) -> None:
+    history, expected = load_case(case)
+    out = histfix.repair(history, repair_last_response=case.repair_last_response, backend=backend)
+    assert dump(out) == dump(expected)
+    assert out == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_idempotent_deterministic_pure(case: Case, backend: histfix.Backend) -> None:
+    history, _ = load_case(case)
+    snapshot = copy.deepcopy(history)
+    identities = [id(m) for m in history]
+    parts = [list(m.parts) for m in history]
+    once = histfix.repair(history, repair_last_response=case.repair_last_response, backend=backend)
+    assert history == snapshot  # nothing mutated, not even inside the messages
+    assert [id(m) for m in history] == identities
+    assert [list(m.parts) for m in history] == parts
+    assert once is not history
+    again = histfix.repair(history, repair_last_response=case.repair_last_response, backend=backend)
+    assert json.dumps(dump(again)) == json.dumps(dump(once))  # byte-identical
+    twice = histfix.repair(once, repair_last_response=case.repair_last_response, backend=backend)
+    assert twice == once
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.repair_last_response], ids=lambda c: c.name)
+def test_output_passes_strict_pairing(case: Case) -> None:
+    history, _ = load_case(case)
+    assert pairing_problems(histfix.repair(history)) == []
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_random_histories_idempotent_and_pure(seed: int) -> None:
+    history = load(random_history(seed))
+    snapshot = copy.deepcopy(history)
+    for last in (True, False):
+        once = histfix.repair(history, repair_last_response=last, backend="histfix")
+        assert histfix.repair(once, repair_last_response=last, backend="histfix") == once
+    assert history == snapshot
+
+
+@pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="only releases with repair_messages")
+def test_auto_matches_forced_path() -> None:
+    info = histfix.backend_info()
+    for seed in range(50):
+        history = load(random_history(seed))
+        assert histfix.repair(history) == histfix.repair(history, backend=info.backend)
