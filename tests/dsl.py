@@ -35,19 +35,38 @@ def system(content: str, at: int = 0) -> Json:
 
 
 def ret(name: str, id: str, content: Any = "ok", at: int = 0, **extra: Any) -> Json:
-    return {"part_kind": "tool-return", "tool_name": name, "tool_call_id": id, "content": content,
-            "timestamp": ts(at), **extra}
+    return {
+        "part_kind": "tool-return",
+        "tool_name": name,
+        "tool_call_id": id,
+        "content": content,
+        "timestamp": ts(at),
+        **extra,
+    }
 
 
 def retry(content: str, name: str | None = None, id: str = "retry", at: int = 0) -> Json:
-    return {"part_kind": "retry-prompt", "content": content, "tool_name": name, "tool_call_id": id,
-            "timestamp": ts(at)}
+    return {
+        "part_kind": "retry-prompt",
+        "content": content,
+        "tool_name": name,
+        "tool_call_id": id,
+        "timestamp": ts(at),
+    }
 
 
 def synth(name: str, id: str, at: int, tool_kind: str | None = None) -> Json:
     """The return both repairs synthesize for a dangling call made in the response stamped ``at``."""
-    part = {"part_kind": "tool-return", "tool_name": name, "tool_call_id": id, "content": INTERRUPTED,
-            "metadata": {MARKER: True}, "timestamp": ts(at), "outcome": "interrupted", "__synth__": True}
+    part = {
+        "part_kind": "tool-return",
+        "tool_name": name,
+        "tool_call_id": id,
+        "content": INTERRUPTED,
+        "metadata": {MARKER: True},
+        "timestamp": ts(at),
+        "outcome": "interrupted",
+        "__synth__": True,
+    }
     if tool_kind is not None:
         part["tool_kind"] = tool_kind
     return part
@@ -55,8 +74,13 @@ def synth(name: str, id: str, at: int, tool_kind: str | None = None) -> Json:
 
 # --- response parts ----------------------------------------------------------------------------------
 def call(name: str, id: str, args: Any = None, **extra: Any) -> Json:
-    return {"part_kind": "tool-call", "tool_name": name, "tool_call_id": id,
-            "args": {} if args is None else args, **extra}
+    return {
+        "part_kind": "tool-call",
+        "tool_name": name,
+        "tool_call_id": id,
+        "args": {} if args is None else args,
+        **extra,
+    }
 
 
 def text(content: str) -> Json:
@@ -68,13 +92,24 @@ def thinking(content: str, signature: str | None = None) -> Json:
 
 
 def native_call(name: str, id: str, args: Any = None, provider: str = "anthropic") -> Json:
-    return {"part_kind": "builtin-tool-call", "tool_name": name, "tool_call_id": id,
-            "args": {} if args is None else args, "provider_name": provider}
+    return {
+        "part_kind": "builtin-tool-call",
+        "tool_name": name,
+        "tool_call_id": id,
+        "args": {} if args is None else args,
+        "provider_name": provider,
+    }
 
 
 def native_return(name: str, id: str, content: Any = "ok", at: int = 0, provider: str = "anthropic") -> Json:
-    return {"part_kind": "builtin-tool-return", "tool_name": name, "tool_call_id": id, "content": content,
-            "timestamp": ts(at), "provider_name": provider}
+    return {
+        "part_kind": "builtin-tool-return",
+        "tool_name": name,
+        "tool_call_id": id,
+        "content": content,
+        "timestamp": ts(at),
+        "provider_name": provider,
+    }
 
 
 # --- messages ----------------------------------------------------------------------------------------
@@ -139,5 +174,5 @@ class Case:
     history: list[Json]
     expected: list[Json]
     repair_last_response: bool = True
-    #: features of the installed release the case needs to load at all (see ``needs_met``)
+    #: features the case needs to load at all; tests skip it where the release rejects it on load
     needs: frozenset[str] = field(default_factory=frozenset)

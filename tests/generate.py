@@ -40,7 +40,9 @@ def random_history(seed: int, max_messages: int = 12) -> list[Json]:
                 elif roll < 0.8:
                     parts.insert(rng.randint(0, len(parts)), retry("feedback", id=rng.choice(ids), at=at))
                 elif roll < 0.9:
-                    parts.insert(rng.randint(0, len(parts)), retry("bad", name="t", id=rng.choice(ids), at=at))
+                    parts.insert(
+                        rng.randint(0, len(parts)), retry("bad", name="t", id=rng.choice(ids), at=at)
+                    )
                 else:
                     parts.append(system("late system", at))
             fields: Json = {}
@@ -72,8 +74,12 @@ def random_history(seed: int, max_messages: int = 12) -> list[Json]:
                     parts.append(native_call("web_search", nid))
                     if rng.random() < 0.5:
                         parts.append(native_return("web_search", nid, at=at))
-            provider = {} if rng.random() < 0.5 else rng.choice(
-                [{"model_name": "m"}, {"provider_name": "p"}, {"provider_response_id": f"r{at}"}]
+            provider = (
+                {}
+                if rng.random() < 0.5
+                else rng.choice(
+                    [{"model_name": "m"}, {"provider_name": "p"}, {"provider_response_id": f"r{at}"}]
+                )
             )
             history.append(resp(*parts, at=at, **provider))
     return history

@@ -39,7 +39,13 @@ def _cell(record: dict, scenario: str) -> str:
 
 def render(releases: list[str], results: dict[str, dict]) -> str:
     lines = [HEADER]
-    columns = ["release", "auto path", "`repair_messages`", "tests", *(f"{s} (plain / histfix)" for s in SCENARIOS)]
+    columns = [
+        "release",
+        "auto path",
+        "`repair_messages`",
+        "tests",
+        *(f"{s} (plain / histfix)" for s in SCENARIOS),
+    ]
     lines.append("| " + " | ".join(columns) + " |")
     lines.append("|" + "---|" * len(columns))
     for release in releases:
@@ -83,7 +89,9 @@ def main(argv: list[str]) -> int:
         print(f"wrote {TARGET}")
         return 0
     if not TARGET.exists() or TARGET.read_text() != text:
-        print("compat-matrix.md is stale: run `nox -s compat_matrix -- --write` and commit it", file=sys.stderr)
+        print(
+            "compat-matrix.md is stale: run `nox -s compat_matrix -- --write` and commit it", file=sys.stderr
+        )
         return 1
     print("compat-matrix.md matches the measured results")
     return 0

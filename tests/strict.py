@@ -40,7 +40,9 @@ def pairing_problems(messages: Sequence[pai.ModelMessage]) -> list[str]:
             )
             for c in calls:
                 if c.tool_call_id not in answered:
-                    problems.append(f"No tool output found for function call {c.tool_call_id} ({c.tool_name}).")
+                    problems.append(
+                        f"No tool output found for function call {c.tool_call_id} ({c.tool_name})."
+                    )
         else:
             for p in message.parts:
                 if _is_result(p) and p.tool_call_id not in called:  # type: ignore[attr-defined]

@@ -22,8 +22,14 @@ from dsl import INTERRUPTED, MARKER, call, load, req, resp, user
 from strict import StrictProviderError, assert_provider_valid
 
 # What an aborted run leaves behind: a prompt, a tool call, and the user's next prompt.
-ABORTED = [req(user("test")), resp(call("retrieve_documents", "call_1", {"search_query": "test"}), at=5), req(user("test"))]
-UNPROCESSED_CALLS = "Cannot provide a new user prompt when the message history contains unprocessed tool calls."
+ABORTED = [
+    req(user("test")),
+    resp(call("retrieve_documents", "call_1", {"search_query": "test"}), at=5),
+    req(user("test")),
+]
+UNPROCESSED_CALLS = (
+    "Cannot provide a new user prompt when the message history contains unprocessed tool calls."
+)
 # Before 2.10.0 pydantic-ai sends the history as stored; from 2.10.0 it repairs it on the wire.
 UPSTREAM_REPAIRS_ON_THE_WIRE = Version("2.10.0") <= PYDANTIC_AI
 
@@ -65,7 +71,11 @@ def test_repaired_history_passes_a_strict_provider() -> None:
     (sent,) = model.received
     closing = sent[2].parts[0]
     assert isinstance(closing, pai.ToolReturnPart)
-    assert (closing.tool_call_id, closing.tool_name, closing.content) == ("call_1", "retrieve_documents", INTERRUPTED)
+    assert (closing.tool_call_id, closing.tool_name, closing.content) == (
+        "call_1",
+        "retrieve_documents",
+        INTERRUPTED,
+    )
     assert closing.metadata == {MARKER: True}
     assert closing.timestamp == sent[1].timestamp  # taken from the response, never the clock
     assert isinstance(sent[2].parts[1], pai.UserPromptPart)
@@ -93,8 +103,15 @@ def test_slice_starting_on_a_tool_result() -> None:
         [
             req(user("q")),
             resp(call("get", "c9"), at=2, model_name="m"),
-            req(pai_return := {"part_kind": "tool-return", "tool_name": "get", "tool_call_id": "c9",
-                               "content": "42", "timestamp": "2026-01-01T00:00:03Z"}),
+            req(
+                pai_return := {
+                    "part_kind": "tool-return",
+                    "tool_name": "get",
+                    "tool_call_id": "c9",
+                    "content": "42",
+                    "timestamp": "2026-01-01T00:00:03Z",
+                }
+            ),
             resp({"part_kind": "text", "content": "it is 42"}, at=4, model_name="m"),
         ]
     )
@@ -105,7 +122,9 @@ def test_slice_starting_on_a_tool_result() -> None:
         assert not any(isinstance(p, pai.ToolReturnPart) for m in plain.received[0] for p in m.parts)
         MEASURED["slice starting on a tool result, plain"] = "ok (result silently dropped)"
     else:
-        with pytest.raises(StrictProviderError, match="No tool call found for function call output with call_id c9"):
+        with pytest.raises(
+            StrictProviderError, match="No tool call found for function call output with call_id c9"
+        ):
             run(sliced, "next")
         MEASURED["slice starting on a tool result, plain"] = "400 (result without a call)"
     result, model = run(histfix.repair(sliced), "next")

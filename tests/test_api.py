@@ -15,11 +15,17 @@ import histfix
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
 
-SEED = [req(user("test")), resp(call("retrieve_documents", "call_1", {"search_query": "test"})), req(user("test"))]
+SEED = [
+    req(user("test")),
+    resp(call("retrieve_documents", "call_1", {"search_query": "test"})),
+    req(user("test")),
+]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False
+    )
 
 
 def test_public_names_are_exactly_all() -> None:
@@ -97,7 +103,11 @@ def test_backend_info_matches_release() -> None:
     info = histfix.backend_info()
     assert info.version == str(PYDANTIC_AI)
     assert info.features["repair_messages"] is HAS_UPSTREAM_REPAIR
-    expected = "upstream" if HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0") else "histfix"
+    expected = (
+        "upstream"
+        if HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
+        else "histfix"
+    )
     assert info.backend == expected
     assert str(PYDANTIC_AI) in info.reason
 
@@ -107,7 +117,7 @@ def test_forcing_upstream() -> None:
     if HAS_UPSTREAM_REPAIR:
         assert histfix.repair(history, backend="upstream") == pai.repair_messages(history)  # type: ignore[attr-defined]
     else:
-        with pytest.raises(RuntimeError, match="repair_messages.*arrived in 2.53.0"):
+        with pytest.raises(RuntimeError, match=r"repair_messages.*arrived in 2\.53\.0"):
             histfix.repair(history, backend="upstream")
 
 
@@ -122,8 +132,16 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.parametrize(
     ("version", "current"),
-    [("2.60.0", True), ("2.68.0", True), ("3.4.0", True), ("2.68.0+local", True), ("2.60.0.dev3", False),
-     ("2.59.0", False), ("2.60.0rc1", False), ("not-a-version", False)],
+    [
+        ("2.60.0", True),
+        ("2.68.0", True),
+        ("3.4.0", True),
+        ("2.68.0+local", True),
+        ("2.60.0.dev3", False),
+        ("2.59.0", False),
+        ("2.60.0rc1", False),
+        ("not-a-version", False),
+    ],
 )
 def test_version_gate(version: str, current: bool) -> None:
     from histfix import _compat

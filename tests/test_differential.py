@@ -25,7 +25,23 @@ CURRENT = Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
 
 #: Corpus cases where upstream repair_messages differs from the newest behaviour, and the release
 #: that fixed each one (upstream-behaviour.md §3.1).
-KNOWN_DIVERGENCES: dict[str, tuple[str, str]] = {}
+_FIFO = ("2.55.0", "before 2.55 duplicate ids are matched by a dict, not first-in first-out")
+_MOVE = ("2.59.0", "before 2.59 parts between the results of an unmerged request stay put")
+KNOWN_DIVERGENCES: dict[str, tuple[str, str]] = {
+    "E_duplicate_ids_one_return": _FIFO,
+    "E2_duplicate_ids_two_returns": _FIFO,
+    "F4_synth_order_follows_first_appearance_of_id": _FIFO,
+    "M2_core_tool_kind_copied": ("2.58.0", "before 2.58 the synthesized return does not copy tool_kind"),
+    "G2_toolless_retry_between_results_moved": _MOVE,
+    "J3e_instructions_different_not_merged": _MOVE,
+    "L_parts_between_results_moved": _MOVE,
+    "L2_part_before_first_result_stays_synth_then_moved": _MOVE,
+    "X_long_multi_turn_mixed": _MOVE,
+    "G3_toolless_retry_not_hoisted_in_merge": (
+        "2.60.0",
+        "before 2.60 a tool-less retry prompt loads as RetryPromptPart and the merge hoists it",
+    ),
+}
 
 
 def upstream(history: list[pai.ModelMessage], last: bool) -> list[pai.ModelMessage]:

@@ -29,7 +29,9 @@ def load_case(case: Case) -> tuple[list[pai.ModelMessage], list[pai.ModelMessage
         return load(case.history), load(case.expected)
     except ValidationError as exc:
         if case.needs:  # declared: this release cannot represent the stored history
-            pytest.skip(f"needs {sorted(case.needs)}, which this release rejects on load: {exc.errors()[0]['msg']}")
+            pytest.skip(
+                f"needs {sorted(case.needs)}, which this release rejects on load: {exc.errors()[0]['msg']}"
+            )
         raise
 
 
@@ -64,6 +66,21 @@ def test_idempotent_deterministic_pure(case: Case, backend: histfix.Backend) -> 
     assert json.dumps(dump(again)) == json.dumps(dump(once))  # byte-identical
     twice = histfix.repair(once, repair_last_response=case.repair_last_response, backend=backend)
     assert twice == once
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_output_loads_back_on_this_release(case: Case, backend: histfix.Backend) -> None:
+    """Never write what the installed release cannot read back from its own JSON."""
+    try:
+        history = load(case.history)
+    except ValidationError:
+        if case.needs:
+            pytest.skip(f"needs {sorted(case.needs)}")
+        raise
+    out = histfix.repair(history, repair_last_response=case.repair_last_response, backend=backend)
+    adapter = pai.ModelMessagesTypeAdapter
+    assert adapter.validate_json(adapter.dump_json(out)) == out
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.repair_last_response], ids=lambda c: c.name)

@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog="example: python -m histfix tests/data/aborted_run.json",
     )
     parser.add_argument("file", help="pydantic-ai JSON history, or - for stdin")
-    parser.add_argument("--keep-last-response", action="store_true", help="leave the last response's calls open")
+    parser.add_argument(
+        "--keep-last-response", action="store_true", help="leave the last response's calls open"
+    )
     parser.add_argument("--json", action="store_true", help="print the repaired history as JSON")
     parser.add_argument("--version", action="version", version=f"histfix {__version__}")
     args = parser.parse_args(argv)
@@ -77,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(ModelMessagesTypeAdapter.dump_json(after, indent=2).decode() + "\n")
         return 0
     info = histfix.backend_info()
-    print(f"histfix {__version__} on {info.distribution} {info.version}: {info.backend} repair ({info.reason})")
+    print(
+        f"histfix {__version__} on {info.distribution} {info.version}: {info.backend} repair ({info.reason})"
+    )
     print()
     print("\n".join(_render("before", before)))
     print()

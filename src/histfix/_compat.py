@@ -9,6 +9,7 @@ it from inside functions, never at ``import histfix`` time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from importlib import metadata
 from typing import Any
@@ -85,6 +86,30 @@ REQUEST_HAS_TIMESTAMP: bool = "timestamp" in _REQUEST_FIELDS
 REQUEST_HAS_METADATA: bool = "metadata" in _REQUEST_FIELDS
 #: ``ToolAvailabilityDeltaPart``, which stays in place between tool results: first in 2.23.0.
 TOOL_AVAILABILITY_DELTA: type | None = getattr(_messages, "ToolAvailabilityDeltaPart", None)
+
+
+@functools.cache
+def return_tool_kind_loads(kind: str) -> bool:
+    """Whether a synthesized return with this ``tool_kind`` loads back from the release's own JSON.
+
+    1.95.0-2.57.x validate ``tool_kind`` against a Literal of core kinds, and some of them type
+    a core kind's content (1.107.10 loads a ``'tool-search'`` return as a ``ToolSearchReturnPart``,
+    whose content must be an object), so the newest behaviour, copying the call's kind, would
+    write a history that release cannot read. Probed once per kind, not guessed from a version.
+    """
+    probe = _messages.ToolReturnPart(
+        tool_name="probe",
+        content="The tool call was interrupted before a result was produced.",
+        tool_call_id="probe",
+        tool_kind=kind,  # type: ignore[call-arg,unused-ignore]
+    )
+    adapter = _messages.ModelMessagesTypeAdapter
+    try:
+        adapter.validate_json(adapter.dump_json([_messages.ModelRequest(parts=[probe])]))
+    except Exception:
+        return False
+    return True
+
 
 # --- behaviour under an unchanged name (version comparison) ---------------------------------------
 

@@ -15,7 +15,9 @@ def not_a_message(index: int, found: object) -> TypeError:
     """The error for a history element that is neither a ``ModelRequest`` nor a ``ModelResponse``."""
     hint = ""
     if isinstance(found, dict):
-        hint = " (it looks like stored JSON: load it with pydantic_ai.messages.ModelMessagesTypeAdapter first)"
+        hint = (
+            " (it looks like stored JSON: load it with pydantic_ai.messages.ModelMessagesTypeAdapter first)"
+        )
     return TypeError(
         f"messages[{index}] is a {type(found).__module__}.{type(found).__qualname__}, not a "
         f"pydantic_ai.messages.ModelRequest or ModelResponse{hint}"

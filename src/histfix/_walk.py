@@ -133,7 +133,9 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
     if _compat.OUTCOME_INTERRUPTED:
         extra["outcome"] = "interrupted"
     if _compat.RETURN_HAS_TOOL_KIND:
-        extra["tool_kind"] = getattr(call, "tool_kind", None)
+        kind = getattr(call, "tool_kind", None)
+        if kind is not None and _compat.return_tool_kind_loads(kind):
+            extra["tool_kind"] = kind
     return ToolReturnPart(
         tool_name=call.tool_name,
         content=SYNTHESIZED_CONTENT,
@@ -181,7 +183,11 @@ def _results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPar
 
 def _is_synthetic(response: ModelResponse) -> bool:
     """A response no provider produced: only such responses are ever merged."""
-    return response.provider_response_id is None and response.provider_name is None and response.model_name is None
+    return (
+        response.provider_response_id is None
+        and response.provider_name is None
+        and response.model_name is None
+    )
 
 
 def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
@@ -231,8 +237,11 @@ class _Folder:
     def request(self, message: ModelRequest) -> None:
         if self.responses:
             self._flush_responses()
-        elif self.requests and self.instructions and message.instructions and (
-            self.instructions != message.instructions
+        elif (
+            self.requests
+            and self.instructions
+            and message.instructions
+            and (self.instructions != message.instructions)
         ):
             self._flush_requests()
         if not self.instructions:

@@ -1,0 +1,103 @@
+"""Benchmark: histfix's walk against upstream ``repair_messages`` on the same large histories.
+
+Not a test: run with ``nox -s bench`` (newest pinned release) or ``python tests/bench_repair.py``.
+Histories mix multi-turn tool conversations with the damage repair exists for (lost results,
+orphaned results, trailing calls). GC is off while timing; each figure is the minimum of
+interleaved runs. Pass sizes as arguments to override the defaults (1000 10000 100000).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from pydantic_ai import messages as pai
+
+import histfix
+from histfix._walk import repair_walk
+
+from dsl import to_json
+from generate import random_conversation
+
+
+def broken_history(size: int, seed: int = 0) -> list[pai.ModelMessage]:
+    rng = random.Random(seed)
+    raw: list[dict] = []
+    n = 0
+    while len(raw) < size:
+        chunk = random_conversation(n)
+        n += 1
+        roll = rng.random()
+        if roll < 0.1 and len(chunk) > 3:  # a crash lost one request of tool results
+            del chunk[rng.randrange(2, len(chunk) - 1)]
+        elif roll < 0.15:  # an eviction cut the head off: orphaned results
+            chunk = chunk[2:]
+        raw += chunk
+    return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw[:size]))
+
+
+def floor(messages: list[pai.ModelMessage]) -> None:
+    """The least any repair must do: touch every part once."""
+    for message in messages:
+        for part in message.parts:
+            part.part_kind  # noqa: B018
+
+
+def best(fn: Callable[[], object], runs: int) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+    finally:
+        gc.enable()
+
+
+def main(sizes: list[int]) -> None:
+    has_upstream = hasattr(pai, "repair_messages")
+    info = histfix.backend_info()
+    print(
+        f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {platform.processor() or ''}"
+    )
+    header = f"{'messages':>9} {'parts':>9} {'floor ms':>9} {'histfix ms':>11} {'upstream ms':>12} {'speed-up':>9} {'vs floor':>9}"
+    print(header)
+    results = {}
+    for size in sizes:
+        history = broken_history(size)
+        parts = sum(len(m.parts) for m in history)
+        runs = 9 if size <= 100_000 else 3
+        if has_upstream:
+            assert repair_walk(history) == pai.repair_messages(history)  # type: ignore[attr-defined]
+        timings = {"floor": [], "histfix": [], "upstream": []}
+        for _ in range(runs):  # interleave so drift hits all three alike
+            timings["floor"].append(best(lambda h=history: floor(h), 1))
+            timings["histfix"].append(best(lambda h=history: repair_walk(h), 1))
+            if has_upstream:
+                timings["upstream"].append(best(lambda h=history: pai.repair_messages(h), 1))  # type: ignore[attr-defined]
+        f, h = min(timings["floor"]), min(timings["histfix"])
+        u = min(timings["upstream"]) if has_upstream else float("nan")
+        results[size] = {"floor": f, "histfix": h, "upstream": u}
+        print(
+            f"{size:>9} {parts:>9} {f * 1e3:>9.2f} {h * 1e3:>11.2f} {u * 1e3:>12.2f} {u / h:>8.2f}x {h / f:>8.2f}x"
+        )
+    if len(sizes) > 1:
+        a, b = sizes[-2], sizes[-1]
+        growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream")}
+        print(f"growth {a} -> {b}: " + ", ".join(f"{k} {v:.2f}x" for k, v in growth.items()))
+    print(json.dumps({str(k): v for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000])
