@@ -148,3 +148,44 @@ def test_version_gate(version: str, current: bool) -> None:
 
     parsed = _compat._parse(version)
     assert (parsed is not None and parsed >= _compat.UPSTREAM_CURRENT_SINCE) is current
+
+
+def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    from histfix import _compat
+
+    installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
+
+    def version(name: str) -> str:
+        if name in installed:
+            return installed[name]
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(_compat.metadata, "version", version)
+    assert _compat._installed_release() == ("pydantic-ai", "2.61.0")
+    installed["pydantic-ai-slim"] = "2.61.0+local"
+    assert _compat._installed_release() == ("pydantic-ai-slim", "2.61.0+local")
+    installed.clear()
+    name, _ = _compat._installed_release()
+    assert "no distribution metadata" in name
+
+
+def test_reason_for_unusual_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from histfix import _compat
+
+    if _compat.HAS_REPAIR_MESSAGES:
+        monkeypatch.setattr(_compat, "VERSION", Version("9.1.0"))
+        monkeypatch.setattr(_compat, "VERSION_STRING", "9.1.0")
+        monkeypatch.setattr(_compat, "UPSTREAM_REPAIR_IS_CURRENT", True)
+        info = histfix.backend_info()
+        assert info.backend == "upstream"
+        assert "newer than the newest release histfix was measured on" in info.reason
+        monkeypatch.setattr(_compat, "VERSION", None)
+        monkeypatch.setattr(_compat, "VERSION_STRING", "weird")
+        monkeypatch.setattr(_compat, "UPSTREAM_REPAIR_IS_CURRENT", False)
+        info = histfix.backend_info()
+        assert info.backend == "histfix"
+        assert "not PEP 440" in info.reason
+    else:
+        assert "no repair_messages" in histfix.backend_info().reason

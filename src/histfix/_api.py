@@ -52,13 +52,17 @@ def backend_info() -> BackendInfo:
             f"pydantic-ai {version} has repair_messages with the newest behaviour "
             f"(>= {_compat.UPSTREAM_CURRENT_SINCE})"
         )
-    elif _compat.HAS_REPAIR_MESSAGES:
+        if _compat.VERSION is not None and _compat.VERSION > _compat.NEWEST_TESTED:
+            reason += f"; newer than the newest release histfix was measured on ({_compat.NEWEST_TESTED})"
+    elif not _compat.HAS_REPAIR_MESSAGES:
+        reason = f"pydantic-ai {version} has no repair_messages (added in 2.53.0)"
+    elif _compat.VERSION is None:
+        reason = f"pydantic-ai version {version!r} is not PEP 440, so histfix's own walk runs to be safe"
+    else:
         reason = (
             f"pydantic-ai {version} has repair_messages, but it differs from the newest behaviour "
             f"before {_compat.UPSTREAM_CURRENT_SINCE}"
         )
-    else:
-        reason = f"pydantic-ai {version} has no repair_messages (added in 2.53.0)"
     return BackendInfo(
         backend=chosen,
         reason=reason,

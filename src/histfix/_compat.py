@@ -29,7 +29,11 @@ _DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic-ai")
 
 
 def _installed_release() -> tuple[str, str]:
-    """(distribution name, version string) of the installed pydantic-ai."""
+    """(distribution name, version string) of the installed pydantic-ai.
+
+    The full ``pydantic-ai`` distribution depends on ``pydantic-ai-slim`` of the same version,
+    so the slim one is asked first and the full one only covers unusual installs.
+    """
     for name in _DISTRIBUTIONS:
         try:
             return name, metadata.version(name)
