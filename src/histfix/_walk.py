@@ -75,19 +75,31 @@ class _OpenCalls:
         return self.calls[self.next :]
 
 
-def _pair(
-    messages: Sequence[ModelMessage], repair_last_response: bool
-) -> tuple[dict[int, list[ToolCallPart]], set[int]]:
-    """Which calls dangle (by response index) and which requests hold orphaned results.
+class Pairing:
+    """What the pairing walk learned: everything the building walk needs to know in advance."""
+
+    __slots__ = ("dangling", "orphans", "scattered")
+
+    def __init__(self) -> None:
+        #: dangling calls by the index of the response that made them, in upstream's order
+        self.dangling: dict[int, list[ToolCallPart]] = {}
+        #: indices of requests holding a result whose id no earlier response called
+        self.orphans: set[int] = set()
+        #: indices of requests with other parts between their results (to be moved after them)
+        self.scattered: set[int] = set()
+
+
+def _pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:
+    """Pair every result with the call it answers, in one read-only pass.
 
     A result answers the oldest open call with its id. A call reusing an id still open from an
     earlier response leaves those older calls dangling. A result whose id no earlier response
     called is an orphan. Calls still open at the end dangle, listed per response in the order
     their ids were first called, as upstream lists them.
     """
+    found = Pairing()
     by_id: dict[str, _OpenCalls] = {}
-    dangling: dict[int, list[ToolCallPart]] = {}
-    orphan_requests: set[int] = set()
+    dangling = found.dangling
     last_response = -1
     for index, message in enumerate(messages):
         if isinstance(message, ModelResponse):
@@ -106,14 +118,22 @@ def _pair(
                         dangling.setdefault(entry.response, []).extend(shadowed)
                     entry.response, entry.calls, entry.next = index, [part], 0
         elif isinstance(message, ModelRequest):
-            for result in message.parts:
-                if not is_result(result):
-                    continue
-                entry = by_id.get(result.tool_call_id)
-                if entry is None:
-                    orphan_requests.add(index)
-                elif entry.next < len(entry.calls):
-                    entry.next += 1
+            # 0: no result yet, 1: among results, 2: a movable part follows a result
+            position = 0
+            for part in message.parts:
+                if isinstance(part, ToolReturnPart) or (
+                    isinstance(part, RetryPromptPart) and part.tool_name is not None
+                ):
+                    entry = by_id.get(part.tool_call_id)
+                    if entry is None:
+                        found.orphans.add(index)
+                    elif entry.next < len(entry.calls):
+                        entry.next += 1
+                    if position == 2:
+                        found.scattered.add(index)
+                    position = 1
+                elif position == 1 and not (_DELTA is not None and isinstance(part, _DELTA)):
+                    position = 2
         else:
             raise not_a_message(index, message)
     for entry in by_id.values():
@@ -121,7 +141,7 @@ def _pair(
             dangling.setdefault(entry.response, []).extend(entry.unanswered())
     if not repair_last_response:
         dangling.pop(last_response, None)
-    return dangling, orphan_requests
+    return found
 
 
 # --- walk 2: building -------------------------------------------------------------------------------
@@ -196,13 +216,13 @@ def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _merged_request(run: list[ModelRequest]) -> ModelRequest:
+def _merged_request(run: list[ModelRequest], scattered: bool) -> ModelRequest:
     """One request from a run of consecutive compatible requests: results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
     only the framework namespace survives. Every other field takes its default.
     """
-    parts = _results_gathered(run[0].parts) or list(run[0].parts)
+    parts = (_results_gathered(run[0].parts) if scattered else None) or list(run[0].parts)
     for request in run[1:]:
         parts.extend(request.parts)
     parts.sort(key=_not_result)
@@ -226,24 +246,27 @@ class _Folder:
     responses join only when the run and they are synthetic (no provider, model or response id).
     """
 
-    __slots__ = ("instructions", "out", "requests", "responses")
+    __slots__ = ("instructions", "out", "requests", "responses", "scattered")
 
     def __init__(self) -> None:
         self.out: list[ModelMessage] = []
         self.requests: list[ModelRequest] = []
         self.responses: list[ModelResponse] = []
         self.instructions: str | None = None  # the request run's first non-empty instructions
+        self.scattered = False  # whether the run's first request has parts between its results
 
-    def request(self, message: ModelRequest) -> None:
+    def request(self, message: ModelRequest, scattered: bool = False) -> None:
         if self.responses:
             self._flush_responses()
         elif (
             self.requests
             and self.instructions
             and message.instructions
-            and (self.instructions != message.instructions)
+            and self.instructions != message.instructions
         ):
             self._flush_requests()
+        if not self.requests:
+            self.scattered = scattered
         if not self.instructions:
             self.instructions = message.instructions
         self.requests.append(message)
@@ -264,10 +287,10 @@ class _Folder:
         run = self.requests
         if len(run) == 1:
             only = run[0]
-            gathered = _results_gathered(only.parts)
+            gathered = _results_gathered(only.parts) if self.scattered else None
             self.out.append(only if gathered is None else replace(only, parts=gathered))
         elif run:
-            self.out.append(_merged_request(run))
+            self.out.append(_merged_request(run, self.scattered))
         self.requests = []
         self.instructions = None
 
@@ -285,7 +308,8 @@ def repair_walk(messages: Sequence[ModelMessage], *, repair_last_response: bool 
 
     Raises ``TypeError`` for an element that is not a ``ModelRequest``/``ModelResponse``.
     """
-    dangling, orphan_requests = _pair(messages, repair_last_response)
+    pairing = _pair(messages, repair_last_response)
+    dangling, orphan_requests = pairing.dangling, pairing.orphans
     folder = _Folder()
     called: set[str] = set()  # ids called so far, needed only to find orphans
     closing: list[ToolReturnPart] = []  # synthesized returns waiting for the next message
@@ -312,7 +336,7 @@ def repair_walk(messages: Sequence[ModelMessage], *, repair_last_response: bool 
         if closing:
             request = replace(request, parts=_with_closing_returns(request.parts, closing))
             closing = []
-        folder.request(request)
+        folder.request(request, index in pairing.scattered)
     if closing:
         folder.request(ModelRequest(parts=closing))
     return folder.finish()
