@@ -120,11 +120,11 @@ def _pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairi
         elif isinstance(message, ModelRequest):
             # 0: no result yet, 1: among results, 2: a movable part follows a result
             position = 0
-            for part in message.parts:
-                if isinstance(part, ToolReturnPart) or (
-                    isinstance(part, RetryPromptPart) and part.tool_name is not None
+            for piece in message.parts:
+                if isinstance(piece, ToolReturnPart) or (
+                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
                 ):
-                    entry = by_id.get(part.tool_call_id)
+                    entry = by_id.get(piece.tool_call_id)
                     if entry is None:
                         found.orphans.add(index)
                     elif entry.next < len(entry.calls):
@@ -132,7 +132,7 @@ def _pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairi
                     if position == 2:
                         found.scattered.add(index)
                     position = 1
-                elif position == 1 and not (_DELTA is not None and isinstance(part, _DELTA)):
+                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                     position = 2
         else:
             raise not_a_message(index, message)
