@@ -7,9 +7,10 @@ modelled on the real ones quoted in shared/seeds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic_ai import messages as pai
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 
 class StrictProviderError(Exception):
@@ -56,3 +57,27 @@ def assert_provider_valid(messages: Sequence[pai.ModelMessage]) -> None:
     problems = pairing_problems(messages)
     if problems:
         raise StrictProviderError("status_code: 400, " + " ".join(problems))
+
+
+Reply = Callable[[list[pai.ModelMessage], AgentInfo], pai.ModelResponse]
+
+
+def _say_done(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
+    return pai.ModelResponse(parts=[pai.TextPart("done")])
+
+
+class StrictModel:
+    """A FunctionModel that rejects broken pairing like a strict provider and records what it got.
+
+    ``reply`` decides the answer (default: the text "done") once the history passed the check.
+    """
+
+    def __init__(self, reply: Reply = _say_done) -> None:
+        self.received: list[list[pai.ModelMessage]] = []
+        self.reply = reply
+        self.model = FunctionModel(self._respond)
+
+    def _respond(self, messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
+        self.received.append(list(messages))
+        assert_provider_valid(messages)
+        return self.reply(messages, info)

@@ -13,13 +13,12 @@ from packaging.version import Version
 from pydantic_ai import Agent
 from pydantic_ai import messages as pai
 from pydantic_ai.exceptions import UserError
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import histfix
 
 from conftest import MEASURED, PYDANTIC_AI
 from dsl import INTERRUPTED, MARKER, call, load, req, resp, user
-from strict import StrictProviderError, assert_provider_valid
+from strict import StrictModel, StrictProviderError, assert_provider_valid
 
 # What an aborted run leaves behind: a prompt, a tool call, and the user's next prompt.
 ABORTED = [
@@ -32,19 +31,6 @@ UNPROCESSED_CALLS = (
 )
 # Before 2.10.0 pydantic-ai sends the history as stored; from 2.10.0 it repairs it on the wire.
 UPSTREAM_REPAIRS_ON_THE_WIRE = Version("2.10.0") <= PYDANTIC_AI
-
-
-class StrictModel:
-    """A FunctionModel that answers like a strict provider and remembers what it was sent."""
-
-    def __init__(self) -> None:
-        self.received: list[list[pai.ModelMessage]] = []
-        self.model = FunctionModel(self._respond)
-
-    def _respond(self, messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
-        self.received.append(list(messages))
-        assert_provider_valid(messages)
-        return pai.ModelResponse(parts=[pai.TextPart("done")])
 
 
 def run(history: list[pai.ModelMessage], prompt: str | None) -> tuple[Any, StrictModel]:

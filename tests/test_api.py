@@ -30,7 +30,19 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_public_names_are_exactly_all() -> None:
     assert sorted(histfix.__all__) == sorted(
-        ["Backend", "BackendInfo", "__version__", "backend_info", "keep_last_turns", "repair"]
+        [
+            "Backend",
+            "BackendInfo",
+            "BudgetExceededError",
+            "RepairProcessor",
+            "__version__",
+            "agent_options",
+            "backend_info",
+            "estimate_tokens",
+            "keep_last_turns",
+            "repair",
+            "trim_to_budget",
+        ]
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)

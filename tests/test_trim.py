@@ -112,3 +112,92 @@ def test_trimming_a_valid_conversation_keeps_it_valid(seed: int) -> None:
         if start:
             assert isinstance(first.parts[0], pai.SystemPromptPart)  # carried over from the head
             assert first.parts[1:] == history[start].parts
+
+
+# --- trim_to_budget -----------------------------------------------------------------------------------
+
+
+def parts_count(message: pai.ModelMessage) -> int:
+    """A toy tokenizer: one token per part (any callable of a message works)."""
+    return len(message.parts)
+
+
+def test_budget_keeps_everything_that_fits() -> None:
+    history = load(conversation(3))
+    total = sum(histfix.estimate_tokens(m) for m in history)
+    out = histfix.trim_to_budget(history, total)
+    assert out == history
+    assert out is not history
+
+
+def test_budget_cuts_only_at_turn_starts_with_a_real_counter() -> None:
+    history = load(conversation(4))  # each turn: 1 + 2 + 2 + 1 parts (turn 0 has a system prompt too)
+    out = histfix.trim_to_budget(history, 13, count_tokens=parts_count)
+    # two whole turns (6 parts each) + the carried system prompt (1) = 13
+    assert len(out) == 8
+    assert out[1:] == history[9:]
+    assert isinstance(out[0].parts[0], pai.SystemPromptPart)
+    assert sum(parts_count(m) for m in out) == 13
+    out = histfix.trim_to_budget(history, 12, count_tokens=parts_count)
+    assert len(out) == 4  # the carried system prompt makes two turns one part too many
+
+
+def test_budget_without_system_prompt_carry() -> None:
+    history = load(conversation(4))
+    out = histfix.trim_to_budget(history, 12, count_tokens=parts_count, keep_system_prompt=False)
+    assert out == history[8:]
+
+
+def test_budget_too_small_for_the_last_turn_says_so() -> None:
+    history = load(conversation(2))
+    with pytest.raises(
+        histfix.BudgetExceededError, match=r"needs an estimated 7 tokens, more than max_tokens=3"
+    ) as info:
+        histfix.trim_to_budget(history, 3, count_tokens=parts_count)
+    assert isinstance(info.value, ValueError)
+    assert (info.value.needed, info.value.max_tokens) == (7, 3)  # 6 parts + the carried system prompt
+
+
+def test_budget_arguments() -> None:
+    for bad in (0, -3, 2.5, "10", None, True):
+        with pytest.raises(ValueError, match="max_tokens must be a positive int"):
+            histfix.trim_to_budget([], bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="count_tokens must be callable"):
+        histfix.trim_to_budget([], 10, count_tokens="len")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"trim_to_budget\(\) needs"):
+        histfix.trim_to_budget("history", 10)  # type: ignore[arg-type]
+
+
+def test_estimate_tokens_counts_content_and_args() -> None:
+    (request,) = load([req(user("x" * 400))])
+    assert histfix.estimate_tokens(request) == 4 + 100
+    (response,) = load([real(call("get", "c1", {"q": "y" * 100}))])
+    assert histfix.estimate_tokens(response) > 25
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_budget_trim_is_the_longest_valid_suffix(seed: int) -> None:
+    """Property: the trimmed history is valid, fits, starts a turn, and one more turn would not fit."""
+    history = load(random_conversation(seed))
+    total = sum(parts_count(m) for m in history)
+    for budget in range(1, total + 2, 3):
+        try:
+            trimmed = histfix.trim_to_budget(history, budget, count_tokens=parts_count)
+        except histfix.BudgetExceededError:
+            last_turn = histfix.keep_last_turns(history, 1)
+            assert sum(parts_count(m) for m in last_turn) > budget
+            continue
+        assert sum(parts_count(m) for m in trimmed) <= budget
+        assert not pairing_problems(trimmed)
+        start = len(history) - len(trimmed)
+        assert trimmed[1:] == history[start + 1 :]
+        if start:
+            turns = sum(
+                1
+                for m in trimmed
+                if isinstance(m, pai.ModelRequest)
+                and any(isinstance(p, pai.UserPromptPart) for p in m.parts)
+                and not any(isinstance(p, pai.ToolReturnPart | pai.RetryPromptPart) for p in m.parts)
+            )
+            longer = histfix.keep_last_turns(history, turns + 1)
+            assert len(longer) == len(history) or sum(parts_count(m) for m in longer) > budget

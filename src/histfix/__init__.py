@@ -1,14 +1,29 @@
 """histfix: repair and trim pydantic-ai message histories on every release from 1.0.0 on.
 
 ``repair`` gives the newest upstream ``repair_messages`` behaviour in the installed release's own
-types; ``keep_last_turns`` trims without splitting a tool call from its result. Importing histfix
-does not import pydantic-ai; the first call does.
+types; ``keep_last_turns`` and ``trim_to_budget`` trim without splitting a tool call from its
+result; ``agent_options`` wires repair (and trimming) into an ``Agent`` on every release.
+Importing histfix does not import pydantic-ai; the first call does.
 """
 
 from __future__ import annotations
 
-from ._api import Backend, BackendInfo, backend_info, keep_last_turns, repair
+from ._api import Backend, BackendInfo, backend_info, keep_last_turns, repair, trim_to_budget
+from ._tokens import BudgetExceededError, estimate_tokens
+from ._wiring import RepairProcessor, agent_options
 
-__all__ = ["Backend", "BackendInfo", "__version__", "backend_info", "keep_last_turns", "repair"]
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "BudgetExceededError",
+    "RepairProcessor",
+    "__version__",
+    "agent_options",
+    "backend_info",
+    "estimate_tokens",
+    "keep_last_turns",
+    "repair",
+    "trim_to_budget",
+]
 
 __version__ = "0.1.0"

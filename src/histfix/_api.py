@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ._inputs import as_history, check_messages
+from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Backend", "BackendInfo", "backend_info", "keep_last_turns", "repair"]
+__all__ = ["Backend", "BackendInfo", "backend_info", "keep_last_turns", "repair", "trim_to_budget"]
 
 Backend = Literal["auto", "upstream", "histfix"]
 _BACKENDS = ("auto", "upstream", "histfix")
@@ -126,3 +127,27 @@ def keep_last_turns(
     from ._trim import keep_last_turns as trim
 
     return trim(history, turns, keep_system_prompt=keep_system_prompt)
+
+
+def trim_to_budget(
+    messages: Sequence[ModelMessage],
+    max_tokens: int,
+    *,
+    count_tokens: Callable[[ModelMessage], int] = estimate_tokens,
+    keep_system_prompt: bool = True,
+) -> list[ModelMessage]:
+    """Keep the longest run of whole turns, newest last, whose size fits ``max_tokens``.
+
+    Sizes come from ``count_tokens(message)`` (default: :func:`estimate_tokens`, about four
+    characters a token; pass a real tokenizer's count for exactness). Cuts only where
+    :func:`keep_last_turns` would, carrying the opening system prompt over the same way. Raises
+    :class:`BudgetExceededError` (a ``ValueError``) when even the last turn does not fit.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    if not callable(count_tokens):
+        raise TypeError(f"count_tokens must be callable, got {type(count_tokens).__name__}")
+    history = as_history(messages, function="trim_to_budget")
+    from ._trim import trim_to_budget as trim
+
+    return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)

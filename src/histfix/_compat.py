@@ -143,3 +143,16 @@ def features() -> dict[str, bool]:
         "request_metadata": REQUEST_HAS_METADATA,
         "tool_availability_delta_part": TOOL_AVAILABILITY_DELTA is not None,
     }
+
+
+def process_history_class() -> type | None:
+    """``pydantic_ai.capabilities.ProcessHistory``, first in 1.87.0 (the module itself in 1.71.0).
+
+    Where it exists histfix wires itself in as a capability: ``Agent(history_processors=)`` warns
+    from 1.96.0 and is rejected from 2.0.0. Before 1.87.0 ``history_processors=`` is the only way.
+    """
+    try:
+        from pydantic_ai.capabilities import ProcessHistory
+    except ImportError:
+        return None
+    return ProcessHistory  # type: ignore[no-any-return,unused-ignore]

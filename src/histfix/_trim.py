@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pydantic_ai.messages import (
@@ -15,9 +15,10 @@ from pydantic_ai.messages import (
 )
 
 from ._inputs import not_a_message
+from ._tokens import BudgetExceededError, estimate_tokens
 from ._walk import is_result
 
-__all__ = ["keep_last_turns", "turn_starts"]
+__all__ = ["keep_last_turns", "trim_to_budget", "turn_starts"]
 
 
 def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
@@ -74,18 +75,65 @@ def _leading_system_prompts(message: ModelMessage) -> list[SystemPromptPart]:
     return head
 
 
+def _cut(messages: Sequence[ModelMessage], cut: int, keep_system_prompt: bool) -> list[ModelMessage]:
+    """``messages[cut:]`` as a new list, with the opening system prompt carried over if asked."""
+    kept = list(messages[cut:])
+    if cut == 0 or not keep_system_prompt:
+        return kept
+    first = kept[0]
+    carried = _leading_system_prompts(messages[0])
+    if (
+        carried
+        and isinstance(first, ModelRequest)
+        and not any(isinstance(p, SystemPromptPart) for p in first.parts)
+    ):
+        kept[0] = replace(first, parts=[*carried, *first.parts])
+    return kept
+
+
 def keep_last_turns(
     messages: Sequence[ModelMessage], turns: int, *, keep_system_prompt: bool = True
 ) -> list[ModelMessage]:
     """The last ``turns`` turns of ``messages`` as a new list (all of it if it has fewer)."""
     starts = turn_starts(messages)
-    if len(starts) <= turns or starts[-turns] == 0:
+    cut = starts[-turns] if len(starts) > turns else 0
+    return _cut(messages, cut, keep_system_prompt)
+
+
+# --- token budgets ------------------------------------------------------------------------------------
+
+
+def trim_to_budget(
+    messages: Sequence[ModelMessage],
+    max_tokens: int,
+    *,
+    count_tokens: Callable[[ModelMessage], int] = estimate_tokens,
+    keep_system_prompt: bool = True,
+) -> list[ModelMessage]:
+    """The longest turn-safe suffix of ``messages`` whose size fits ``max_tokens``.
+
+    Each message is counted once, so the work is linear. Raises :class:`BudgetExceededError`
+    when not even the last turn fits, rather than returning an empty history.
+    """
+    sizes = [count_tokens(message) for message in messages]
+    if sum(sizes) <= max_tokens:
         return list(messages)
-    cut = starts[-turns]
-    kept = list(messages[cut:])
-    first = kept[0]
-    assert isinstance(first, ModelRequest)
-    carried = _leading_system_prompts(messages[0]) if keep_system_prompt else []
-    if carried and not any(isinstance(p, SystemPromptPart) for p in first.parts):
-        kept[0] = replace(first, parts=[*carried, *first.parts])
-    return kept
+    carried = 0
+    if keep_system_prompt and messages:
+        head = _leading_system_prompts(messages[0])
+        carried = count_tokens(ModelRequest(parts=list(head))) if head else 0
+    starts = turn_starts(messages)
+    # Walk the cut points from the newest backwards, growing the suffix while it fits.
+    best: int | None = None
+    suffix = 0
+    end = len(messages)
+    for start in reversed(starts):
+        suffix += sum(sizes[start:end])
+        end = start
+        if suffix + (carried if start else 0) > max_tokens:
+            break
+        best = start
+    if best is None:
+        needed = suffix + carried if starts else sum(sizes)
+        raise BudgetExceededError(needed, max_tokens)
+    return _cut(messages, best, keep_system_prompt)
