@@ -15,8 +15,8 @@ from pydantic_ai.messages import (
 )
 
 from ._inputs import not_a_message
+from ._parts import is_result
 from ._tokens import BudgetExceededError, estimate_tokens
-from ._walk import is_result
 
 __all__ = ["keep_last_turns", "trim_to_budget", "turn_starts"]
 

@@ -1,0 +1,145 @@
+"""Merging consecutive messages, as the last step of the newest upstream repair.
+
+Consecutive requests merge (results first) unless both carry different non-empty instructions;
+consecutive responses merge only when no provider produced either. A request left unmerged gets
+the parts between its results moved after them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
+
+from . import _compat
+from ._parts import is_result, not_result, stays_between_results
+
+__all__ = ["Folder", "results_gathered"]
+
+#: The metadata namespace that survives a request merge (upstream since 2.42.0).
+_FRAMEWORK_NAMESPACE = "__pydantic_ai__"
+
+
+def results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart] | None:
+    """Parts with whatever sits between the first and last result moved after the last one.
+
+    Tool-availability deltas keep their place among the results. None when nothing moves.
+    """
+    first = last = -1
+    for i, part in enumerate(parts):
+        if is_result(part):
+            if first < 0:
+                first = i
+            last = i
+    if first < 0:
+        return None
+    middle = parts[first : last + 1]
+    moved = [p for p in middle if not stays_between_results(p)]
+    if not moved:
+        return None
+    kept = [p for p in middle if stays_between_results(p)]
+    return [*parts[:first], *kept, *moved, *parts[last + 1 :]]
+
+
+def _is_synthetic(response: ModelResponse) -> bool:
+    """A response no provider produced: only such responses are ever merged."""
+    return (
+        response.provider_response_id is None
+        and response.provider_name is None
+        and response.model_name is None
+    )
+
+
+def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
+    meta = getattr(request, "metadata", None)
+    value = meta.get(_FRAMEWORK_NAMESPACE) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+def _merged_request(run: list[ModelRequest], scattered: bool) -> ModelRequest:
+    """One request from a run of consecutive compatible requests: results first, then the rest.
+
+    Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
+    only the framework namespace survives. Every other field takes its default.
+    """
+    parts = (results_gathered(run[0].parts) if scattered else None) or list(run[0].parts)
+    for request in run[1:]:
+        parts.extend(request.parts)
+    parts.sort(key=not_result)
+    fields: dict[str, Any] = {
+        "instructions": next((r.instructions for r in run if r.instructions), run[-1].instructions)
+    }
+    if _compat.REQUEST_HAS_TIMESTAMP:
+        stamps = [getattr(r, "timestamp", None) for r in run]
+        fields["timestamp"] = next((t for t in reversed(stamps) if t), stamps[0])
+    if _compat.REQUEST_HAS_METADATA:
+        namespaces = [ns for ns in map(_framework_namespace, run) if ns is not None]
+        if namespaces:
+            fields["metadata"] = {_FRAMEWORK_NAMESPACE: {k: v for ns in namespaces for k, v in ns.items()}}
+    return ModelRequest(parts=parts, **fields)
+
+
+class Folder:
+    """Appends messages, merging each run of consecutive compatible ones when the run ends.
+
+    Requests join a run unless both they and the run carry different non-empty instructions;
+    responses join only when the run and they are synthetic (no provider, model or response id).
+    """
+
+    __slots__ = ("instructions", "out", "requests", "responses", "scattered")
+
+    def __init__(self, out: list[ModelMessage]) -> None:
+        self.out = out
+        self.requests: list[ModelRequest] = []
+        self.responses: list[ModelResponse] = []
+        self.instructions: str | None = None  # the request run's first non-empty instructions
+        self.scattered = False  # whether the run's first request has parts between its results
+
+    def request(self, message: ModelRequest, scattered: bool = False) -> None:
+        if self.responses:
+            self._flush_responses()
+        elif (
+            self.requests
+            and self.instructions
+            and message.instructions
+            and self.instructions != message.instructions
+        ):
+            self._flush_requests()
+        if not self.requests:
+            self.scattered = scattered
+        if not self.instructions:
+            self.instructions = message.instructions
+        self.requests.append(message)
+
+    def response(self, message: ModelResponse) -> None:
+        if self.requests:
+            self._flush_requests()
+        elif self.responses and not (_is_synthetic(self.responses[0]) and _is_synthetic(message)):
+            self._flush_responses()
+        self.responses.append(message)
+
+    def flush(self) -> None:
+        """Append whatever run is still open: nothing that comes later can join it."""
+        self._flush_requests()
+        self._flush_responses()
+
+    def _flush_requests(self) -> None:
+        run = self.requests
+        if len(run) == 1:
+            only = run[0]
+            gathered = results_gathered(only.parts) if self.scattered else None
+            self.out.append(only if gathered is None else replace(only, parts=gathered))
+        elif run:
+            self.out.append(_merged_request(run, self.scattered))
+        self.requests = []
+        self.instructions = None
+
+    def _flush_responses(self) -> None:
+        run = self.responses
+        if len(run) == 1:
+            self.out.append(run[0])
+        elif run:
+            self.out.append(replace(run[0], parts=[p for r in run for p in r.parts]))
+        self.responses = []

@@ -1,0 +1,121 @@
+"""Walk 1 of the repair: pair every tool result with the call it answers, reading only.
+
+It also notes every index where the building walk has work to do, so that walk can copy the
+untouched stretches between them wholesale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from . import _compat
+from ._inputs import not_a_message
+
+__all__ = ["Pairing", "pair"]
+
+_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+#: ``open_calls`` value of an id whose calls are all answered.
+_ANSWERED = -1
+
+
+class Pairing:
+    """What the pairing walk learned about a history."""
+
+    __slots__ = ("dangling", "events", "orphans", "scattered")
+
+    def __init__(self) -> None:
+        #: response index -> [(tool_call_id, n)]: the last n calls with that id in that response
+        #: dangle, in the order upstream synthesizes their returns
+        self.dangling: dict[int, list[tuple[str, int]]] = {}
+        #: request index -> ids of the results in it that no earlier response called
+        self.orphans: dict[int, set[str]] = {}
+        #: indices of requests with other parts between their results
+        self.scattered: set[int] = set()
+        #: every index the building walk must look at; all other messages pass through as they are
+        self.events: set[int] = set()
+
+
+# One flat loop on purpose: this is the hot path, and a call per message would cost ~15%.
+def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:  # noqa: PLR0915
+    """Pair results with calls in one pass, as the newest upstream repair does.
+
+    A result answers the oldest open call with its id. A call reusing an id still open from an
+    earlier response leaves those older calls dangling. A result whose id no earlier response
+    called is an orphan. Calls still open at the end dangle, listed per response in the order
+    their ids were first called, as upstream lists them.
+
+    ``open_calls`` maps each id ever called to the index of the response whose calls with that
+    id are still open (or ``_ANSWERED``); ``extra_open`` counts open calls beyond the first, for
+    the rare response that repeats an id.
+    """
+    found = Pairing()
+    events = found.events
+    dangling = found.dangling
+    open_calls: dict[str, int] = {}
+    extra_open: dict[str, int] = {}
+    last_response = -1
+    previous_kind: type | None = None
+    for index, message in enumerate(messages):
+        kind = message.__class__
+        if kind is previous_kind:
+            events.add(index)  # two requests or two responses in a row: maybe a merge
+        previous_kind = kind
+        if isinstance(message, ModelResponse):
+            last_response = index
+            for part in message.parts:
+                if not isinstance(part, ToolCallPart):
+                    continue
+                call_id = part.tool_call_id
+                owner = open_calls.get(call_id, _ANSWERED)
+                if owner == _ANSWERED:
+                    open_calls[call_id] = index
+                elif owner == index:
+                    extra_open[call_id] = extra_open.get(call_id, 0) + 1
+                else:  # reused while calls from an earlier response are open: those dangle
+                    dangling.setdefault(owner, []).append((call_id, 1 + extra_open.pop(call_id, 0)))
+                    open_calls[call_id] = index
+        elif isinstance(message, ModelRequest):
+            position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+            for piece in message.parts:
+                if isinstance(piece, ToolReturnPart) or (
+                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                ):
+                    call_id = piece.tool_call_id
+                    answering = open_calls.get(call_id)
+                    if answering is None:
+                        found.orphans.setdefault(index, set()).add(call_id)
+                        events.add(index)
+                    elif answering != _ANSWERED:
+                        spare = extra_open.get(call_id)
+                        if spare is None:
+                            open_calls[call_id] = _ANSWERED
+                        elif spare == 1:
+                            del extra_open[call_id]
+                        else:
+                            extra_open[call_id] = spare - 1
+                    if position == 2:
+                        found.scattered.add(index)
+                        events.add(index)
+                    position = 1
+                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                    position = 2
+        else:
+            raise not_a_message(index, message)
+    for call_id, owner in open_calls.items():
+        if owner != _ANSWERED:
+            dangling.setdefault(owner, []).append((call_id, 1 + extra_open.get(call_id, 0)))
+    if not repair_last_response:
+        dangling.pop(last_response, None)
+    for response_index in dangling:
+        events.add(response_index)
+        events.add(response_index + 1)  # its returns go there (or into a new request there)
+    return found
