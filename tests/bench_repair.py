@@ -68,36 +68,37 @@ def best(fn: Callable[[], object], runs: int) -> float:
 def main(sizes: list[int]) -> None:
     has_upstream = hasattr(pai, "repair_messages")
     info = histfix.backend_info()
+    print(f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}")
     print(
-        f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {platform.processor() or ''}"
+        f"{'messages':>9} {'parts':>9} {'floor ms':>9} {'histfix ms':>11} {'upstream ms':>12} "
+        f"{'speed-up':>9} {'vs floor':>9} {'trim ms':>8}"
     )
-    header = f"{'messages':>9} {'parts':>9} {'floor ms':>9} {'histfix ms':>11} {'upstream ms':>12} {'speed-up':>9} {'vs floor':>9}"
-    print(header)
-    results = {}
+    results: dict[int, dict[str, float]] = {}
     for size in sizes:
         history = broken_history(size)
         parts = sum(len(m.parts) for m in history)
         runs = 9 if size <= 100_000 else 3
         if has_upstream:
             assert repair_walk(history) == pai.repair_messages(history)  # type: ignore[attr-defined]
-        timings = {"floor": [], "histfix": [], "upstream": []}
-        for _ in range(runs):  # interleave so drift hits all three alike
+        timings: dict[str, list[float]] = {"floor": [], "histfix": [], "upstream": [], "trim": []}
+        for _ in range(runs):  # interleaved, so drift hits all of them alike
             timings["floor"].append(best(lambda h=history: floor(h), 1))
             timings["histfix"].append(best(lambda h=history: repair_walk(h), 1))
             if has_upstream:
                 timings["upstream"].append(best(lambda h=history: pai.repair_messages(h), 1))  # type: ignore[attr-defined]
-        f, h = min(timings["floor"]), min(timings["histfix"])
-        u = min(timings["upstream"]) if has_upstream else float("nan")
-        results[size] = {"floor": f, "histfix": h, "upstream": u}
+            timings["trim"].append(best(lambda h=history: histfix.keep_last_turns(h, 50), 1))
+        row = {k: min(v) if v else float("nan") for k, v in timings.items()}
+        results[size] = row
         print(
-            f"{size:>9} {parts:>9} {f * 1e3:>9.2f} {h * 1e3:>11.2f} {u * 1e3:>12.2f} {u / h:>8.2f}x {h / f:>8.2f}x"
+            f"{size:>9} {parts:>9} {row['floor'] * 1e3:>9.2f} {row['histfix'] * 1e3:>11.2f} "
+            f"{row['upstream'] * 1e3:>12.2f} {row['upstream'] / row['histfix']:>8.2f}x "
+            f"{row['histfix'] / row['floor']:>8.2f}x {row['trim'] * 1e3:>8.2f}"
         )
-    if len(sizes) > 1:
-        a, b = sizes[-2], sizes[-1]
-        growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream")}
+    for a, b in zip(sizes, sizes[1:]):
+        growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream", "trim")}
         print(f"growth {a} -> {b}: " + ", ".join(f"{k} {v:.2f}x" for k, v in growth.items()))
     print(json.dumps({str(k): v for k, v in results.items()}))
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000])
+    main([int(a) for a in sys.argv[1:]] or [1_000, 10_000, 100_000, 1_000_000])
