@@ -7,6 +7,7 @@ modelled on the real ones quoted in shared/seeds.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pydantic_ai import messages as pai
@@ -24,32 +25,39 @@ def _is_result(part: object) -> bool:
 
 
 def pairing_problems(messages: Sequence[pai.ModelMessage]) -> list[str]:
-    """Every pairing rule a strict provider enforces that ``messages`` breaks (empty if valid)."""
+    """Every pairing rule a strict provider enforces that ``messages`` breaks (empty if valid).
+
+    Each call is answered exactly once, in the very next message; no result comes without an
+    earlier call. (Worked out independently of histfix: this is the suite's oracle.)
+    """
     problems: list[str] = []
+    open_calls: Counter[str] = Counter()
     called: set[str] = set()
     for index, message in enumerate(messages):
         if isinstance(message, pai.ModelResponse):
-            calls = [p for p in message.parts if isinstance(p, pai.ToolCallPart)]
-            called.update(c.tool_call_id for c in calls)
-            if not calls:
-                continue
+            calls = Counter(p.tool_call_id for p in message.parts if isinstance(p, pai.ToolCallPart))
+            called.update(calls)
+            open_calls.update(calls)
             following = messages[index + 1] if index + 1 < len(messages) else None
-            answered = (
-                {p.tool_call_id for p in following.parts if _is_result(p)}  # type: ignore[attr-defined]
-                if isinstance(following, pai.ModelRequest)
-                else set()
+            answers = Counter(
+                p.tool_call_id  # type: ignore[attr-defined]
+                for p in (following.parts if isinstance(following, pai.ModelRequest) else [])
+                if _is_result(p)
             )
-            for c in calls:
-                if c.tool_call_id not in answered:
-                    problems.append(
-                        f"No tool output found for function call {c.tool_call_id} ({c.tool_name})."
-                    )
-        else:
-            for p in message.parts:
-                if _is_result(p) and p.tool_call_id not in called:  # type: ignore[attr-defined]
-                    problems.append(
-                        f"No tool call found for function call output with call_id {p.tool_call_id}."  # type: ignore[attr-defined]
-                    )
+            for call_id, count in calls.items():
+                if answers[call_id] < count:
+                    problems.append(f"No tool output found for function call {call_id}.")
+            continue
+        for p in message.parts:
+            if not _is_result(p):
+                continue
+            call_id = p.tool_call_id  # type: ignore[attr-defined]
+            if call_id not in called:
+                problems.append(f"No tool call found for function call output with call_id {call_id}.")
+            elif open_calls[call_id] == 0:
+                problems.append(f"Duplicate tool result for call_id {call_id}.")
+            else:
+                open_calls[call_id] -= 1
     return problems
 
 

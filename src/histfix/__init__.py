@@ -8,7 +8,19 @@ Importing histfix does not import pydantic-ai; the first call does.
 
 from __future__ import annotations
 
-from ._api import Backend, BackendInfo, backend_info, keep_last_turns, repair, trim_to_budget
+from ._api import (
+    Backend,
+    BackendInfo,
+    backend_info,
+    check,
+    is_provider_valid,
+    keep_last_turns,
+    repair,
+    repair_report,
+    trim_to_budget,
+)
+from ._changes import Change, ChangeKind, RepairReport
+from ._problems import Problem, ProblemKind
 from ._tokens import BudgetExceededError, estimate_tokens
 from ._wiring import RepairProcessor, agent_options
 
@@ -16,13 +28,21 @@ __all__ = [
     "Backend",
     "BackendInfo",
     "BudgetExceededError",
+    "Change",
+    "ChangeKind",
+    "Problem",
+    "ProblemKind",
     "RepairProcessor",
+    "RepairReport",
     "__version__",
     "agent_options",
     "backend_info",
+    "check",
     "estimate_tokens",
+    "is_provider_valid",
     "keep_last_turns",
     "repair",
+    "repair_report",
     "trim_to_budget",
 ]
 

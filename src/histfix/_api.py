@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ._changes import RepairReport
 from ._inputs import as_history, check_messages
+from ._problems import Problem
 from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Backend", "BackendInfo", "backend_info", "keep_last_turns", "repair", "trim_to_budget"]
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "backend_info",
+    "check",
+    "is_provider_valid",
+    "keep_last_turns",
+    "repair",
+    "repair_report",
+    "trim_to_budget",
+]
 
 Backend = Literal["auto", "upstream", "histfix"]
 _BACKENDS = ("auto", "upstream", "histfix")
 #: Environment variable that makes ``backend="auto"`` take one path (for comparing releases).
 BACKEND_ENV = "HISTFIX_BACKEND"
+#: Repair is silent; with this logger at DEBUG it writes one record per change it makes.
+logger = logging.getLogger("histfix")
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,12 @@ def repair(
     history = as_history(messages, function="repair")
     from . import _compat
 
+    if logger.isEnabledFor(logging.DEBUG):
+        from ._report import repair_with_changes
+
+        report = repair_with_changes(history, repair_last_response)
+        for change in report.changes:
+            logger.debug("%s", change)
     if backend == "auto":
         backend = backend_info().backend
     if backend == "upstream":
@@ -151,3 +172,35 @@ def trim_to_budget(
     from ._trim import trim_to_budget as trim
 
     return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)
+
+
+def check(messages: Sequence[ModelMessage]) -> list[Problem]:
+    """Every problem in ``messages`` that a strict provider rejects or ``repair`` would change.
+
+    Dangling and shadowed calls, orphaned, early, duplicate and late results, consecutive
+    messages that repair merges, and parts sitting between tool results, each located by message
+    and part index, in order. The same rules on every release; an empty list means valid.
+    """
+    history = as_history(messages, function="check")
+    from ._check import check_history
+
+    return check_history(history)
+
+
+def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
+    """Whether ``check(messages)`` finds nothing: a strict provider accepts it and repair keeps it."""
+    return not check(messages)
+
+
+def repair_report(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> RepairReport:
+    """Repair ``messages`` and say what changed: dropped results, synthesized returns, merges, moves.
+
+    Runs histfix's own walk on every release (on 2.60.0+ it gives exactly upstream's output), so
+    the report describes precisely the history it returns.
+    """
+    if not isinstance(repair_last_response, bool):
+        raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
+    history = as_history(messages, function="repair_report")
+    from ._report import repair_with_changes
+
+    return repair_with_changes(history, repair_last_response)

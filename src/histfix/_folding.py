@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
 
 from . import _compat
 from ._parts import is_result, not_result, stays_between_results
 
-__all__ = ["Folder", "results_gathered"]
+__all__ = ["FoldEvent", "Folder", "is_synthetic", "results_gathered"]
 
 #: The metadata namespace that survives a request merge (upstream since 2.42.0).
 _FRAMEWORK_NAMESPACE = "__pydantic_ai__"
@@ -43,7 +43,7 @@ def results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart
     return [*parts[:first], *kept, *moved, *parts[last + 1 :]]
 
 
-def _is_synthetic(response: ModelResponse) -> bool:
+def is_synthetic(response: ModelResponse) -> bool:
     """A response no provider produced: only such responses are ever merged."""
     return (
         response.provider_response_id is None
@@ -81,6 +81,14 @@ def _merged_request(run: list[ModelRequest], scattered: bool) -> ModelRequest:
     return ModelRequest(parts=parts, **fields)
 
 
+class FoldEvent(NamedTuple):
+    """A merge or a move the folder made: its kind, where it landed in the output, its inputs."""
+
+    kind: str  # "merged_requests", "merged_responses" or "moved_parts"
+    output_index: int
+    input_indices: tuple[int, ...]
+
+
 class Folder:
     """Appends messages, merging each run of consecutive compatible ones when the run ends.
 
@@ -88,16 +96,18 @@ class Folder:
     responses join only when the run and they are synthetic (no provider, model or response id).
     """
 
-    __slots__ = ("instructions", "out", "requests", "responses", "scattered")
+    __slots__ = ("indices", "instructions", "log", "out", "requests", "responses", "scattered")
 
-    def __init__(self, out: list[ModelMessage]) -> None:
+    def __init__(self, out: list[ModelMessage], log: list[FoldEvent] | None = None) -> None:
         self.out = out
+        self.log = log  # when given, every merge and move is recorded there
         self.requests: list[ModelRequest] = []
         self.responses: list[ModelResponse] = []
+        self.indices: list[int] = []  # input indices of the open run (-1: a synthesized request)
         self.instructions: str | None = None  # the request run's first non-empty instructions
         self.scattered = False  # whether the run's first request has parts between its results
 
-    def request(self, message: ModelRequest, scattered: bool = False) -> None:
+    def request(self, message: ModelRequest, scattered: bool = False, index: int = -1) -> None:
         if self.responses:
             self._flush_responses()
         elif (
@@ -112,34 +122,50 @@ class Folder:
         if not self.instructions:
             self.instructions = message.instructions
         self.requests.append(message)
+        self.indices.append(index)
 
-    def response(self, message: ModelResponse) -> None:
+    def response(self, message: ModelResponse, index: int = -1) -> None:
         if self.requests:
             self._flush_requests()
-        elif self.responses and not (_is_synthetic(self.responses[0]) and _is_synthetic(message)):
+        elif self.responses and not (is_synthetic(self.responses[0]) and is_synthetic(message)):
             self._flush_responses()
         self.responses.append(message)
+        self.indices.append(index)
 
     def flush(self) -> None:
         """Append whatever run is still open: nothing that comes later can join it."""
         self._flush_requests()
         self._flush_responses()
 
+    def _record(self, kind: str, indices: list[int]) -> None:
+        if self.log is not None:
+            self.log.append(FoldEvent(kind, len(self.out), tuple(i for i in indices if i >= 0)))
+
     def _flush_requests(self) -> None:
         run = self.requests
+        if not run:
+            return
         if len(run) == 1:
             only = run[0]
             gathered = results_gathered(only.parts) if self.scattered else None
+            if gathered is not None:
+                self._record("moved_parts", self.indices)
             self.out.append(only if gathered is None else replace(only, parts=gathered))
-        elif run:
+        else:
+            self._record("merged_requests", self.indices)
             self.out.append(_merged_request(run, self.scattered))
         self.requests = []
+        self.indices = []
         self.instructions = None
 
     def _flush_responses(self) -> None:
         run = self.responses
+        if not run:
+            return
         if len(run) == 1:
             self.out.append(run[0])
-        elif run:
+        else:
+            self._record("merged_responses", self.indices)
             self.out.append(replace(run[0], parts=[p for r in run for p in r.parts]))
         self.responses = []
+        self.indices = []

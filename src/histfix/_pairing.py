@@ -30,14 +30,22 @@ _ANSWERED = -1
 class Pairing:
     """What the pairing walk learned about a history."""
 
-    __slots__ = ("dangling", "events", "orphans", "scattered")
+    __slots__ = ("called", "dangling", "duplicates", "events", "late", "orphans", "scattered")
 
     def __init__(self) -> None:
-        #: response index -> [(tool_call_id, n)]: the last n calls with that id in that response
-        #: dangle, in the order upstream synthesizes their returns
-        self.dangling: dict[int, list[tuple[str, int]]] = {}
-        #: request index -> ids of the results in it that no earlier response called
-        self.orphans: dict[int, set[str]] = {}
+        #: response index -> [(tool_call_id, n, shadowed)]: the last n calls with that id in that
+        #: response dangle (``shadowed``: because a later response reused the id), in the order
+        #: upstream synthesizes their returns
+        self.dangling: dict[int, list[tuple[str, int, bool]]] = {}
+        #: every id any response called (the keys), for telling early results from orphans
+        self.called: dict[str, int] = {}
+        # The next three hold ``id()``s of parts (alive as long as the history is), by request index.
+        #: results for calls already answered (repair keeps them)
+        self.duplicates: dict[int, set[int]] = {}
+        #: results answering a call not made by the message just before
+        self.late: dict[int, set[int]] = {}
+        #: results whose id no earlier response called (repair drops them)
+        self.orphans: dict[int, set[int]] = {}
         #: indices of requests with other parts between their results
         self.scattered: set[int] = set()
         #: every index the building walk must look at; all other messages pass through as they are
@@ -81,7 +89,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                 elif owner == index:
                     extra_open[call_id] = extra_open.get(call_id, 0) + 1
                 else:  # reused while calls from an earlier response are open: those dangle
-                    dangling.setdefault(owner, []).append((call_id, 1 + extra_open.pop(call_id, 0)))
+                    dangling.setdefault(owner, []).append((call_id, 1 + extra_open.pop(call_id, 0), True))
                     open_calls[call_id] = index
         elif isinstance(message, ModelRequest):
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
@@ -91,10 +99,15 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                 ):
                     call_id = piece.tool_call_id
                     answering = open_calls.get(call_id)
-                    if answering is None:
-                        found.orphans.setdefault(index, set()).add(call_id)
+                    if answering is None:  # dropped by repair, so it does not count as a result here
+                        found.orphans.setdefault(index, set()).add(id(piece))
                         events.add(index)
-                    elif answering != _ANSWERED:
+                        continue
+                    if answering == _ANSWERED:
+                        found.duplicates.setdefault(index, set()).add(id(piece))
+                    else:
+                        if answering != index - 1:
+                            found.late.setdefault(index, set()).add(id(piece))
                         spare = extra_open.get(call_id)
                         if spare is None:
                             open_calls[call_id] = _ANSWERED
@@ -112,9 +125,10 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
             raise not_a_message(index, message)
     for call_id, owner in open_calls.items():
         if owner != _ANSWERED:
-            dangling.setdefault(owner, []).append((call_id, 1 + extra_open.get(call_id, 0)))
+            dangling.setdefault(owner, []).append((call_id, 1 + extra_open.get(call_id, 0), False))
     if not repair_last_response:
         dangling.pop(last_response, None)
+    found.called = open_calls
     for response_index in dangling:
         events.add(response_index)
         events.add(response_index + 1)  # its returns go there (or into a new request there)

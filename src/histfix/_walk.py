@@ -23,11 +23,11 @@ from pydantic_ai.messages import (
 )
 
 from . import _compat
-from ._folding import Folder
+from ._folding import Folder, FoldEvent
 from ._pairing import Pairing, pair
 from ._parts import is_result
 
-__all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_MARKER", "repair_walk"]
+__all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_MARKER", "dangling_calls", "repair_walk"]
 
 #: The content of every synthesized return (the same text in every upstream release that has one).
 SYNTHESIZED_CONTENT = "The tool call was interrupted before a result was produced."
@@ -54,13 +54,18 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
     )
 
 
-def _closing_returns(response: ModelResponse, dangling: list[tuple[str, int]]) -> list[ToolReturnPart]:
-    """Returns for the response's dangling calls: for each (id, n), its last n calls with that id."""
-    closing: list[ToolReturnPart] = []
-    for call_id, count in dangling:
+def dangling_calls(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolCallPart]:
+    """The response's dangling calls: for each (id, n, _), its last n calls with that id."""
+    found: list[ToolCallPart] = []
+    for call_id, count, _shadowed in dangling:
         calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == call_id]
-        closing.extend(_synthesized_return(call, response) for call in calls[-count:])
-    return closing
+        found.extend(calls[-count:])
+    return found
+
+
+def _closing_returns(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolReturnPart]:
+    """Synthesized returns for the response's dangling calls, in upstream's order."""
+    return [_synthesized_return(call, response) for call in dangling_calls(response, dangling)]
 
 
 def _with_closing_returns(
@@ -78,8 +83,10 @@ class _Builder:
 
     __slots__ = ("closing", "dropped", "folder", "last", "pairing")
 
-    def __init__(self, out: list[ModelMessage], pairing: Pairing, last: int) -> None:
-        self.folder = Folder(out)
+    def __init__(
+        self, out: list[ModelMessage], pairing: Pairing, last: int, log: list[FoldEvent] | None
+    ) -> None:
+        self.folder = Folder(out, log)
         self.pairing = pairing
         self.last = last  # index of the input's last message
         self.closing: list[ToolReturnPart] = []  # synthesized returns waiting for the next message
@@ -95,13 +102,13 @@ class _Builder:
             dangling = pairing.dangling.get(index)
             if dangling:
                 self.closing = _closing_returns(message, dangling)
-            self.folder.response(message)
+            self.folder.response(message, index)
             return
         assert isinstance(message, ModelRequest)
         request = message
-        orphan_ids = pairing.orphans.get(index)
-        if orphan_ids:
-            kept = [p for p in message.parts if not (is_result(p) and p.tool_call_id in orphan_ids)]
+        orphans = pairing.orphans.get(index)
+        if orphans:
+            kept = [p for p in message.parts if id(p) not in orphans]
             if not kept and index != self.last:
                 self.dropped = True  # an emptied interior request disappears
                 return
@@ -109,7 +116,7 @@ class _Builder:
         if self.closing:
             request = replace(request, parts=_with_closing_returns(request.parts, self.closing))
             self.closing = []
-        self.folder.request(request, index in pairing.scattered)
+        self.folder.request(request, index in pairing.scattered, index)
 
     def settled(self) -> bool:
         """Whether nothing pending can change what comes next (so it can be copied as it is)."""
@@ -122,15 +129,24 @@ class _Builder:
         self.folder.flush()
 
 
-def repair_walk(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> list[ModelMessage]:
+def repair_walk(
+    messages: Sequence[ModelMessage],
+    *,
+    repair_last_response: bool = True,
+    pairing: Pairing | None = None,
+    log: list[FoldEvent] | None = None,
+) -> list[ModelMessage]:
     """Repair ``messages`` exactly as the newest upstream ``repair_messages`` does.
 
-    Raises ``TypeError`` for an element that is not a ``ModelRequest``/``ModelResponse``.
+    Pass a ``pairing`` already made for these messages to reuse it, and a ``log`` list to have
+    every merge and move recorded. Raises ``TypeError`` for an element that is not a
+    ``ModelRequest``/``ModelResponse``.
     """
-    pairing = pair(messages, repair_last_response)
+    if pairing is None:
+        pairing = pair(messages, repair_last_response)
     events = pairing.events
     out: list[ModelMessage] = []
-    builder = _Builder(out, pairing, len(messages) - 1)
+    builder = _Builder(out, pairing, len(messages) - 1, log)
     copied_to = 0  # messages before this index are in ``out`` or in the builder
     for event in sorted(events):
         if event < copied_to:

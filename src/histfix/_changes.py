@@ -1,0 +1,55 @@
+"""The records a repair report is made of (no pydantic-ai import, so they can be imported eagerly)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["Change", "ChangeKind", "RepairReport"]
+
+ChangeKind = Literal[
+    "dropped_result", "synthesized_return", "merged_requests", "merged_responses", "moved_parts"
+]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing repair changed. ``message_index`` points into the input history.
+
+    For merges, ``merged`` lists the input indices that became one message (a request that
+    repair itself created has no input index and is left out). ``preview`` shows the start of a
+    dropped result's content.
+    """
+
+    kind: ChangeKind
+    message_index: int
+    description: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    merged: tuple[int, ...] = ()
+    preview: str | None = None
+
+    def __str__(self) -> str:
+        return f"messages[{self.message_index}]: {self.description}"
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """The repaired history together with what repair changed to get there."""
+
+    messages: list[ModelMessage]
+    changes: Sequence[Change] = field(default_factory=tuple)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def summary(self) -> str:
+        """One line per change (or a line saying nothing changed), for logs and terminals."""
+        if not self.changes:
+            return "nothing to repair"
+        return "\n".join(str(change) for change in self.changes)

@@ -1,0 +1,42 @@
+"""The Problem record the validator returns (no pydantic-ai import, so it can be imported eagerly)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Problem", "ProblemKind"]
+
+ProblemKind = Literal[
+    "dangling_call",
+    "shadowed_call",
+    "orphan_result",
+    "result_before_call",
+    "duplicate_result",
+    "late_result",
+    "consecutive_requests",
+    "consecutive_responses",
+    "parts_between_results",
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing in a history that a strict provider rejects, or that repair would change.
+
+    ``message_index``/``part_index`` point into the history that was checked (``part_index`` is
+    None for problems about a whole message); ``description`` is one line a person can act on.
+    """
+
+    kind: ProblemKind
+    message_index: int
+    part_index: int | None
+    tool_call_id: str | None
+    tool_name: str | None
+    description: str
+
+    def __str__(self) -> str:
+        where = f"messages[{self.message_index}]" + (
+            f".parts[{self.part_index}]" if self.part_index is not None else ""
+        )
+        return f"{where}: {self.description}"
