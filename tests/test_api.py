@@ -164,16 +164,16 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_version_gate(version: str, current: bool) -> None:
-    from histfix import _compat
+    from histfix import _release
 
-    parsed = _compat._parse(version)
-    assert (parsed is not None and parsed >= _compat.UPSTREAM_CURRENT_SINCE) is current
+    chosen, _ = _release.choose_backend(version, has_repair_messages=True)
+    assert (chosen == "upstream") is current
 
 
 def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    from histfix import _compat
+    from histfix import _release
 
     installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
 
@@ -182,30 +182,36 @@ def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
             return installed[name]
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(_compat.metadata, "version", version)
-    assert _compat._installed_release() == ("pydantic-ai", "2.61.0")
+    monkeypatch.setattr(_release.metadata, "version", version)
+    assert _release.installed_release() == ("pydantic-ai", "2.61.0")
     installed["pydantic-ai-slim"] = "2.61.0+local"
-    assert _compat._installed_release() == ("pydantic-ai-slim", "2.61.0+local")
+    assert _release.installed_release() == ("pydantic-ai-slim", "2.61.0+local")
     installed.clear()
-    name, _ = _compat._installed_release()
+    name, _ = _release.installed_release()
     assert "no distribution metadata" in name
 
 
-def test_reason_for_unusual_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    from histfix import _compat
+def test_source_detection_agrees_with_import() -> None:
+    from histfix import _release
 
-    if _compat.HAS_REPAIR_MESSAGES:
-        monkeypatch.setattr(_compat, "VERSION", Version("9.1.0"))
-        monkeypatch.setattr(_compat, "VERSION_STRING", "9.1.0")
-        monkeypatch.setattr(_compat, "UPSTREAM_REPAIR_IS_CURRENT", True)
-        info = histfix.backend_info()
-        assert info.backend == "upstream"
-        assert "newer than the newest release histfix was measured on" in info.reason
-        monkeypatch.setattr(_compat, "VERSION", None)
-        monkeypatch.setattr(_compat, "VERSION_STRING", "weird")
-        monkeypatch.setattr(_compat, "UPSTREAM_REPAIR_IS_CURRENT", False)
-        info = histfix.backend_info()
-        assert info.backend == "histfix"
-        assert "not PEP 440" in info.reason
-    else:
-        assert "no repair_messages" in histfix.backend_info().reason
+    assert _release.source_defines("messages", "repair_messages") is HAS_UPSTREAM_REPAIR
+
+
+def test_reason_for_unusual_versions() -> None:
+    from histfix._release import choose_backend
+
+    backend, reason = choose_backend("9.1.0", has_repair_messages=True)
+    assert backend == "upstream"
+    assert "newer than the newest release histfix was measured on (2.68.0)" in reason
+    backend, reason = choose_backend("weird", has_repair_messages=True)
+    assert backend == "histfix"
+    assert "not PEP 440" in reason
+    backend, reason = choose_backend("2.55.0", has_repair_messages=True)
+    assert (backend, reason) == (
+        "histfix",
+        "pydantic-ai 2.55.0 has repair_messages, but it differs from the newest behaviour before 2.60.0",
+    )
+    assert choose_backend("1.0.0", has_repair_messages=False) == (
+        "histfix",
+        "pydantic-ai 1.0.0 has no repair_messages (added in 2.53.0)",
+    )

@@ -48,43 +48,25 @@ class BackendInfo:
     features: Mapping[str, bool] = field(default_factory=dict)
 
 
-def backend_info() -> BackendInfo:
-    """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
-    from . import _compat
-
+def _forced_backend() -> str:
     forced = os.environ.get(BACKEND_ENV, "").strip()
     if forced and forced not in ("upstream", "histfix"):
         raise ValueError(f"{BACKEND_ENV}={forced!r}: use 'upstream' or 'histfix', or leave it unset")
-    version = _compat.VERSION_STRING
-    chosen: Literal["upstream", "histfix"]
-    if forced == "upstream" or (not forced and _compat.UPSTREAM_REPAIR_IS_CURRENT):
-        chosen = "upstream"
-    else:
-        chosen = "histfix"
-    if forced:
-        reason = f"forced by {BACKEND_ENV}={forced}"
-    elif chosen == "upstream":
-        reason = (
-            f"pydantic-ai {version} has repair_messages with the newest behaviour "
-            f"(>= {_compat.UPSTREAM_CURRENT_SINCE})"
-        )
-        if _compat.VERSION is not None and _compat.VERSION > _compat.NEWEST_TESTED:
-            reason += f"; newer than the newest release histfix was measured on ({_compat.NEWEST_TESTED})"
-    elif not _compat.HAS_REPAIR_MESSAGES:
-        reason = f"pydantic-ai {version} has no repair_messages (added in 2.53.0)"
-    elif _compat.VERSION is None:
-        reason = f"pydantic-ai version {version!r} is not PEP 440, so histfix's own walk runs to be safe"
-    else:
-        reason = (
-            f"pydantic-ai {version} has repair_messages, but it differs from the newest behaviour "
-            f"before {_compat.UPSTREAM_CURRENT_SINCE}"
-        )
+    return forced
+
+
+def backend_info() -> BackendInfo:
+    """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
+    from . import _compat
+    from ._release import NEWEST_TESTED, choose_backend
+
+    chosen, reason = choose_backend(_compat.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
     return BackendInfo(
-        backend=chosen,
+        backend=chosen,  # type: ignore[arg-type]
         reason=reason,
         distribution=_compat.DISTRIBUTION,
-        version=version,
-        newest_tested=str(_compat.NEWEST_TESTED),
+        version=_compat.VERSION_STRING,
+        newest_tested=str(NEWEST_TESTED),
         features=_compat.features(),
     )
 

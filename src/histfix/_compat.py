@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from importlib import metadata
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
+
+from ._release import UPSTREAM_CURRENT_SINCE, installed_release, parse
 
 try:
     from pydantic_ai import messages as _messages
@@ -23,31 +24,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without pydantic
         "histfix needs pydantic-ai, which is not installed: run `pip install pydantic-ai-slim` "
         "(any release from 1.0.0 on) in the same environment."
     ) from exc
-
-#: The distributions that ship the ``pydantic_ai`` package, most specific first.
-_DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic-ai")
-
-
-def _installed_release() -> tuple[str, str]:
-    """(distribution name, version string) of the installed pydantic-ai.
-
-    The full ``pydantic-ai`` distribution depends on ``pydantic-ai-slim`` of the same version,
-    so the slim one is asked first and the full one only covers unusual installs.
-    """
-    for name in _DISTRIBUTIONS:
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    # A source checkout on sys.path without metadata: trust the package's own attribute.
-    return "pydantic_ai (no distribution metadata)", str(getattr(_messages, "__version__", "0"))
-
-
-def _parse(version: str) -> Version | None:
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return None
 
 
 def _field_names(cls: type) -> frozenset[str]:
@@ -63,9 +39,11 @@ def _literal_values(cls: type, field: str) -> frozenset[Any]:
     return frozenset(typing.get_args(hint)) if typing.get_origin(hint) is typing.Literal else frozenset()
 
 
-DISTRIBUTION, VERSION_STRING = _installed_release()
+DISTRIBUTION, VERSION_STRING = installed_release()
+if DISTRIBUTION.endswith("(no distribution metadata)"):  # a source checkout: trust the package
+    VERSION_STRING = str(getattr(_messages, "__version__", VERSION_STRING))
 #: The installed release, or None when its version string is not PEP 440.
-VERSION: Version | None = _parse(VERSION_STRING)
+VERSION: Version | None = parse(VERSION_STRING)
 
 # --- presence (feature detection) ---------------------------------------------------------------
 
@@ -117,18 +95,10 @@ def return_tool_kind_loads(kind: str) -> bool:
 
 # --- behaviour under an unchanged name (version comparison) ---------------------------------------
 
-#: ``repair_messages`` exists from 2.53.0 but matches the newest behaviour only from 2.60.0:
-#: 2.53-2.54 synthesize duplicate ids non-idempotently (FIFO matching arrived in 2.55.0),
-#: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
-#: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
-#: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
-UPSTREAM_CURRENT_SINCE = Version("2.60.0")
+#: Whether upstream ``repair_messages`` is the newest behaviour (the reasons are in ``_release``).
 UPSTREAM_REPAIR_IS_CURRENT: bool = (
     HAS_REPAIR_MESSAGES and VERSION is not None and VERSION >= UPSTREAM_CURRENT_SINCE
 )
-
-#: The newest release histfix has been measured against (the test matrix's newest pin).
-NEWEST_TESTED = Version("2.68.0")
 
 
 def features() -> dict[str, bool]:

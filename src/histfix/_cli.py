@@ -1,0 +1,372 @@
+"""The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
+
+Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
+stderr and exit status 2; ``check`` exits 1 when it finds problems. Output files are written to
+a temporary file beside the target and renamed over it, so they are never left half-written.
+``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from . import __version__
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class InputError(Exception):
+    """Input the command cannot use; its message is the one line the user sees."""
+
+
+# --- reading and writing ------------------------------------------------------------------------------
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        data = sys.stdin.buffer.read()
+        name = "standard input"
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise InputError(f"{source}: no such file")
+        if path.is_dir():
+            raise InputError(f"{source}: is a directory, not a history file")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{source}: cannot read it ({exc.strerror})") from exc
+        name = source
+    if not data.strip():
+        raise InputError(f"{name}: is empty, expected a pydantic-ai message history (a JSON list)")
+    return data
+
+
+def _where(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a path a person can follow: messages[1](response).parts[0]..."""
+    text = "messages"
+    after_index = False
+    for step in loc:
+        if isinstance(step, int):
+            text += f"[{step}]"
+            after_index = True
+        elif after_index:  # the tag of a tagged union (message kind or part kind)
+            text += f"({step})"
+            after_index = False
+        else:
+            text += f".{step}"
+    return text
+
+
+def _load(source: str) -> list[ModelMessage]:
+    raw = _read(source)
+    name = "standard input" if source == "-" else source
+    try:
+        parsed = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: is not UTF-8 text ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{name}: is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    if not isinstance(parsed, list):
+        raise InputError(
+            f"{name}: is JSON but not a history: expected a list of messages, got {type(parsed).__name__}"
+        )
+    from pydantic import ValidationError
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    try:
+        return ModelMessagesTypeAdapter.validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(
+            f"{name}: is not a pydantic-ai history: {_where(first['loc'])}: {first['msg']}"
+        ) from exc
+
+
+def _dump(messages: Sequence[ModelMessage]) -> bytes:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.dump_json(list(messages), indent=2) + b"\n"
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename.
+
+    A crash or a full disk leaves the old file (or none) in place, never a truncated one.
+    """
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            os.chmod(temporary, target.stat().st_mode & 0o777)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _emit(args: argparse.Namespace, data: bytes) -> None:
+    target = args.file if getattr(args, "in_place", False) else getattr(args, "output", None)
+    if target in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        write_atomically(Path(target), data)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+
+
+# --- commands -----------------------------------------------------------------------------------------
+
+
+def _problems_table(problems: Sequence[Any]) -> str:
+    rows = [("message", "part", "kind", "tool call", "problem")]
+    for p in problems:
+        call = f"{p.tool_call_id} ({p.tool_name})" if p.tool_call_id is not None else ""
+        rows.append(
+            (
+                str(p.message_index),
+                "" if p.part_index is None else str(p.part_index),
+                p.kind,
+                call,
+                p.description,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths) + "  " + "-" * len("problem"))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _check(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ._api import check
+
+    problems = check(_load(args.file))
+    if args.json:
+        print(json.dumps([dataclasses.asdict(p) for p in problems], indent=2))
+    elif problems:
+        print(_problems_table(problems))
+        print(
+            f"\n{len(problems)} problem{'s' if len(problems) != 1 else ''}; `histfix repair` fixes what it can"
+        )
+    else:
+        print("valid: no problems found")
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from ._api import repair, repair_report
+
+    history = _load(args.file)
+    last = not args.keep_last_response
+    if args.report:
+        report = repair_report(history, repair_last_response=last)
+        print(report.summary(), file=sys.stderr)
+        repaired = report.messages
+    else:
+        repaired = repair(history, repair_last_response=last)
+    _emit(args, _dump(repaired))
+    return EXIT_OK
+
+
+def _trim(args: argparse.Namespace) -> int:
+    from ._api import keep_last_turns, trim_to_budget
+    from ._tokens import BudgetExceededError
+
+    history: list[ModelMessage] = _load(args.file)
+    keep = not args.drop_system_prompt
+    if args.turns is not None:
+        history = keep_last_turns(history, args.turns, keep_system_prompt=keep)
+    if args.max_tokens is not None:
+        try:
+            history = trim_to_budget(history, args.max_tokens, keep_system_prompt=keep)
+        except BudgetExceededError as exc:
+            raise InputError(str(exc)) from exc
+    _emit(args, _dump(history))
+    return EXIT_OK
+
+
+def _info(args: argparse.Namespace) -> int:
+    from ._api import BACKEND_ENV, _forced_backend
+    from ._release import NEWEST_TESTED, choose_backend, installed_release, source_defines
+
+    distribution, version = installed_release()
+    if (
+        distribution.endswith("(no distribution metadata)")
+        and source_defines("messages", "repair_messages") is None
+    ):
+        print(f"histfix {__version__}\npydantic-ai: not installed (pip install pydantic-ai-slim)")
+        return EXIT_OK
+    has_repair = bool(source_defines("messages", "repair_messages"))
+    backend, reason = choose_backend(version, has_repair, _forced_backend())
+    print(f"histfix {__version__}")
+    print(f"pydantic-ai: {distribution} {version} (histfix measured up to {NEWEST_TESTED})")
+    print(f"repair path: {backend}: {reason}")
+    print(f"override: set {BACKEND_ENV}=histfix or =upstream")
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    from ._api import backend_info, repair
+    from ._render import render
+
+    before = _load(args.file)
+    after = repair(before, repair_last_response=not args.keep_last_response)
+    info = backend_info()
+    print(
+        f"histfix {__version__} on {info.distribution} {info.version}: {info.backend} repair ({info.reason})\n"
+    )
+    print(render("before", before))
+    print()
+    print(render("after", after))
+    return EXIT_OK
+
+
+# --- parser -------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors as one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _add_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "file", help="a pydantic-ai JSON history (ModelMessagesTypeAdapter.dump_json), or - for stdin"
+    )
+
+
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
+    where.add_argument(
+        "--in-place", action="store_true", help="replace FILE (atomically: never half-written)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    epilog = "examples:\n  histfix check examples/aborted_mid_tool.json\n  histfix repair history.json -o fixed.json --report"
+    parser = _Parser(
+        prog="histfix",
+        description="Check, repair and trim stored pydantic-ai message histories, on any pydantic-ai release.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"histfix {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, summary: str, example: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    check = command(
+        "check",
+        "list the problems a strict provider would reject (exit 1 if any)",
+        "histfix check history.json --json",
+    )
+    _add_input(check)
+    check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    check.set_defaults(run=_check)
+
+    repair = command(
+        "repair",
+        "write the repaired history (the newest pydantic-ai repair)",
+        "histfix repair history.json -o fixed.json --report",
+    )
+    _add_input(repair)
+    _add_output(repair)
+    repair.add_argument(
+        "--keep-last-response", action="store_true", help="leave the last response's calls open"
+    )
+    repair.add_argument("--report", action="store_true", help="say on stderr what was changed")
+    repair.set_defaults(run=_repair)
+
+    trim = command(
+        "trim",
+        "keep the last turns, never splitting a tool call from its result",
+        "histfix trim history.json --turns 10 -o short.json",
+    )
+    _add_input(trim)
+    _add_output(trim)
+    trim.add_argument("--turns", type=_positive, help="keep the last N user turns")
+    trim.add_argument(
+        "--max-tokens", type=_positive, help="keep the most recent whole turns within N estimated tokens"
+    )
+    trim.add_argument(
+        "--drop-system-prompt", action="store_true", help="do not carry the opening system prompt over"
+    )
+    trim.set_defaults(run=_trim)
+
+    show = command(
+        "show", "print the history before and after repair", "histfix show examples/aborted_mid_tool.json"
+    )
+    _add_input(show)
+    show.add_argument(
+        "--keep-last-response", action="store_true", help="leave the last response's calls open"
+    )
+    show.set_defaults(run=_show)
+
+    info = command(
+        "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"
+    )
+    info.set_defaults(run=_info)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    if args.command == "trim" and args.turns is None and args.max_tokens is None:
+        parser.error("trim needs --turns N and/or --max-tokens N")
+    if getattr(args, "in_place", False) and args.file == "-":
+        parser.error("--in-place needs a file, not stdin")
+    try:
+        return int(args.run(args))
+    except InputError as exc:
+        print(f"histfix: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ImportError as exc:
+        print(f"histfix: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
