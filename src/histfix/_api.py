@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,12 @@ def _forced_backend() -> str:
     return forced
 
 
+@functools.cache
+def _auto_backend(forced: str) -> str:
+    """The path ``backend="auto"`` takes (the installed release cannot change under a process)."""
+    return backend_info().backend
+
+
 def backend_info() -> BackendInfo:
     """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
     from . import _compat
@@ -92,14 +99,16 @@ def repair(
     history = as_history(messages, function="repair")
     from . import _compat
 
+    if backend == "auto":
+        backend = _auto_backend(_forced_backend())
     if logger.isEnabledFor(logging.DEBUG):
         from ._report import repair_with_changes
 
         report = repair_with_changes(history, repair_last_response)
         for change in report.changes:
             logger.debug("%s", change)
-    if backend == "auto":
-        backend = backend_info().backend
+        if backend == "histfix":
+            return report.messages  # the same walk already ran
     if backend == "upstream":
         if not _compat.HAS_REPAIR_MESSAGES:
             raise RuntimeError(
