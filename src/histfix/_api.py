@@ -57,7 +57,7 @@ def _forced_backend() -> str:
 
 
 @functools.cache
-def _auto_backend(forced: str) -> str:
+def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
     """The path ``backend="auto"`` takes (the installed release cannot change under a process)."""
     return backend_info().backend
 
