@@ -44,9 +44,11 @@ def test_public_names_are_exactly_all() -> None:
             "agent_options",
             "backend_info",
             "check",
+            "dump_json",
             "estimate_tokens",
             "is_provider_valid",
             "keep_last_turns",
+            "load_json",
             "repair",
             "repair_report",
             "trim_to_budget",
@@ -164,7 +166,7 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_version_gate(version: str, current: bool) -> None:
-    from histfix import _release
+    from histfix import _compat as _release
 
     chosen, _ = _release.choose_backend(version, has_repair_messages=True)
     assert (chosen == "upstream") is current
@@ -173,7 +175,7 @@ def test_version_gate(version: str, current: bool) -> None:
 def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    from histfix import _release
+    from histfix import _compat as _release
 
     installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
 
@@ -192,13 +194,13 @@ def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_source_detection_agrees_with_import() -> None:
-    from histfix import _release
+    from histfix import _compat as _release
 
     assert _release.source_defines("messages", "repair_messages") is HAS_UPSTREAM_REPAIR
 
 
 def test_reason_for_unusual_versions() -> None:
-    from histfix._release import choose_backend
+    from histfix._compat import choose_backend
 
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"

@@ -156,14 +156,20 @@ def test_info(capsys: pytest.CaptureFixture[str]) -> None:
         (None, "no such file"),
         (b"", "is empty, expected a pydantic-ai message history"),
         (b"  \n", "is empty"),
-        (b'[{"kind": "request", "parts": [', "is not valid JSON (line 1, column 32"),
-        (b"\xff\xfe\x00", "is not UTF-8 text"),
-        (b'{"kind": "request"}', "is JSON but not a history: expected a list of messages, got dict"),
+        (
+            b'[{"kind": "request", "parts": [',
+            "not valid JSON (line 1, column 32: Expecting value); the document ends early",
+        ),
+        (b"\xff\xfe\x00", "not UTF-8 text"),
+        (b'{"kind": "request"}', "not a history: expected a JSON list of messages, got an object"),
         (
             b'[{"kind": "request", "parts": [{"part_kind": "tool-return", "tool_call_id": "x"}]}]',
-            "is not a pydantic-ai history: messages[0](request).parts[0](tool-return).tool_name: Field required",
+            "messages[0].parts[0].tool_name: Field required (pydantic-ai ",
         ),
-        (b'[{"kind": "memo", "parts": []}]', "is not a pydantic-ai history: messages[0]"),
+        (
+            b'[{"kind": "memo", "parts": []}]',
+            "messages[0]: expected kind 'request' or 'response', found kind 'memo'",
+        ),
     ],
 )
 def test_bad_input(

@@ -22,8 +22,10 @@ __all__ = [
     "BackendInfo",
     "backend_info",
     "check",
+    "dump_json",
     "is_provider_valid",
     "keep_last_turns",
+    "load_json",
     "repair",
     "repair_report",
     "trim_to_budget",
@@ -56,6 +58,13 @@ def _forced_backend() -> str:
     return forced
 
 
+def _require_pydantic_ai() -> None:
+    """Raise an ImportError that says what to install when pydantic-ai is missing."""
+    from . import _compat
+
+    _compat.pydantic_ai_messages()
+
+
 @functools.cache
 def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
     """The path ``backend="auto"`` takes (the installed release cannot change under a process)."""
@@ -65,7 +74,7 @@ def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
 def backend_info() -> BackendInfo:
     """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
     from . import _compat
-    from ._release import NEWEST_TESTED, choose_backend
+    from ._compat import NEWEST_TESTED, choose_backend
 
     chosen, reason = choose_backend(_compat.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
     return BackendInfo(
@@ -99,6 +108,7 @@ def repair(
     history = as_history(messages, function="repair")
     from . import _compat
 
+    _require_pydantic_ai()
     if backend == "auto":
         backend = _auto_backend(_forced_backend())
     if logger.isEnabledFor(logging.DEBUG):
@@ -136,6 +146,7 @@ def keep_last_turns(
     if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
         raise ValueError(f"turns must be a positive int, got {turns!r}")
     history = as_history(messages, function="keep_last_turns")
+    _require_pydantic_ai()
     from ._trim import keep_last_turns as trim
 
     return trim(history, turns, keep_system_prompt=keep_system_prompt)
@@ -160,6 +171,7 @@ def trim_to_budget(
     if not callable(count_tokens):
         raise TypeError(f"count_tokens must be callable, got {type(count_tokens).__name__}")
     history = as_history(messages, function="trim_to_budget")
+    _require_pydantic_ai()
     from ._trim import trim_to_budget as trim
 
     return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)
@@ -173,6 +185,7 @@ def check(messages: Sequence[ModelMessage]) -> list[Problem]:
     and part index, in order. The same rules on every release; an empty list means valid.
     """
     history = as_history(messages, function="check")
+    _require_pydantic_ai()
     from ._check import check_history
 
     return check_history(history)
@@ -192,6 +205,29 @@ def repair_report(messages: Sequence[ModelMessage], *, repair_last_response: boo
     if not isinstance(repair_last_response, bool):
         raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
     history = as_history(messages, function="repair_report")
+    _require_pydantic_ai()
     from ._report import repair_with_changes
 
     return repair_with_changes(history, repair_last_response)
+
+
+def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
+    """Load a history written by any pydantic-ai release from 1.0.0 on into the installed one's types.
+
+    Values the installed release cannot represent become their nearest equivalent (a 2.60+
+    retried return becomes a ``RetryPromptPart`` before 2.60, a ``RetryFeedbackPart`` a tool-less
+    one, an unknown ``outcome`` or ``tool_kind`` its default); content is never dropped: anything
+    else it cannot load raises a one-line ``ValueError`` naming the JSON path.
+    """
+    _require_pydantic_ai()
+    from ._portable import load_json as load
+
+    return load(data)
+
+
+def dump_json(messages: Sequence[ModelMessage]) -> bytes:
+    """The history as JSON bytes, as the installed release writes it (readable by :func:`load_json`)."""
+    _require_pydantic_ai()
+    from ._portable import dump_json as dump
+
+    return dump(messages)

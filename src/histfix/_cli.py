@@ -52,50 +52,20 @@ def _read(source: str) -> bytes:
     return data
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    """A pydantic error location as a path a person can follow: messages[1](response).parts[0]..."""
-    text = "messages"
-    after_index = False
-    for step in loc:
-        if isinstance(step, int):
-            text += f"[{step}]"
-            after_index = True
-        elif after_index:  # the tag of a tagged union (message kind or part kind)
-            text += f"({step})"
-            after_index = False
-        else:
-            text += f".{step}"
-    return text
-
-
 def _load(source: str) -> list[ModelMessage]:
+    """The history in ``source``, loaded portably (written by any release) into this one's types."""
     raw = _read(source)
     name = "standard input" if source == "-" else source
-    try:
-        parsed = json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: is not UTF-8 text ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{name}: is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from exc
-    if not isinstance(parsed, list):
-        raise InputError(
-            f"{name}: is JSON but not a history: expected a list of messages, got {type(parsed).__name__}"
-        )
-    from pydantic import ValidationError
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from ._api import load_json
 
     try:
-        return ModelMessagesTypeAdapter.validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InputError(
-            f"{name}: is not a pydantic-ai history: {_where(first['loc'])}: {first['msg']}"
-        ) from exc
+        return load_json(raw)
+    except ValueError as exc:
+        raise InputError(f"{name}: {exc}") from exc
 
 
 def _dump(messages: Sequence[ModelMessage]) -> bytes:
+    """Indented JSON for people and diffs (any release loads it, through ``histfix.load_json``)."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     return ModelMessagesTypeAdapter.dump_json(list(messages), indent=2) + b"\n"
@@ -210,7 +180,7 @@ def _trim(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
-    from ._release import NEWEST_TESTED, choose_backend, installed_release, source_defines
+    from ._compat import NEWEST_TESTED, choose_backend, installed_release, source_defines
 
     distribution, version = installed_release()
     if (

@@ -1,0 +1,358 @@
+"""Portable JSON: load a history written by any release from 1.0.0 to 2.68.0 on the installed one.
+
+pydantic-ai's own ``ModelMessagesTypeAdapter.validate_json`` ignores fields it does not know but
+rejects values it does not know, so JSON written by a newer release often fails on an older one
+(``outcome='interrupted'`` on 1.67-2.9, ``outcome='retried'`` and ``RetryFeedbackPart`` before
+2.60, a custom ``tool_kind`` before 2.58), and 1.0-1.66 even load a 2.60+ retry as a successful
+tool return. Teams that upgrade workers one at a time share one store, so :func:`load_json` works
+on the parsed JSON first and turns what the installed release cannot represent into its nearest
+equivalent:
+
+* a tool-bound ``tool-return`` with ``outcome='retried'`` (2.60+) becomes the ``retry-prompt``
+  that older releases write for the same retry (content, tool name, call id, timestamp kept);
+* a ``retry-feedback`` part (2.60+) becomes a tool-less ``retry-prompt`` (content, timestamp);
+* an ``outcome``, ``tool_kind``, ``state`` or ``finish_reason`` value the release does not keep is
+  removed, so the field takes its default; everything else on the part, such as the
+  ``pydantic_ai_synthesized_tool_return`` marker in ``metadata``, stays.
+
+Fields the release does not have at all are ignored, exactly as pydantic-ai itself ignores them
+(one DEBUG record on the ``histfix`` logger lists them). Content is never dropped: a part kind the
+release does not know, or any other value it rejects, raises ``ValueError`` naming the JSON path
+of the first bad field. Every message is one line, so a command line can print it as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+
+from . import _compat
+from ._inputs import as_history, check_messages
+
+__all__ = ["dump_json", "load_json"]
+
+logger = logging.getLogger("histfix")
+
+Json = dict[str, Any]
+
+#: Message fields whose allowed values differ between releases; a value the release does not keep
+#: is removed so that the field takes its default.
+_MESSAGE_ENUM_FIELDS = ("state", "finish_reason")
+#: The same for tool part fields, checked in this order (a retried return is converted first).
+_PART_ENUM_FIELDS = ("outcome", "tool_kind")
+#: The part kind a retry is stored as before 2.60.0, and the kind 2.60.0 added for a tool-less one.
+_RETRY_PROMPT, _RETRY_FEEDBACK = "retry-prompt", "retry-feedback"
+
+
+def _release() -> str:
+    return f"pydantic-ai {_compat.VERSION_STRING}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, with its article, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+# --- parsing -------------------------------------------------------------------------------------------
+
+
+def _parse(data: str | bytes | bytearray) -> list[Any]:
+    """The JSON document as a list, or a one-line ``ValueError`` saying why it is not one."""
+    if not isinstance(data, str | bytes | bytearray):
+        hint = ""
+        if isinstance(data, list | tuple):
+            hint = "; to write loaded messages as JSON, use dump_json"
+        raise TypeError(
+            f"load_json() needs JSON text (str, bytes or bytearray), got {type(data).__name__}{hint}"
+        )
+    text = data.strip()
+    if not text:
+        raise ValueError("empty input: expected a pydantic-ai message history (a JSON list)")
+    try:
+        parsed = json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        ends_early = exc.pos >= len(exc.doc.rstrip())
+        hint = "; the document ends early (truncated?)" if ends_early else ""
+        raise ValueError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}: {_one_line(exc.msg)}){hint}"
+        ) from exc
+    if not isinstance(parsed, list):
+        raise ValueError(f"not a history: expected a JSON list of messages, got {_json_type(parsed)}")
+    return parsed
+
+
+# --- conversions ---------------------------------------------------------------------------------------
+
+
+def _retry_prompt(part: Json, *, tool_call_id: object) -> Json:
+    """A ``retry-prompt`` part with ``part``'s retry fields; ``RetryPromptPart`` has no others."""
+    converted: Json = {"part_kind": _RETRY_PROMPT, "content": part.get("content")}
+    converted["tool_name"] = part.get("tool_name")
+    if tool_call_id is not None:
+        converted["tool_call_id"] = tool_call_id
+    if "timestamp" in part:
+        converted["timestamp"] = part["timestamp"]
+    content = converted["content"]
+    if isinstance(content, list | dict) and _compat.probe_load([_request(converted)]) is None:
+        # 2.60+ store a retry's validation errors without the keys RetryPromptPart requires of each
+        # (``ctx`` always, ``input`` when repeated); the JSON text keeps every word of them.
+        converted["content"] = json.dumps(converted["content"], ensure_ascii=False)
+    return converted
+
+
+def _request(part: Json) -> Json:
+    return {"kind": "request", "parts": [part]}
+
+
+def _dropped(part: Json, kept: Json) -> str:
+    """The non-null fields of ``part`` that ``kept`` no longer has, for the DEBUG record."""
+    names = sorted(k for k, v in part.items() if k not in kept and v is not None)
+    return f"; dropped {', '.join(names)}" if names else ""
+
+
+def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
+    """``part`` (message and part index ``at``) as the installed release can load it.
+
+    Raises ``ValueError`` naming the part's path when the release has no equivalent for it.
+    """
+    path = f"messages[{at[0]}].parts[{at[1]}]"
+    part_kind = part.get("part_kind")
+    if not isinstance(part_kind, str):
+        raise ValueError(f"{path}: missing 'part_kind' (the part's type)")
+
+    if part_kind == _RETRY_FEEDBACK and message_kind == "request" and not _compat.HAS_RETRY_FEEDBACK_PART:
+        # A retry that answers no tool call: before 2.60.0 a RetryPromptPart without a tool name.
+        # RetryPromptPart invents a random id when none is given; a fixed one keeps loading pure.
+        call_id = part.get("tool_call_id")
+        call_id = call_id if isinstance(call_id, str) else f"histfix-retry-feedback-{at[0]}-{at[1]}"
+        converted = _retry_prompt({**part, "tool_name": None}, tool_call_id=call_id)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s: retry-feedback loaded as a tool-less retry-prompt%s", path, _dropped(part, converted)
+            )
+        return converted
+
+    if not _compat.part_kind_loads(message_kind, part_kind):
+        elsewhere = "response" if message_kind == "request" else "request"
+        if _compat.part_kind_loads(elsewhere, part_kind):
+            raise ValueError(
+                f"{path}: part_kind {part_kind!r} belongs in a {elsewhere}, not a {message_kind}"
+            )
+        raise ValueError(f"{path}: part_kind {part_kind!r} is not supported by {_release()}")
+
+    if part_kind not in _compat.PROBED_PART_KINDS:
+        return part
+    has_field = _compat.part_fields(part_kind)
+    for field in _PART_ENUM_FIELDS:
+        value = part.get(field)
+        if not isinstance(value, str) or _compat.part_value_kept(part_kind, field, value):
+            continue
+        if field not in has_field and value != "retried":
+            continue  # ignored on load like any field the release lacks (listed at DEBUG)
+        if field == "tool_kind" and _kept_as_it_is(part, message_kind, field):
+            continue  # a typed core kind whose content has that kind's shape
+        if (
+            field == "outcome"
+            and value == "retried"
+            and part_kind == "tool-return"
+            and isinstance(part.get("tool_name"), str)
+            and not _compat.OUTCOME_RETRIED
+        ):
+            converted = _retry_prompt(part, tool_call_id=part.get("tool_call_id"))
+            if logger.isEnabledFor(logging.DEBUG):
+                why = _dropped(part, converted)
+                logger.debug("%s: tool-return with outcome='retried' loaded as a retry-prompt%s", path, why)
+            return converted
+        part = {k: v for k, v in part.items() if k != field}
+        logger.debug("%s.%s: %r removed (%s does not keep it)", path, field, value, _release())
+    return part
+
+
+def _kept_as_it_is(part: Json, message_kind: str, field: str) -> bool:
+    """Whether this very part loads with its ``field`` value kept (for typed core tool kinds)."""
+    loaded = _compat.probe_load([{"kind": message_kind, "parts": [part]}])
+    return loaded is not None and getattr(loaded[0].parts[0], field, None) == part.get(field)
+
+
+def _convert(messages: list[Any]) -> list[Json]:
+    """Every message with its parts converted; structural errors name their JSON path."""
+    converted: list[Json] = []
+    for index, message in enumerate(messages):
+        path = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise ValueError(f"{path}: expected a message object, got {_json_type(message)}")
+        kind = message.get("kind")
+        if kind not in ("request", "response"):
+            found = "no 'kind'" if "kind" not in message else f"kind {kind!r}"
+            raise ValueError(f"{path}: expected kind 'request' or 'response', found {found}")
+        parts = message.get("parts")
+        if not isinstance(parts, list):
+            found = "no 'parts'" if "parts" not in message else f"parts as {_json_type(parts)}"
+            raise ValueError(f"{path}: expected a list of parts, found {found}")
+        new_parts: list[Json] = []
+        for part_index, part in enumerate(parts):
+            if not isinstance(part, dict):
+                raise ValueError(
+                    f"{path}.parts[{part_index}]: expected a part object, got {_json_type(part)}"
+                )
+            new_parts.append(_convert_part(part, kind, (index, part_index)))
+        new_message = {**message, "parts": new_parts}
+        for field in _MESSAGE_ENUM_FIELDS:
+            value = new_message.get(field)
+            if (
+                isinstance(value, str)
+                and field in _compat.message_fields(kind)
+                and not _compat.message_value_kept(kind, field, value)
+            ):
+                del new_message[field]
+                logger.debug("%s.%s: %r removed (%s does not keep it)", path, field, value, _release())
+        converted.append(new_message)
+    return converted
+
+
+# --- validation errors -----------------------------------------------------------------------------------
+
+
+def _resolve(loc: tuple[int | str, ...], data: Any, *, missing: bool) -> list[int | str]:
+    """The keys of a pydantic error location that exist in ``data``, in order.
+
+    Locations also hold union tags (``'request'``, ``'tool-return'``) and union member names
+    (``'str'``, ``'list[...]'``) that are not in the data; they are skipped. A missing field is
+    kept as the last key, since it is the one thing to add.
+    """
+    keys: list[int | str] = []
+    node = data
+    for position, key in enumerate(loc):
+        in_list = isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node)
+        in_object = isinstance(node, dict) and isinstance(key, str) and key in node
+        if in_list or in_object:
+            node = node[key]
+            keys.append(key)
+        elif missing and position == len(loc) - 1 and isinstance(node, dict):
+            keys.append(key)
+    return keys
+
+
+def _format_path(keys: Sequence[int | str]) -> str:
+    text = "messages"
+    for key in keys:
+        if isinstance(key, int):
+            text += f"[{key}]"
+        elif key.isidentifier():
+            text += f".{key}"
+        else:
+            text += f"[{key!r}]"
+    return text
+
+
+def _node(data: Any, keys: Sequence[int | str]) -> Any:
+    for key in keys:
+        data = data[key]  # every key came from _resolve, so it exists
+    return data
+
+
+def _describe(exc: ValidationError, data: list[Json]) -> str:
+    """One line for the first bad field of ``data``: its JSON path and what is wrong with it.
+
+    pydantic reports one error per union member a value failed; those all sit under one field
+    (``content``…), so they are summed up at the deepest value they share instead of quoting
+    whichever member happened to come first.
+    """
+    errors = exc.errors(include_url=False)
+    located = [
+        (_resolve(tuple(e["loc"]), data, missing=e["type"] == "missing"), e["type"], e["msg"]) for e in errors
+    ]
+    first_keys, _, first_msg = located[0]
+    scope = first_keys[:3]  # the message, or the part, the first error is in
+    same = [item for item in located if item[0][: len(scope)] == scope]
+    fields = [keys[len(scope)] for keys, _, _ in same if len(keys) > len(scope)]
+    if len(same) == 1 or len(set(fields)) > 1 or len(fields) < len(same):
+        return f"{_format_path(first_keys)}: {_one_line(first_msg)} ({_release()})"
+    # Several errors under one field: a union whose every member rejected the value.
+    existing = [keys[:-1] if kind == "missing" else keys for keys, kind, _ in same]
+    deepest = max(existing, key=len)
+    # Report the list item the members disagree about, not a field one member happened to check.
+    while deepest and isinstance(deepest[-1], str) and len(deepest) > len(scope) + 1:
+        deepest = deepest[:-1]
+    value = _node(data, deepest)
+    hint = ""
+    if isinstance(value, dict) and isinstance(value.get("kind"), str):
+        hint = f" (kind {value['kind']!r})"
+    elif len({msg for _, _, msg in same}) == 1:
+        hint = f" ({_one_line(first_msg)})"
+    return f"{_format_path(deepest)}: matches no form {_release()} accepts here{hint}"
+
+
+# --- the public functions ----------------------------------------------------------------------------------
+
+
+def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
+    """Load a history written by any pydantic-ai release from 1.0.0 on into the installed release.
+
+    What the installed release cannot represent becomes its nearest equivalent (see the module
+    docstring); anything it cannot load raises ``ValueError`` with the JSON path of the first bad
+    field, in one line. A ``TypeError`` means ``data`` is not JSON text at all.
+    """
+    converted = _convert(_parse(data))
+    try:
+        messages = ModelMessagesTypeAdapter.validate_json(json.dumps(converted))
+    except ValidationError as exc:
+        raise ValueError(_describe(exc, converted)) from exc
+    if logger.isEnabledFor(logging.DEBUG):
+        _log_ignored_fields(converted, messages)
+    return messages
+
+
+def dump_json(messages: Sequence[ModelMessage]) -> bytes:
+    """The installed release's own JSON for ``messages`` (``ModelMessagesTypeAdapter.dump_json``).
+
+    Only the input is checked first, so that a wrong argument gets histfix's usual ``TypeError``
+    naming what was passed instead of a serializer error.
+    """
+    history = as_history(messages, function="dump_json")
+    check_messages(history, ModelRequest, ModelResponse)
+    return ModelMessagesTypeAdapter.dump_json(list(history))
+
+
+def _log_ignored_fields(data: list[Json], messages: list[ModelMessage]) -> None:
+    """One DEBUG record naming the set fields the release has no place for (and so ignored).
+
+    Found by comparing the input with the release's own dump of what it loaded; only done when
+    the ``histfix`` logger is at DEBUG, since it costs a second serialization.
+    """
+    dumped = json.loads(ModelMessagesTypeAdapter.dump_json(messages))
+    ignored: dict[str, int] = {}
+    for message, again in zip(data, dumped, strict=False):
+        for key, value in message.items():
+            if key not in again and value is not None:
+                name = f"{message['kind']}.{key}"
+                ignored[name] = ignored.get(name, 0) + 1
+        for part, part_again in zip(message["parts"], again["parts"], strict=False):
+            for key, value in part.items():
+                if key not in part_again and value is not None:
+                    name = f"{part['part_kind']}.{key}"
+                    ignored[name] = ignored.get(name, 0) + 1
+    if ignored:
+        listed = ", ".join(f"{name} ({count}x)" for name, count in sorted(ignored.items()))
+        logger.debug("%s has no field for, and ignored: %s", _release(), listed)
