@@ -9,6 +9,7 @@ interleaved runs. Pass sizes as arguments to override the defaults (1000 10000 1
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import platform
 import random
@@ -82,6 +83,21 @@ def import_cost_ms(runs: int = 5) -> float:
     return best_us / 1000
 
 
+def peak_extra_bytes_per_part(
+    history: list[pai.ModelMessage], repair: Callable[[list[pai.ModelMessage]], object]
+) -> float:
+    """Peak memory a repair allocates beyond its output list, per part (8 bytes = one reference)."""
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    out = repair(history)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    parts = sum(len(m.parts) for m in history)
+    return (peak - sys.getsizeof(out)) / parts
+
+
 def main(sizes: list[int]) -> None:
     has_upstream = hasattr(pai, "repair_messages")
     info = histfix.backend_info()
@@ -111,9 +127,17 @@ def main(sizes: list[int]) -> None:
             f"{row['upstream'] * 1e3:>12.2f} {row['upstream'] / row['histfix']:>8.2f}x "
             f"{row['histfix'] / row['floor']:>8.2f}x {row['trim'] * 1e3:>8.2f}"
         )
-    for a, b in zip(sizes, sizes[1:]):
+    for a, b in itertools.pairwise(sizes):
         growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream", "trim")}
         print(f"growth {a} -> {b}: " + ", ".join(f"{k} {v:.2f}x" for k, v in growth.items()))
+    memory_probe = broken_history(min(max(sizes), 100_000))
+    print(
+        f"peak extra memory per part: histfix {peak_extra_bytes_per_part(memory_probe, repair_walk):.1f} B",
+        end="",
+    )
+    if has_upstream:
+        print(f", upstream {peak_extra_bytes_per_part(memory_probe, pai.repair_messages):.1f} B", end="")  # type: ignore[attr-defined]
+    print(" (one reference is 8 B)")
     print(f"import histfix (pydantic-ai already imported): {import_cost_ms():.1f} ms")
     print(json.dumps({str(k): v for k, v in results.items()}))
 
