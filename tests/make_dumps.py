@@ -148,7 +148,7 @@ def crashed_turn() -> list[pai.ModelMessage]:
                 ),
                 native_return(
                     tool_name="web_search",
-                    content=[{"title": "Pack light layers", "url": "https://example.invalid/tips"}],
+                    content=[{"title": "Pack light layers", "link": "https://example.invalid/tips"}],
                     tool_call_id="native_search",
                     provider_name="anthropic",
                 ),
