@@ -1,16 +1,28 @@
 """Test histfix against every pinned pydantic-ai-slim release, offline (no provider is ever called).
 
-`nox` runs the whole suite: one `tests` session per pinned release, `lint`, `typecheck`, and
+`nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once;
+a no-op while it is up to date), one `tests` session per pinned release, `lint`, `typecheck`, and
 `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
-committed file differs. `nox -s bench` runs the benchmark (not part of the default run).
+committed file differs. Once the wheelhouse is built, every session installs from it alone
+(`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
+
+Opt-in sessions: `sweep` (the suite on every release on PyPI, resumable), `latest` (canary: the
+differential suite on the newest release, unpinned), `compare -- FILE [--json]` (what each pinned
+release does with a stored history), `bench` (the benchmark).
 """
 
 from __future__ import annotations
 
+import json
+import platform
+import shutil
 import sys
 from pathlib import Path
 
 import nox
+import nox.project
+from nox.virtualenv import UV  # the uv nox itself uses (PATH, or the `uv` package beside nox)
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 # The one pinned list: every behaviour boundary in shared/spec/upstream-behaviour.md, and the newest.
@@ -32,12 +44,23 @@ PYDANTIC_AI_RELEASES = [
 ]
 NEWEST = PYDANTIC_AI_RELEASES[-1]
 
+# What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
+TEST_TOOLS = ["pytest", "hypothesis"]
+LINT_TOOLS = ["ruff"]
+TYPECHECK_TOOLS = ["mypy"]
+
 ROOT = Path(__file__).parent
 RESULTS = ROOT / ".nox" / "_results"
+COMPARE_PROBES = ROOT / ".nox" / "_compare"
+WHEELHOUSE = ROOT / "wheelhouse"
+#: What the wheelhouse was built for; written last, so a half-built wheelhouse is never used.
+WHEELHOUSE_STAMP = WHEELHOUSE / "inputs.json"
+#: The measured sweep over every release (committed: compat-matrix.md is rendered from it).
+SWEEP_RECORD = ROOT / "tests" / "data" / "sweep.json"
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["tests", "lint", "typecheck", "compat_matrix"]
+nox.options.sessions = ["wheelhouse", "tests", "lint", "typecheck", "compat_matrix"]
 
 
 def release_pins(release: str) -> list[str]:
@@ -52,15 +75,127 @@ def release_pins(release: str) -> list[str]:
     return pins
 
 
+def release_requirements(release: str, *extra: str) -> list[str]:
+    """One release of pydantic-ai-slim with its pins, plus `extra` (histfix itself not included)."""
+    return [f"pydantic-ai-slim=={release}", *release_pins(release), *extra]
+
+
+# --- the wheelhouse ---------------------------------------------------------------------------------
+
+
+def requirement_sets() -> dict[str, list[str]]:
+    """Everything a default, `bench` or `compare` session installs, by session: the wheelhouse's input.
+
+    histfix is installed editable, so its dependencies and its build backend are listed instead.
+    `bench` and `compare` install subsets of the `tests` sets.
+    """
+    pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
+    project = list(pyproject["project"]["dependencies"])
+    sets = {f"tests-{r}": [*project, *release_requirements(r, *TEST_TOOLS)] for r in PYDANTIC_AI_RELEASES}
+    sets["typecheck"] = [*project, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
+    sets["lint"] = list(LINT_TOOLS)
+    # `-e .` builds with the backend, which asks for `editables` too (get_requires_for_build_editable).
+    sets["build"] = [*pyproject["build-system"]["requires"], "editables"]
+    return sets
+
+
+def wheelhouse_inputs() -> str:
+    """The stamp a wheelhouse built for the current requirement sets and interpreter carries."""
+    target = {
+        "python": f"{sys.implementation.name}{sys.version_info.major}.{sys.version_info.minor}",
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "sets": requirement_sets(),
+    }
+    return json.dumps(target, indent=1, sort_keys=True) + "\n"
+
+
+def wheelhouse_ready() -> bool:
+    """True when the wheelhouse holds every wheel the current pinned matrix needs."""
+    return WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == wheelhouse_inputs()
+
+
+def install(session: nox.Session, *args: str) -> None:
+    """`session.install`, from the wheelhouse alone when it is built (no network), else from the index."""
+    if wheelhouse_ready():
+        session.install("--no-index", "--find-links", str(WHEELHOUSE), *args)
+    else:
+        session.log("wheelhouse missing or stale (run `nox -s wheelhouse`): installing from the index")
+        session.install(*args)
+
+
 def install_release(session: nox.Session, release: str, *extra: str) -> None:
-    session.install("-e", ".", f"pydantic-ai-slim=={release}", *release_pins(release), *extra)
+    install(session, "-e", ".", *release_requirements(release, *extra))
+
+
+Pin = tuple[str, Version]
+
+
+def _lock_one(session: nox.Session, name: str, requirements: list[str]) -> set[Pin]:
+    """Resolve one requirement set with uv (for this interpreter) into (name, version) pins."""
+    folder = WHEELHOUSE / "requirements"
+    folder.mkdir(parents=True, exist_ok=True)
+    source, locked = folder / f"{name}.in", folder / f"{name}.txt"
+    source.write_text("\n".join(requirements) + "\n")
+    compile_ = [UV, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--python", sys.executable]
+    session.run(*compile_, str(source), "-o", str(locked), external=True)
+    lines = [line.split("==") for line in locked.read_text().splitlines() if "==" in line]
+    return {(canonicalize_name(n), Version(v)) for n, v in lines}
+
+
+def download_batches(lock: set[Pin]) -> list[list[str]]:
+    """The lock as `name==version` batches naming each package at most once.
+
+    `pip download` refuses two versions of one package in a single call, and the pinned releases
+    do need several (opentelemetry-api, pydantic-graph…).
+    """
+    versions: dict[str, list[Version]] = {}
+    for name, version in sorted(lock):
+        versions.setdefault(name, []).append(version)
+    depth = max((len(v) for v in versions.values()), default=0)
+    return [[f"{n}=={v[i]}" for n, v in versions.items() if i < len(v)] for i in range(depth)]
+
+
+def _prune_wheelhouse(lock: set[Pin]) -> None:
+    """Remove wheels no requirement set pins any more, so offline resolution sees only the lock."""
+    for wheel in WHEELHOUSE.glob("*.whl"):
+        name, version, *_ = parse_wheel_filename(wheel.name)
+        if (name, version) not in lock:
+            wheel.unlink()
+
+
+@nox.session(python=False)
+def wheelhouse(session: nox.Session) -> None:
+    """Download every wheel the other sessions install into wheelhouse/: the only step needing a network.
+
+    A no-op while the wheelhouse matches the pinned list and this interpreter, so it runs first in
+    the default `nox` run: a clean machine builds it once, and every later session (and every later
+    `nox`, even under `unshare -rn`) installs from it. `-- --refresh` re-resolves to the newest
+    dependencies.
+    """
+    if wheelhouse_ready() and "--refresh" not in session.posargs:
+        session.log(f"wheelhouse up to date: {len(list(WHEELHOUSE.glob('*.whl')))} wheels in {WHEELHOUSE}")
+        return
+    WHEELHOUSE_STAMP.unlink(missing_ok=True)
+    lock: set[Pin] = set()
+    for name, requirements in requirement_sets().items():
+        lock |= _lock_one(session, name, requirements)
+    (WHEELHOUSE / "lock.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(lock)))
+    download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+    for batch in download_batches(lock):
+        session.run(*download, "--dest", str(WHEELHOUSE), *batch)
+    _prune_wheelhouse(lock)
+    WHEELHOUSE_STAMP.write_text(wheelhouse_inputs())
+    session.log(f"wheelhouse built: {len(lock)} wheels for {len(requirement_sets())} requirement sets")
+
+
+# --- the pinned matrix ------------------------------------------------------------------------------
 
 
 @nox.session
 @nox.parametrize("pydantic_ai", PYDANTIC_AI_RELEASES, ids=PYDANTIC_AI_RELEASES)
 def tests(session: nox.Session, pydantic_ai: str) -> None:
     """The whole pytest suite on one pinned release."""
-    install_release(session, pydantic_ai, "pytest")
+    install_release(session, pydantic_ai, *TEST_TOOLS)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
@@ -69,7 +204,8 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    """ruff check and ruff format --check over the whole repository."""
+    install(session, *LINT_TOOLS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -77,7 +213,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ against the newest pinned release."""
-    install_release(session, NEWEST, "mypy")
+    install_release(session, NEWEST, *TYPECHECK_TOOLS)
     session.run("mypy")
 
 
@@ -85,10 +221,61 @@ def typecheck(session: nox.Session) -> None:
 def compat_matrix(session: nox.Session) -> None:
     """Rebuild compat-matrix.md from the measured runs; fail if the committed copy differs.
 
-    Pass `-- --write` to update the file instead of checking it.
+    The pinned table comes from this run's `tests` sessions, the every-release table from the
+    committed sweep record. Pass `-- --write` to update the file instead of checking it.
     """
     mode = "--write" if "--write" in session.posargs else "--check"
-    session.run(sys.executable, "tests/matrix_report.py", mode, str(RESULTS), *PYDANTIC_AI_RELEASES)
+    report = [sys.executable, "tests/matrix_report.py", mode, "--sweep", str(SWEEP_RECORD)]
+    session.run(*report, str(RESULTS), *PYDANTIC_AI_RELEASES)
+
+
+# --- opt-in sessions ---------------------------------------------------------------------------------
+
+
+@nox.session(python=False)
+def sweep(session: nox.Session) -> None:
+    """The whole suite on every pydantic-ai-slim release >= 1.0.0 on PyPI (needs the network).
+
+    Resumable: releases already recorded in tests/data/sweep.json for the same histfix source are
+    skipped. `-- --fresh` starts over, `-- --jobs N` sets the parallel workers (default: CPUs).
+    Then rewrites compat-matrix.md (which needs the pinned results of a `nox` run).
+    """
+    session.notify("compat_matrix", ["--write"])  # queued first: it runs even when a release fails
+    session.run(sys.executable, "tests/sweep.py", "--uv", UV, "--record", str(SWEEP_RECORD), *session.posargs)
+
+
+@nox.session
+def latest(session: nox.Session) -> None:
+    """Canary: the differential suite on the newest pydantic-ai-slim on PyPI (unpinned, network).
+
+    Red when upstream repair_messages stops matching histfix's walk; the failing test ids name the
+    corpus histories that differ.
+    """
+    session.install("--upgrade", "-e", ".", "pydantic-ai-slim", *TEST_TOOLS)
+    code = "from importlib.metadata import version; print(version('pydantic-ai-slim'))"
+    installed = (session.run("python", "-c", code, silent=True) or "").strip()
+    session.log(f"newest pydantic-ai-slim on PyPI: {installed} (newest pinned: {NEWEST})")
+    session.run("python", "-m", "pytest", "-rf", "tests/test_differential.py", *session.posargs)
+
+
+@nox.session
+def compare(session: nox.Session) -> None:
+    """What each pinned release does with a stored history: `nox -s compare -- FILE [--json] [--prompt P]`.
+
+    Reinstalls each pinned release into this session's environment (from the wheelhouse when it is
+    built), records what plain pydantic-ai sends to a capturing FunctionModel (or raises) and what
+    histfix.repair returns, then prints one table across releases, differences highlighted.
+    """
+    if not session.posargs:
+        session.error("usage: nox -s compare -- path/to/history.json [--json] [--prompt TEXT]")
+    shutil.rmtree(COMPARE_PROBES, ignore_errors=True)
+    COMPARE_PROBES.mkdir(parents=True)
+    for release in PYDANTIC_AI_RELEASES:
+        install_release(session, release)
+        probe = COMPARE_PROBES / f"{release}.json"
+        session.run("python", "tests/compare_releases.py", *session.posargs, "--probe-into", str(probe))
+    probes = [str(COMPARE_PROBES / f"{r}.json") for r in PYDANTIC_AI_RELEASES]
+    session.run("python", "tests/compare_releases.py", *session.posargs, "--render", *probes)
 
 
 @nox.session

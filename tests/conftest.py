@@ -43,14 +43,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _outcomes: dict[str, int] = {}
+#: Failing tests (node id -> the first line of the error), so a sweep can say why a release fails.
+_failed: dict[str, str] = {}
 #: Scenario outcomes the end-to-end tests measured, for compat-matrix.md (scenario -> outcome).
 MEASURED: dict[str, str] = {}
+#: Facts about the installed release the end-to-end tests measured, for compat-matrix.md (name -> value).
+FACTS: dict[str, str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or report.outcome != "passed":
         key = "xfailed" if hasattr(report, "wasxfail") else report.outcome
         _outcomes[key] = _outcomes.get(key, 0) + 1
+        if report.outcome == "failed":
+            crash = getattr(report.longrepr, "reprcrash", None)
+            _failed[report.nodeid] = (crash.message if crash else str(report.longrepr)).split("\n")[0][:300]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -70,6 +77,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "features": dict(info.features),
         "outcomes": dict(sorted(_outcomes.items())),
         "scenarios": dict(sorted(MEASURED.items())),
+        "facts": dict(sorted(FACTS.items())),
+        "failed": _failed,
         "exitstatus": int(exitstatus),
     }
     Path(target).write_text(json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,234 @@
+"""Run the whole suite on every pydantic-ai-slim release on PyPI and record each one (`nox -s sweep`).
+
+Usage: python tests/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N] [--only X,Y]
+
+The release list is discovered from PyPI's JSON API (final releases from 1.0.0 on; pre-releases
+are not swept). Each release gets a fresh virtualenv (`uv venv --clear`, then `uv pip install` of
+histfix, pytest and `pydantic-ai-slim==X` with the noxfile's `release_pins`), so no release
+inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
+The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
+counts and failing test ids, the measured scenarios) goes into the record file after every release.
+
+Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
+is skipped, so an interrupted sweep continues where it stopped; `--fresh` re-runs everything.
+Exit status 1 when any release did not install or did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".nox" / "_sweep"
+PYPI_JSON = "https://pypi.org/pypi/pydantic-ai-slim/json"
+FIRST = Version("1.0.0")
+#: A suite run longer than this is stopped and recorded as timed out (a normal run takes seconds).
+TIMEOUT_SECONDS = 900
+#: Keys of a `--record-outcome` record worth keeping per release (the rest is in compat-matrix.md).
+KEPT = ("pydantic_ai", "backend", "features", "outcomes", "scenarios", "facts", "failed", "exitstatus")
+
+Entry = dict[str, Any]
+
+
+def discover_releases(index: dict[str, Any]) -> list[str]:
+    """Final releases from 1.0.0 on that have files, oldest first, from PyPI's JSON for the project."""
+    found = []
+    for name, files in index["releases"].items():
+        try:
+            version = Version(name)
+        except InvalidVersion:
+            continue
+        if files and version >= FIRST and not version.is_prerelease and not version.is_devrelease:
+            found.append(version)
+    return [str(v) for v in sorted(found)]
+
+
+def fetch_index() -> dict[str, Any]:
+    with urllib.request.urlopen(PYPI_JSON, timeout=60) as response:
+        return json.load(response)  # type: ignore[no-any-return]
+
+
+def source_fingerprint(root: Path = ROOT) -> str:
+    """A hash of the code a sweep measures: histfix's source and the whole suite (not the record)."""
+    digest = hashlib.sha256()
+    files = sorted([*root.glob("src/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("tests/data/**/*")])
+    for path in files:
+        if path.name == "sweep.json" or "__pycache__" in path.parts or not path.is_file():
+            continue
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def pending(releases: Iterable[str], recorded: dict[str, Entry], fingerprint: str) -> list[str]:
+    """The releases still to sweep: those not recorded for this fingerprint."""
+    return [r for r in releases if recorded.get(r, {}).get("fingerprint") != fingerprint]
+
+
+def verdict(entry: Entry) -> str:
+    """`pass`, `FAIL`, `not installed` or `no result`, for progress lines and the summary."""
+    if not entry["installed"]:
+        return "not installed"
+    run = entry.get("run")
+    if run is None:
+        return "no result"
+    return "pass" if run["exitstatus"] == 0 else "FAIL"
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    if path.exists():
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    return {"releases": {}}
+
+
+def save_record(path: Path, record: dict[str, Any]) -> None:
+    """Write atomically, releases in version order, one release per block (stable diffs)."""
+    record["releases"] = dict(sorted(record["releases"].items(), key=lambda item: Version(item[0])))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+def run_suite(release: str, python: Path) -> tuple[Entry | None, str | None]:
+    """The suite's `--record-outcome` record on one installed release (trimmed to KEPT), or an error.
+
+    pytest's output goes to .nox/_sweep/RELEASE.log, for investigating a failure.
+    """
+    report, log = WORK / f"{release}.json", WORK / f"{release}.log"
+    report.unlink(missing_ok=True)
+    command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
+    try:
+        with log.open("w") as out:
+            subprocess.run(
+                command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=TIMEOUT_SECONDS, check=False
+            )
+    except subprocess.TimeoutExpired:
+        return None, f"the suite timed out after {TIMEOUT_SECONDS} s"
+    if not report.exists():
+        return None, "the suite wrote no result:\n" + _tail(log.read_text())
+    outcome = json.loads(report.read_text())
+    return {key: outcome.get(key) for key in KEPT}, None
+
+
+def sweep_one(release: str, venv: Path, requirements: list[str], uv: str) -> Entry:
+    """Install `release` into a fresh `venv` (with the `uv` executable) and run the suite there."""
+    started = time.monotonic()
+    python = venv / "bin" / "python"
+    made = _run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(venv)])
+    install = [uv, "pip", "install", "--quiet", "--python", str(python), "-e", str(ROOT), *requirements]
+    installed = made if made.returncode else _run(install)
+    if installed.returncode:
+        entry: Entry = {"installed": False, "error": _tail(installed.stderr), "run": None}
+    else:
+        run, error = run_suite(release, python)
+        entry = {"installed": True, "error": error, "run": run}
+    return {**entry, "seconds": round(time.monotonic() - started, 1)}
+
+
+def run_all(
+    requirements: dict[str, list[str]], uv: str, jobs: int, on_done: Callable[[str, Entry], None]
+) -> None:
+    """Sweep each release (a key of `requirements`) on `jobs` workers, each with its own env.
+
+    `on_done` sees every finished release, in the order they finish.
+    """
+    slots: queue.Queue[Path] = queue.Queue()
+    for n in range(jobs):
+        slots.put(WORK / f"venv-{n}")
+
+    def task(release: str) -> Entry:
+        venv = slots.get()
+        try:
+            return sweep_one(release, venv, requirements[release], uv)
+        finally:
+            slots.put(venv)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(task, release): release for release in requirements}
+        try:
+            for future in as_completed(futures):
+                on_done(futures[future], future.result())
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def requirements_for(releases: list[str]) -> dict[str, list[str]]:
+    """The noxfile's requirements per release (pins included), so the sweep and the matrix agree."""
+    sys.path.insert(0, str(ROOT))
+    import noxfile
+
+    return {release: noxfile.release_requirements(release, *noxfile.TEST_TOOLS) for release in releases}
+
+
+def _progress(done: int, total: int, release: str, entry: Entry) -> str:
+    run = entry.get("run") or {}
+    counts = ", ".join(f"{n} {k}" for k, n in (run.get("outcomes") or {}).items())
+    return f"[{done}/{total}] {release:<9} {verdict(entry):<13} {counts}  ({entry['seconds']} s)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--record", type=Path, required=True, help="the JSON record to resume and update")
+    parser.add_argument("--fresh", action="store_true", help="re-run releases already recorded")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
+    parser.add_argument("--only", help="comma-separated releases to sweep (default: all on PyPI)")
+    parser.add_argument("--uv", default="uv", help="the uv executable (the noxfile passes the one nox uses)")
+    args = parser.parse_args(argv)
+
+    releases = args.only.split(",") if args.only else discover_releases(fetch_index())
+    record = load_record(args.record)
+    fingerprint = source_fingerprint()
+    todo = releases if args.fresh else pending(releases, record["releases"], fingerprint)
+    print(
+        f"{len(releases)} releases {releases[0]}..{releases[-1]}; {len(todo)} to sweep "
+        f"(histfix source {fingerprint}), {args.jobs} workers",
+        flush=True,
+    )
+    WORK.mkdir(parents=True, exist_ok=True)
+    today = datetime.now(timezone.utc).date().isoformat()
+    started = time.monotonic()
+
+    finished = []
+
+    def on_done(release: str, entry: Entry) -> None:
+        record["releases"][release] = {"fingerprint": fingerprint, "swept_at": today, **entry}
+        save_record(args.record, record)
+        finished.append(release)
+        print(_progress(len(finished), len(todo), release, entry), flush=True)
+
+    run_all(requirements_for(todo), args.uv, max(1, args.jobs), on_done)
+    bad = {r: verdict(record["releases"][r]) for r in releases if verdict(record["releases"][r]) != "pass"}
+    elapsed = time.monotonic() - started
+    print(
+        f"swept {len(finished)} releases in {elapsed:.0f} s; {len(releases) - len(bad)}/{len(releases)} pass"
+    )
+    for release, what in bad.items():
+        print(f"  {release}: {what}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

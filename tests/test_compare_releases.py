@@ -1,0 +1,166 @@
+"""`nox -s compare`: the pure parts (describing, lettering, diffing, rendering) and the probe on this release."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from packaging.version import Version
+
+from compare_releases import (
+    HISTFIX,
+    PLAIN,
+    Outcome,
+    Style,
+    as_json,
+    changed,
+    describe,
+    describe_part,
+    diff_lines,
+    label,
+    probe,
+    render,
+    render_table,
+)
+from test_agent_e2e import ABORTED
+
+from conftest import PYDANTIC_AI
+from dsl import INTERRUPTED, MARKER, call, req, resp, ret, to_json, user
+
+PLAIN_STYLE = Style(color=False)
+
+BROKEN = [req(user("q")), resp(call("get", "c1", {"k": 1}), at=5), req(user("next"))]
+REPAIRED = [
+    req(user("q")),
+    resp(call("get", "c1", {"k": 1}), at=5),
+    req(ret("get", "c1", INTERRUPTED), user("next")),
+]
+REPAIRED[2]["parts"][0]["metadata"] = {MARKER: True}
+
+
+def observation(release: str, sent: list[Any] | None, problems: list[str], raised: str | None = None) -> Any:
+    """A probe's record, as the probe writes it (histfix always returns REPAIRED here)."""
+    return {
+        "release": release,
+        "backend": "histfix",
+        PLAIN: {"raised": raised, "messages": sent, "problems": problems},
+        HISTFIX: {"raised": None, "messages": REPAIRED, "problems": []},
+    }
+
+
+OBSERVATIONS = [
+    observation("1.0.0", BROKEN, ["No tool output found for function call c1 (get)."]),
+    observation("2.9.1", BROKEN, ["No tool output found for function call c1 (get)."]),
+    observation("2.10.0", REPAIRED, []),
+    observation("2.11.0", None, [], raised="UserError: Cannot provide a new user prompt.\nmore"),
+]
+
+
+def test_describe_part_shows_tool_id_and_marks() -> None:
+    part = {**REPAIRED[2]["parts"][0], "outcome": "interrupted", "timestamp": "2026-01-01T00:00:00Z"}
+    line = describe_part(part)
+    assert line.startswith("tool-return    get(c1) The tool call was interrupted")
+    assert line.endswith("…  [synthesized, outcome=interrupted]")
+    assert describe_part(
+        {
+            "part_kind": "tool-return",
+            "tool_name": "get",
+            "tool_call_id": "c1",
+            "content": 1,
+            "outcome": "success",
+        }
+    ) == ("tool-return    get(c1) 1")
+
+
+def test_describe_numbers_messages_and_leaves_out_timestamps() -> None:
+    assert describe(BROKEN) == [
+        "  0 request   user-prompt    q",
+        '  1 response  tool-call      get(c1) {"k": 1}',
+        "  2 request   user-prompt    next",
+    ]
+    assert describe([{"kind": "request", "parts": []}]) == ["  0 request   (no parts)"]
+
+
+def test_letters_follow_first_appearance_and_changes_are_against_the_row_above() -> None:
+    letters = label(
+        [Outcome(None, ("a",), 1, ()), Outcome(None, ("b",), 1, ()), Outcome(None, ("a",), 1, ())]
+    )
+    assert letters == ["A", "B", "A"]
+    assert changed(letters) == [False, True, True]
+
+
+def test_table_letters_and_stars_each_side() -> None:
+    table = render_table(OBSERVATIONS, PLAIN_STYLE)
+    assert table[0].split("  ")[0] == "release"
+    rows = {line.split()[0]: line for line in table[2:]}
+    assert "A  sends 3 messages · strict provider: 400 (1 problem)" in rows["1.0.0"]
+    assert "A  sends 3 messages · strict provider: 400" in rows["2.9.1"]
+    assert "B* sends 3 messages · valid" in rows["2.10.0"]
+    assert "C* raises UserError: Cannot provide a new user prompt." in rows["2.11.0"]
+    assert all("A  returns 3 messages · valid" in row for row in rows.values())
+    column = table[0].index("histfix.repair returns")
+    assert all(line[column:].startswith("A  returns") for line in table[2:])  # columns line up
+
+
+def test_highlighting_is_only_on_changed_cells() -> None:
+    colored = render_table(OBSERVATIONS, Style(color=True))
+    assert "\033[" not in colored[2] + colored[3]
+    assert "\033[1;33mB* sends" in colored[4]
+
+
+def test_diff_shows_changed_lines_with_context() -> None:
+    assert diff_lines(describe(BROKEN), describe(REPAIRED), PLAIN_STYLE) == [
+        '   1 response  tool-call      get(c1) {"k": 1}',
+        "-  2 request   user-prompt    next",
+        "+  2 request   tool-return    get(c1) The tool call was interrupted before a result w…  [synthesized]",
+        "+              user-prompt    next",
+    ]
+
+
+def test_render_lists_each_variant_once() -> None:
+    text = render("h.json", None, OBSERVATIONS, PLAIN_STYLE)
+    assert "plain pydantic-ai sends, A (1.0.0, 2.9.1): sends 3 messages" in text
+    assert "    No tool output found for function call c1 (get)." in text
+    assert "plain pydantic-ai sends, B (2.10.0): sends 3 messages · valid" in text
+    assert "    raises UserError: Cannot provide a new user prompt.\nmore" in text
+    assert "histfix.repair returns, A (1.0.0, 2.9.1, 2.10.0, 2.11.0)" in text
+
+
+def test_a_history_a_release_cannot_load() -> None:
+    refused = {"raised": "cannot load the history: 0.parts.0: bad part", "messages": None, "problems": []}
+    broken = {"release": "1.0.0", "backend": "histfix", PLAIN: refused, HISTFIX: refused}
+    assert Outcome.of(broken, PLAIN).summary(PLAIN) == "raises cannot load the history: 0.parts.0: bad part"
+    assert as_json("h.json", None, [broken])["releases"][0][HISTFIX]["messages"] is None
+
+
+def test_json_carries_letters_changes_and_messages() -> None:
+    data = as_json("h.json", "next", OBSERVATIONS)
+    assert (data["history"], data["prompt"]) == ("h.json", "next")
+    third = data["releases"][2]
+    assert third[PLAIN]["variant"] == "B" and third[PLAIN]["changed"] is True
+    assert third[PLAIN]["messages"] == REPAIRED
+    assert third[HISTFIX]["changed"] is False
+    json.dumps(data)  # plain data throughout
+
+
+def test_probe_on_this_release_shows_the_2_10_boundary() -> None:
+    seen = probe(to_json(ABORTED), None)  # the seeds' aborted run
+    plain, fixed = seen[PLAIN], seen[HISTFIX]
+    assert plain["raised"] is None and plain["messages"] is not None
+    repairs_on_the_wire = Version("2.10.0") <= PYDANTIC_AI
+    assert bool(plain["problems"]) is not repairs_on_the_wire
+    assert fixed["problems"] == []
+    assert fixed["messages"][2]["parts"][0]["metadata"] == {MARKER: True}
+
+
+def test_probe_records_a_refused_run() -> None:
+    seen = probe(to_json(ABORTED[:2]), "new prompt")  # unanswered calls, then a new prompt
+    assert seen[PLAIN]["messages"] is None
+    assert seen[PLAIN]["raised"].startswith("UserError: Cannot provide a new user prompt")
+
+
+def test_probe_reports_a_history_this_release_cannot_load() -> None:
+    seen = probe(b'[{"kind": "request", "parts": [{"part_kind": "no-such-part"}]}]', None)
+    for side in (PLAIN, HISTFIX):
+        assert seen[side]["messages"] is None
+        assert seen[side]["raised"].startswith("cannot load the history: ")

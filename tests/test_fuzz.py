@@ -1,0 +1,141 @@
+"""Property-based fuzzing of histfix's own walk (hypothesis), on every pinned release.
+
+CI runs a fixed, derandomized set (HISTFIX_FUZZ_EXAMPLES, default 500 per property). A long
+campaign: ``HISTFIX_FUZZ_EXAMPLES=100000 HISTFIX_FUZZ_RANDOM=1 nox -s "tests(2.68.0)" -- tests/test_fuzz.py``.
+A failure is shrunk by hypothesis to a minimal history; add it to corpus.py as a named case.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from packaging.version import Version
+from pydantic_ai import messages as pai
+
+import histfix
+from fuzz_strategies import histories
+
+from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
+from dsl import MARKER, Json, load
+from strict import pairing_problems
+
+EXAMPLES = int(os.environ.get("HISTFIX_FUZZ_EXAMPLES", "500"))
+fuzz = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("HISTFIX_FUZZ_RANDOM"),
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+UPSTREAM_IS_ORACLE = HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
+
+
+def ours(history: list[pai.ModelMessage], last: bool = True) -> list[pai.ModelMessage]:
+    return histfix.repair(history, repair_last_response=last, backend="histfix")
+
+
+def is_result(part: object) -> bool:
+    return isinstance(part, pai.ToolReturnPart) or (
+        isinstance(part, pai.RetryPromptPart) and part.tool_name is not None
+    )
+
+
+def synthesized(part: object) -> bool:
+    return isinstance(part, pai.ToolReturnPart) and bool((part.metadata or {}).get(MARKER))
+
+
+def orphan_results(history: list[pai.ModelMessage]) -> set[int]:
+    """Identities of results no earlier response called (worked out independently of histfix)."""
+    called: set[str] = set()
+    orphans: set[int] = set()
+    for message in history:
+        for part in message.parts:
+            if isinstance(message, pai.ModelResponse) and isinstance(part, pai.ToolCallPart):
+                called.add(part.tool_call_id)
+            elif (
+                isinstance(message, pai.ModelRequest) and is_result(part) and part.tool_call_id not in called
+            ):  # type: ignore[attr-defined]
+                orphans.add(id(part))
+    return orphans
+
+
+@fuzz
+@given(histories)
+def test_idempotent_deterministic_and_pure(raw: list[Json]) -> None:
+    history = load(raw)
+    snapshot = copy.deepcopy(history)
+    for last in (True, False):
+        once = ours(history, last)
+        assert ours(history, last) == once
+        assert ours(once, last) == once
+    assert history == snapshot
+
+
+@fuzz
+@given(histories)
+def test_calls_and_content_survive(raw: list[Json]) -> None:
+    """Repair never adds or changes a call and never drops anything but orphaned results."""
+    history = load(raw)
+    out = ours(history)
+    calls_in = [id(p) for m in history for p in m.parts if isinstance(p, pai.ToolCallPart)]
+    calls_out = [id(p) for m in out for p in m.parts if isinstance(p, pai.ToolCallPart)]
+    assert calls_out == calls_in
+    orphans = orphan_results(history)
+    kept_in = Counter(id(p) for m in history for p in m.parts if id(p) not in orphans)
+    kept_out = Counter(id(p) for m in out for p in m.parts if not synthesized(p))
+    assert kept_out == kept_in  # every non-orphan part survives, nothing else appears
+
+
+@fuzz
+@given(histories)
+def test_synthesized_returns_answer_unanswered_calls(raw: list[Json]) -> None:
+    history = load(raw)
+    out = ours(history)
+    calls = Counter(
+        (p.tool_call_id, p.tool_name) for m in history for p in m.parts if isinstance(p, pai.ToolCallPart)
+    )
+    made = Counter((p.tool_call_id, p.tool_name) for m in out for p in m.parts if synthesized(p))
+    for key, count in made.items():
+        assert count <= calls[key]
+    if not made:
+        return
+    # each one follows the response that made its call
+    called_so_far: set[tuple[str, str]] = set()
+    for message in out:
+        for part in message.parts:
+            if isinstance(part, pai.ToolCallPart):
+                called_so_far.add((part.tool_call_id, part.tool_name))
+            elif synthesized(part):
+                assert (part.tool_call_id, part.tool_name) in called_so_far  # type: ignore[attr-defined]
+
+
+if UPSTREAM_IS_ORACLE:
+
+    @fuzz
+    @given(histories)
+    def test_equals_upstream(raw: list[Json]) -> None:
+        history = load(raw)
+        for last in (True, False):
+            theirs = pai.repair_messages(history, repair_last_response=last)  # type: ignore[attr-defined]
+            mine = ours(history, last)
+            assert mine == theirs
+            if last and not pairing_problems(theirs):
+                assert not pairing_problems(mine)
+
+
+@fuzz
+@given(histories)
+def test_check_agrees_with_repair(raw: list[Json]) -> None:
+    """check(h) is empty only when repair changes nothing, and names something whenever it does."""
+    history = load(raw)
+    problems = histfix.check(history)
+    repaired = ours(history)
+    if not problems:
+        assert repaired == history
+    if repaired != history:
+        assert problems
+    if not pairing_problems(repaired):
+        assert histfix.check(repaired) == []

@@ -1,0 +1,112 @@
+"""compat-matrix.md rendering: cells from recorded runs, and the sweep folded into release ranges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matrix_report import SCENARIOS, failure_lines, render, short, sweep_section, why_failing, wiring_cell
+
+
+def run(
+    backend: str = "histfix", *, exitstatus: int = 0, wiring: str = "ProcessHistory", plain: str = "400 (x)"
+) -> Any:
+    """A `--record-outcome` record, as the sweep keeps it."""
+    return {
+        "backend": backend,
+        "features": {"repair_messages": backend == "upstream"},
+        "outcomes": {"passed": 10, "skipped": 1} if exitstatus == 0 else {"failed": 1, "passed": 9},
+        "scenarios": {
+            **{f"{s}, plain": plain for s in SCENARIOS},
+            **{f"{s}, histfix": "ok (fine)" for s in SCENARIOS},
+        },
+        "facts": {
+            "upstream repairs before each request": "no",
+            "processor wiring": wiring,
+            "history_processors=": "TypeError",
+        },
+        "failed": {} if exitstatus == 0 else {"tests/test_x.py::test_y": "UserError: no\n  more"},
+        "exitstatus": exitstatus,
+        "reason": "because",
+    }
+
+
+def entry(record: Any | None = None, *, installed: bool = True, error: str | None = None) -> Any:
+    return {
+        "installed": installed,
+        "error": error,
+        "run": record,
+        "fingerprint": "abc",
+        "swept_at": "2026-11-30",
+        "seconds": 1.0,
+    }
+
+
+def test_short_drops_the_explanation() -> None:
+    assert short("400 (call never answered)") == "400"
+    assert short("UserError") == "UserError"
+
+
+def test_wiring_cell() -> None:
+    assert wiring_cell(run(wiring="history_processors=")) == "`history_processors=`"
+    assert wiring_cell(run()) == "`ProcessHistory` (`history_processors=` TypeError)"
+    assert wiring_cell({"facts": {}}) == "not measured"
+
+
+def test_sweep_folds_consecutive_equal_releases_in_version_order() -> None:
+    sweep = {
+        "releases": {
+            "1.10.0": entry(run()),
+            "1.9.0": entry(run()),
+            "1.2.0": entry(run()),
+            "2.0.0": entry(run("upstream")),
+            "2.1.0": entry(run()),
+        }
+    }
+    lines = sweep_section(sweep)
+    rows = [line for line in lines if line.startswith(("| 1", "| 2"))]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| 1.2.0 \N{EN DASH} 1.10.0", "3"],
+        ["| 2.0.0", "1"],
+        ["| 2.1.0", "1"],
+    ]
+    assert "**5 pass, 0 fail**" in lines[2]
+    assert "400 · 400 · 400 · 400 | all ok |" in rows[0]
+
+
+def test_sweep_lists_failures_with_their_tests_and_install_errors() -> None:
+    sweep = {
+        "releases": {
+            "1.0.0": entry(run(exitstatus=1)),
+            "1.0.1": entry(installed=False, error="no matching distribution"),
+        }
+    }
+    lines = sweep_section(sweep)
+    assert "**0 pass, 2 fail**" in lines[2]
+    assert "- 1.0.0: 1 test fails (`tests/test_x.py::test_y`): UserError: no more" in lines
+    assert "- 1.0.1: no matching distribution" in lines
+    assert any(line.startswith("| 1.0.1 | 1 | **did not install** |") for line in lines)
+
+
+def test_without_a_sweep_the_matrix_says_so() -> None:
+    text = render(["1.0.0"], {"1.0.0": run()}, None)
+    assert (
+        "| 1.0.0 | no | no | `ProcessHistory` (`history_processors=` TypeError) | histfix | pass (10 passed, 1 skipped) |"
+        in text
+    )
+    assert "Not swept yet: run `nox -s sweep`." in text
+    assert "- 1.0.0: because" in text
+
+
+def test_a_failing_pinned_release_lists_its_tests() -> None:
+    text = render(["1.0.0"], {"1.0.0": run(exitstatus=1)}, None)
+    assert "| **FAIL** (1 failed, 9 passed) |" in text
+    assert "- 1.0.0: 1 test fails (`tests/test_x.py::test_y`): UserError: no more" in text
+
+
+def test_failures_fold_parametrized_cases_and_adjacent_releases() -> None:
+    failed = {"t.py::a[1]": "E: x", "t.py::a[2]": "E: x", "t.py::b": "E: x", "t.py::c": "F: y"}
+    reason = why_failing(None, failed)
+    assert reason == "3 tests fail (`t.py::a` (2 cases), `t.py::b`): E: x; 1 test fails (`t.py::c`): F: y"
+    order = ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]
+    lines = failure_lines({"1.0.0": "r", "1.1.0": "r", "1.3.0": "r", "1.2.0": "other"}, order)
+    assert lines == ["- 1.0.0 \N{EN DASH} 1.1.0, 1.3.0: r", "- 1.2.0: other"]

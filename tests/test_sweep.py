@@ -1,0 +1,52 @@
+"""`nox -s sweep`: which releases it finds on PyPI, which it resumes, how it judges and fingerprints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep import discover_releases, pending, source_fingerprint, verdict
+
+
+def test_discovers_final_releases_from_1_0_in_version_order() -> None:
+    index = {
+        "releases": {
+            "0.8.1": [{"filename": "a.whl"}],
+            "1.10.0": [{"filename": "b.whl"}],
+            "1.9.0": [{"filename": "c.whl"}],
+            "2.0.0b1": [{"filename": "d.whl"}],
+            "2.0.0": [{"filename": "e.whl"}],
+            "2.0.1": [],  # registered, nothing uploaded
+            "not-a-version": [{"filename": "f.whl"}],
+        }
+    }
+    assert discover_releases(index) == ["1.9.0", "1.10.0", "2.0.0"]
+
+
+def test_resume_skips_what_this_source_already_recorded() -> None:
+    recorded = {"1.0.0": {"fingerprint": "new"}, "1.0.1": {"fingerprint": "old"}}
+    assert pending(["1.0.0", "1.0.1", "1.0.2"], recorded, "new") == ["1.0.1", "1.0.2"]
+
+
+def test_verdicts() -> None:
+    assert verdict({"installed": False, "run": None}) == "not installed"
+    assert verdict({"installed": True, "run": None}) == "no result"
+    assert verdict({"installed": True, "run": {"exitstatus": 0}}) == "pass"
+    assert verdict({"installed": True, "run": {"exitstatus": 1}}) == "FAIL"
+
+
+def test_fingerprint_follows_source_and_suite_but_not_the_record(tmp_path: Path) -> None:
+    (tmp_path / "src" / "histfix").mkdir(parents=True)
+    (tmp_path / "tests" / "data").mkdir(parents=True)
+    module = tmp_path / "src" / "histfix" / "_walk.py"
+    module.write_text("x = 1\n")
+    record = tmp_path / "tests" / "data" / "sweep.json"
+    record.write_text("{}")
+    (tmp_path / "tests" / "data" / "dumps").mkdir()  # folders are walked, not read
+    first = source_fingerprint(tmp_path)
+    record.write_text('{"releases": {}}')
+    assert source_fingerprint(tmp_path) == first
+    module.write_text("x = 2\n")
+    second = source_fingerprint(tmp_path)
+    assert second != first
+    (tmp_path / "tests" / "data" / "dumps" / "1.0.0.json").write_text("[]")
+    assert source_fingerprint(tmp_path) != second
