@@ -160,6 +160,22 @@ def load(history: list[Json]) -> list[pai.ModelMessage]:
     return pai.ModelMessagesTypeAdapter.validate_json(to_json(history))
 
 
+def load_history(case: Case) -> list[pai.ModelMessage]:
+    """A corpus case's history on the installed release; skips the test where the case's
+    declared ``needs`` are not met (the release rejects such a history on load)."""
+    import pytest
+    from pydantic_core import ValidationError
+
+    try:
+        return load(case.history)
+    except ValidationError as exc:
+        if case.needs:
+            pytest.skip(
+                f"needs {sorted(case.needs)}, which this release rejects on load: {exc.errors()[0]['msg']}"
+            )
+        raise
+
+
 def dump(messages: list[pai.ModelMessage]) -> Any:
     """Messages as plain JSON data (for readable diffs)."""
     return json.loads(pai.ModelMessagesTypeAdapter.dump_json(messages))

@@ -12,24 +12,14 @@ import logging
 from pathlib import Path
 
 import pytest
-from pydantic_ai import messages as pai
 
 import histfix
 
 from corpus import CASES
-from dsl import Case, call, load, real, req, resp, ret, retry, text, user
+from dsl import Case, call, load, load_history, real, req, resp, ret, retry, text, user
 from strict import pairing_problems
 
 SNAPSHOT = Path(__file__).parent / "data" / "check_snapshot.json"
-
-
-def loaded(case: Case) -> list[pai.ModelMessage]:
-    try:
-        return load(case.history)
-    except Exception:
-        if case.needs:
-            pytest.skip(f"needs {sorted(case.needs)}")
-        raise
 
 
 def signature(problems: list[histfix.Problem]) -> list[list[object]]:
@@ -39,12 +29,12 @@ def signature(problems: list[histfix.Problem]) -> list[list[object]]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_same_answer_on_every_release(case: Case) -> None:
     expected = json.loads(SNAPSHOT.read_text())
-    assert signature(histfix.check(loaded(case))) == expected[case.name]
+    assert signature(histfix.check(load_history(case))) == expected[case.name]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_check_names_whatever_repair_changes(case: Case) -> None:
-    history = loaded(case)
+    history = load_history(case)
     problems = histfix.check(history)
     repaired = histfix.repair(history, backend="histfix")
     if not problems:
@@ -59,7 +49,7 @@ def test_check_names_whatever_repair_changes(case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_report_describes_the_repair(case: Case) -> None:
-    history = loaded(case)
+    history = load_history(case)
     report = histfix.repair_report(history, repair_last_response=case.repair_last_response)
     repaired = histfix.repair(history, repair_last_response=case.repair_last_response)
     assert report.messages == repaired

@@ -16,7 +16,7 @@ import histfix
 from histfix._cli import build_parser, main, write_atomically
 
 from corpus import CASES
-from dsl import Case, load
+from dsl import Case, load_history
 from strict import pairing_problems
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -279,20 +279,11 @@ def test_fast_paths_do_not_import_pydantic_ai(argv: list[str]) -> None:
 # --- the corpus through the command line --------------------------------------------------------------
 
 
-def _loadable(case: Case) -> list[pai.ModelMessage]:
-    try:
-        return load(case.history)
-    except Exception:
-        if case.needs:
-            pytest.skip(f"needs {sorted(case.needs)}")
-        raise
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_check_flags_broken_and_passes_repaired(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, case: Case
 ) -> None:
-    history = _loadable(case)
+    history = load_history(case)
     path = tmp_path / "h.json"
     path.write_bytes(pai.ModelMessagesTypeAdapter.dump_json(history))
     code, _, _ = run(capsys, "check", str(path))

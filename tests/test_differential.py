@@ -15,7 +15,7 @@ import histfix
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from corpus import CASES
-from dsl import Case, dump, load
+from dsl import Case, dump, load, load_history
 from generate import random_history
 from strict import pairing_problems
 
@@ -54,18 +54,9 @@ def ours(history: list[pai.ModelMessage], last: bool) -> list[pai.ModelMessage]:
     return histfix.repair(history, repair_last_response=last, backend="histfix")
 
 
-def _loadable(case: Case) -> list[pai.ModelMessage]:
-    try:
-        return load(case.history)
-    except Exception:
-        if case.needs:
-            pytest.skip(f"needs {sorted(case.needs)}")
-        raise
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_corpus_against_upstream(case: Case) -> None:
-    history = _loadable(case)
+    history = load_history(case)
     theirs = upstream(history, case.repair_last_response)
     mine = ours(history, case.repair_last_response)
     fixed_in = KNOWN_DIVERGENCES.get(case.name)
