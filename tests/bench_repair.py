@@ -104,7 +104,7 @@ def main(sizes: list[int]) -> None:
     print(f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}")
     print(
         f"{'messages':>9} {'parts':>9} {'floor ms':>9} {'histfix ms':>11} {'upstream ms':>12} "
-        f"{'speed-up':>9} {'vs floor':>9} {'trim ms':>8}"
+        f"{'speed-up':>9} {'vs floor':>9} {'trim ms':>8} {'check ms':>9}"
     )
     results: dict[int, dict[str, float]] = {}
     for size in sizes:
@@ -113,22 +113,29 @@ def main(sizes: list[int]) -> None:
         runs = 9 if size <= 100_000 else 3
         if has_upstream:
             assert repair_walk(history) == pai.repair_messages(history)  # type: ignore[attr-defined]
-        timings: dict[str, list[float]] = {"floor": [], "histfix": [], "upstream": [], "trim": []}
+        timings: dict[str, list[float]] = {
+            "floor": [],
+            "histfix": [],
+            "upstream": [],
+            "trim": [],
+            "check": [],
+        }
         for _ in range(runs):  # interleaved, so drift hits all of them alike
             timings["floor"].append(best(lambda h=history: floor(h), 1))
             timings["histfix"].append(best(lambda h=history: repair_walk(h), 1))
             if has_upstream:
                 timings["upstream"].append(best(lambda h=history: pai.repair_messages(h), 1))  # type: ignore[attr-defined]
             timings["trim"].append(best(lambda h=history: histfix.keep_last_turns(h, 50), 1))
+            timings["check"].append(best(lambda h=history: histfix.check(h), 1))
         row = {k: min(v) if v else float("nan") for k, v in timings.items()}
         results[size] = row
         print(
             f"{size:>9} {parts:>9} {row['floor'] * 1e3:>9.2f} {row['histfix'] * 1e3:>11.2f} "
             f"{row['upstream'] * 1e3:>12.2f} {row['upstream'] / row['histfix']:>8.2f}x "
-            f"{row['histfix'] / row['floor']:>8.2f}x {row['trim'] * 1e3:>8.2f}"
+            f"{row['histfix'] / row['floor']:>8.2f}x {row['trim'] * 1e3:>8.2f} {row['check'] * 1e3:>9.2f}"
         )
     for a, b in itertools.pairwise(sizes):
-        growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream", "trim")}
+        growth = {k: results[b][k] / results[a][k] for k in ("floor", "histfix", "upstream", "trim", "check")}
         print(f"growth {a} -> {b}: " + ", ".join(f"{k} {v:.2f}x" for k, v in growth.items()))
     memory_probe = broken_history(min(max(sizes), 100_000))
     print(
