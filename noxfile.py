@@ -237,7 +237,8 @@ def sweep(session: nox.Session) -> None:
     """The whole suite on every pydantic-ai-slim release >= 1.0.0 on PyPI (needs the network).
 
     Resumable: releases already recorded in tests/data/sweep.json for the same histfix source are
-    skipped. `-- --fresh` starts over, `-- --jobs N` sets the parallel workers (default: CPUs).
+    skipped. `-- --fresh` starts over, `-- --jobs N` sets the parallel workers (default: CPUs),
+    `-- --fuzz-examples N` the examples per fuzz property (default 100; the pinned matrix runs 500).
     Then rewrites compat-matrix.md (which needs the pinned results of a `nox` run).
     """
     session.notify("compat_matrix", ["--write"])  # queued first: it runs even when a release fails

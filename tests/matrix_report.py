@@ -62,10 +62,24 @@ def scenario_cell(record: Record, scenario: str) -> str:
     return f"{plain} / {fixed}"
 
 
+def _verdict(record: Record) -> str:
+    return "pass" if record["exitstatus"] == 0 else "**FAIL**"
+
+
 def tests_cell(record: Record) -> str:
-    verdict = "pass" if record["exitstatus"] == 0 else "**FAIL**"
     counts = ", ".join(f"{n} {k}" for k, n in record["outcomes"].items())
-    return f"{verdict} ({counts})"
+    return f"{_verdict(record)} ({counts})"
+
+
+def _folded_tests_cell(runs: list[Record]) -> str:
+    """The verdict the runs share, with each count as a range where they differ (`1785-1786 passed`)."""
+    kinds = dict.fromkeys(k for run in runs for k in run["outcomes"])
+    counts = []
+    for kind in kinds:
+        values = [run["outcomes"].get(kind, 0) for run in runs]
+        low, high = min(values), max(values)
+        counts.append(f"{low} {kind}" if low == high else f"{low}\N{EN DASH}{high} {kind}")
+    return f"{_verdict(runs[0])} ({', '.join(counts)})"
 
 
 def wiring_cell(record: Record) -> str:
@@ -138,7 +152,8 @@ def pinned_section(releases: list[str], results: dict[str, Record]) -> list[str]
 
 
 def _sweep_key(entry: Record) -> tuple[str, ...]:
-    """What one compact row shows for a swept release; consecutive equal keys share a row."""
+    """What one compact row shows for a swept release, but the test counts (those are folded into
+    ranges): consecutive releases with equal keys share a row."""
     if not entry["installed"] or entry.get("run") is None:
         return ("**did not install**" if not entry["installed"] else "**no result**",) + ("",) * 6
     run = entry["run"]
@@ -147,7 +162,7 @@ def _sweep_key(entry: Record) -> tuple[str, ...]:
     fixed = [short(scenarios.get(f"{s}, histfix", NOT_MEASURED)) for s in SCENARIOS]
     with_histfix = "all ok" if all(f in ("ok", "n/a") for f in fixed) else " · ".join(fixed)
     return (
-        tests_cell(run),
+        _verdict(run),
         repairs_cell(run),
         repair_messages_cell(run),
         wiring_cell(run),
@@ -199,7 +214,9 @@ def sweep_section(sweep: Record | None) -> list[str]:
     rows = []
     for key, group in groupby(releases, key=lambda r: _sweep_key(entries[r])):
         members = list(group)
-        rows.append([_span(members), str(len(members)), *key])
+        runs = [entries[r]["run"] for r in members if entries[r].get("run")]
+        tests = _folded_tests_cell(runs) if runs else key[0]
+        rows.append([_span(members), str(len(members)), tests, *key[1:]])
     lines += _table(columns, rows)
     lines.append("")
     if failing:

@@ -1,6 +1,7 @@
 """Run the whole suite on every pydantic-ai-slim release on PyPI and record each one (`nox -s sweep`).
 
 Usage: python tests/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N] [--only X,Y]
+                             [--fuzz-examples N]
 
 The release list is discovered from PyPI's JSON API (final releases from 1.0.0 on; pre-releases
 are not swept). Each release gets a fresh virtualenv (`uv venv --clear`, then `uv pip install` of
@@ -8,6 +9,9 @@ histfix, pytest and `pydantic-ai-slim==X` with the noxfile's `release_pins`), so
 inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
 The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
 counts and failing test ids, the measured scenarios) goes into the record file after every release.
+The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
+default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
+the sweep would take about 50 minutes instead of about 25 on two cores.
 
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
 is skipped, so an interrupted sweep continues where it stopped; `--fresh` re-runs everything.
@@ -111,7 +115,7 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
-def run_suite(release: str, python: Path) -> tuple[Entry | None, str | None]:
+def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | None, str | None]:
     """The suite's `--record-outcome` record on one installed release (trimmed to KEPT), or an error.
 
     pytest's output goes to .nox/_sweep/RELEASE.log, for investigating a failure.
@@ -119,10 +123,17 @@ def run_suite(release: str, python: Path) -> tuple[Entry | None, str | None]:
     report, log = WORK / f"{release}.json", WORK / f"{release}.log"
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
+    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples)}
     try:
         with log.open("w") as out:
             subprocess.run(
-                command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=TIMEOUT_SECONDS, check=False
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=TIMEOUT_SECONDS,
+                check=False,
             )
     except subprocess.TimeoutExpired:
         return None, f"the suite timed out after {TIMEOUT_SECONDS} s"
@@ -132,7 +143,7 @@ def run_suite(release: str, python: Path) -> tuple[Entry | None, str | None]:
     return {key: outcome.get(key) for key in KEPT}, None
 
 
-def sweep_one(release: str, venv: Path, requirements: list[str], uv: str) -> Entry:
+def sweep_one(release: str, venv: Path, requirements: list[str], uv: str, fuzz_examples: int) -> Entry:
     """Install `release` into a fresh `venv` (with the `uv` executable) and run the suite there."""
     started = time.monotonic()
     python = venv / "bin" / "python"
@@ -142,13 +153,17 @@ def sweep_one(release: str, venv: Path, requirements: list[str], uv: str) -> Ent
     if installed.returncode:
         entry: Entry = {"installed": False, "error": _tail(installed.stderr), "run": None}
     else:
-        run, error = run_suite(release, python)
-        entry = {"installed": True, "error": error, "run": run}
+        run, error = run_suite(release, python, fuzz_examples)
+        entry = {"installed": True, "error": error, "run": run, "fuzz_examples": fuzz_examples}
     return {**entry, "seconds": round(time.monotonic() - started, 1)}
 
 
 def run_all(
-    requirements: dict[str, list[str]], uv: str, jobs: int, on_done: Callable[[str, Entry], None]
+    requirements: dict[str, list[str]],
+    uv: str,
+    jobs: int,
+    fuzz_examples: int,
+    on_done: Callable[[str, Entry], None],
 ) -> None:
     """Sweep each release (a key of `requirements`) on `jobs` workers, each with its own env.
 
@@ -161,7 +176,7 @@ def run_all(
     def task(release: str) -> Entry:
         venv = slots.get()
         try:
-            return sweep_one(release, venv, requirements[release], uv)
+            return sweep_one(release, venv, requirements[release], uv, fuzz_examples)
         finally:
             slots.put(venv)
 
@@ -195,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="re-run releases already recorded")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
     parser.add_argument("--only", help="comma-separated releases to sweep (default: all on PyPI)")
+    parser.add_argument("--fuzz-examples", type=int, default=100, help="examples per fuzz property")
     parser.add_argument("--uv", default="uv", help="the uv executable (the noxfile passes the one nox uses)")
     args = parser.parse_args(argv)
 
@@ -219,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         finished.append(release)
         print(_progress(len(finished), len(todo), release, entry), flush=True)
 
-    run_all(requirements_for(todo), args.uv, max(1, args.jobs), on_done)
+    run_all(requirements_for(todo), args.uv, max(1, args.jobs), args.fuzz_examples, on_done)
     bad = {r: verdict(record["releases"][r]) for r in releases if verdict(record["releases"][r]) != "pass"}
     elapsed = time.monotonic() - started
     print(

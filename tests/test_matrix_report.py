@@ -110,3 +110,11 @@ def test_failures_fold_parametrized_cases_and_adjacent_releases() -> None:
     order = ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]
     lines = failure_lines({"1.0.0": "r", "1.1.0": "r", "1.3.0": "r", "1.2.0": "other"}, order)
     assert lines == ["- 1.0.0 \N{EN DASH} 1.1.0, 1.3.0: r", "- 1.2.0: other"]
+
+
+def test_sweep_rows_fold_differing_counts_into_ranges() -> None:
+    more = run()
+    more["outcomes"] = {"passed": 11, "skipped": 1}
+    lines = sweep_section({"releases": {"1.0.0": entry(run()), "1.0.1": entry(more)}})
+    row = next(line for line in lines if line.startswith("| 1.0.0"))
+    assert row.startswith("| 1.0.0 \N{EN DASH} 1.0.1 | 2 | pass (10\N{EN DASH}11 passed, 1 skipped) |")
