@@ -1,8 +1,9 @@
 """Test histfix against every pinned pydantic-ai-slim release, offline (no provider is ever called).
 
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once;
-a no-op while it is up to date), one `tests` session per pinned release, `lint`, `typecheck`, and
-`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
+a no-op while it is up to date), one `tests` session per pinned release, `tools` (the tests of the
+programs in tools/, which do not depend on the release: run once, on the newest, and left out of
+every `tests` session), `lint`, `typecheck`, and `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
 committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
@@ -60,7 +61,9 @@ SWEEP_RECORD = ROOT / "tests" / "data" / "sweep.json"
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["wheelhouse", "tests", "lint", "typecheck", "compat_matrix"]
+nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
+#: Tests of the tools/ programs: release-independent, so `tools` runs them once and `tests(X)` skips them.
+TOOL_TESTS = "tests/tools"
 
 
 def release_pins(release: str) -> list[str]:
@@ -194,12 +197,20 @@ def wheelhouse(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize("pydantic_ai", PYDANTIC_AI_RELEASES, ids=PYDANTIC_AI_RELEASES)
 def tests(session: nox.Session, pydantic_ai: str) -> None:
-    """The whole pytest suite on one pinned release."""
+    """The pytest suite on one pinned release (all of it but the tools' tests, which `tools` runs)."""
     install_release(session, pydantic_ai, *TEST_TOOLS)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
-    session.run("python", "-m", "pytest", f"--record-outcome={report}", *session.posargs)
+    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", f"--ignore={TOOL_TESTS}"]
+    session.run(*pytest, *session.posargs)
+
+
+@nox.session
+def tools(session: nox.Session) -> None:
+    """The tests of tools/ (sweep, matrix report): release-independent, so run once, on the newest."""
+    install_release(session, NEWEST, *TEST_TOOLS)
+    session.run("python", "-m", "pytest", TOOL_TESTS, *session.posargs)
 
 
 @nox.session
@@ -225,7 +236,7 @@ def compat_matrix(session: nox.Session) -> None:
     committed sweep record. Pass `-- --write` to update the file instead of checking it.
     """
     mode = "--write" if "--write" in session.posargs else "--check"
-    report = [sys.executable, "tests/matrix_report.py", mode, "--sweep", str(SWEEP_RECORD)]
+    report = [sys.executable, "tools/matrix_report.py", mode, "--sweep", str(SWEEP_RECORD)]
     session.run(*report, str(RESULTS), *PYDANTIC_AI_RELEASES)
 
 
@@ -242,7 +253,7 @@ def sweep(session: nox.Session) -> None:
     Then rewrites compat-matrix.md (which needs the pinned results of a `nox` run).
     """
     session.notify("compat_matrix", ["--write"])  # queued first: it runs even when a release fails
-    session.run(sys.executable, "tests/sweep.py", "--uv", UV, "--record", str(SWEEP_RECORD), *session.posargs)
+    session.run(sys.executable, "tools/sweep.py", "--uv", UV, "--record", str(SWEEP_RECORD), *session.posargs)
 
 
 @nox.session

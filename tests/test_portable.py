@@ -1,6 +1,6 @@
 """Portable JSON across releases: every pinned release's own dump loads on the installed one.
 
-``tests/data/dumps/<release>.json`` were written by ``tests/make_dumps.py`` under each pinned
+``tests/data/dumps/<release>.json`` were written by ``tools/make_dumps.py`` under each pinned
 release (an agent run plus a crashed turn, repaired, dumped with that release's adapter). The nox
 matrix runs this file on every pinned release, so each dump is loaded by each release: older
 releases read newer JSON and the reverse. Below the cross-release tests, one test per conversion

@@ -1,6 +1,6 @@
 """Run the whole suite on every pydantic-ai-slim release on PyPI and record each one (`nox -s sweep`).
 
-Usage: python tests/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N] [--only X,Y]
+Usage: python tools/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N] [--only X,Y]
                              [--fuzz-examples N]
 
 The release list is discovered from PyPI's JSON API (final releases from 1.0.0 on; pre-releases
@@ -43,6 +43,8 @@ PYPI_JSON = "https://pypi.org/pypi/pydantic-ai-slim/json"
 FIRST = Version("1.0.0")
 #: A suite run longer than this is stopped and recorded as timed out (a normal run takes seconds).
 TIMEOUT_SECONDS = 900
+#: The release-independent tests (of these tools), which the per-release runs leave out.
+RELEASE_INDEPENDENT = "tests/tools"
 #: Keys of a `--record-outcome` record worth keeping per release (the rest is in compat-matrix.md).
 KEPT = ("pydantic_ai", "backend", "features", "outcomes", "scenarios", "facts", "failed", "exitstatus")
 
@@ -68,9 +70,10 @@ def fetch_index() -> dict[str, Any]:
 
 
 def source_fingerprint(root: Path = ROOT) -> str:
-    """A hash of the code a sweep measures: histfix's source and the whole suite (not the record)."""
+    """A hash of the code a sweep measures: histfix, the suite and the tools it imports (not the record)."""
     digest = hashlib.sha256()
-    files = sorted([*root.glob("src/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("tests/data/**/*")])
+    code = [*root.glob("src/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("tools/**/*.py")]
+    files = sorted([*code, *root.glob("tests/data/**/*")])
     for path in files:
         if path.name == "sweep.json" or "__pycache__" in path.parts or not path.is_file():
             continue
@@ -123,6 +126,7 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report, log = WORK / f"{release}.json", WORK / f"{release}.log"
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
+    command.append(f"--ignore={RELEASE_INDEPENDENT}")  # the tools' own tests run once, in `nox -s tools`
     env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples)}
     try:
         with log.open("w") as out:

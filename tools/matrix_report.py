@@ -1,6 +1,6 @@
 """Render compat-matrix.md from measured runs: the pinned `nox` matrix and the `nox -s sweep` record.
 
-Usage: python tests/matrix_report.py --check|--write [--sweep SWEEP_JSON] RESULTS_DIR RELEASE...
+Usage: python tools/matrix_report.py --check|--write [--sweep SWEEP_JSON] RESULTS_DIR RELEASE...
 
 RESULTS_DIR holds one `--record-outcome` JSON per pinned RELEASE (written by the `tests`
 sessions); SWEEP_JSON is the committed record of the sweep over every release. ``--check`` exits 1

@@ -9,7 +9,7 @@ on whatever release is installed, and the nox matrix installs each pinned releas
                            print(\\"'opentelemetry-api<1.39'\\" if V('$X') < V('1.32.0') else '')")
         uv venv -q -p 3.11 /tmp/portable/v$X
         VIRTUAL_ENV=/tmp/portable/v$X uv pip install -q -e . pydantic-ai-slim==$X $pins
-        /tmp/portable/v$X/bin/python tests/make_dumps.py
+        /tmp/portable/v$X/bin/python tools/make_dumps.py
     done
 
 The history is what the release itself produces, not JSON written by hand: an agent run on a
@@ -44,7 +44,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import histfix
 from histfix import _compat
 
-DUMPS = Path(__file__).parent / "data" / "dumps"
+DUMPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dumps"
 #: A custom tool kind (an application's own): kept by 2.58.0+, rejected before, absent before 1.95.
 CUSTOM_KIND = "travel:booking"
 ISO_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
