@@ -166,16 +166,16 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_version_gate(version: str, current: bool) -> None:
-    from histfix import _compat as _release
+    from histfix._backend import choose_backend
 
-    chosen, _ = _release.choose_backend(version, has_repair_messages=True)
+    chosen, _ = choose_backend(version, has_repair_messages=True)
     assert (chosen == "upstream") is current
 
 
 def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    from histfix import _compat as _release
+    from histfix import _release
 
     installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
 
@@ -194,13 +194,13 @@ def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_source_detection_agrees_with_import() -> None:
-    from histfix import _compat as _release
+    from histfix import _release
 
     assert _release.source_defines("messages", "repair_messages") is HAS_UPSTREAM_REPAIR
 
 
 def test_reason_for_unusual_versions() -> None:
-    from histfix._compat import choose_backend
+    from histfix._backend import choose_backend
 
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"

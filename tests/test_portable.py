@@ -21,7 +21,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 import make_dumps
-from histfix import _compat
+from histfix import _compat, _load_probes, _release
 from histfix._portable import dump_json, load_json
 
 from conftest import PYDANTIC_AI
@@ -47,7 +47,7 @@ RELEASES = [
     "2.68.0",
 ]
 DUMP_FILES = sorted(DUMPS.glob("*.json"), key=lambda path: Version(path.stem))
-RELEASE = f"pydantic-ai {_compat.VERSION_STRING}"
+RELEASE = f"pydantic-ai {_release.VERSION_STRING}"
 CUSTOM_KIND = make_dumps.CUSTOM_KIND
 
 
@@ -260,8 +260,8 @@ def test_custom_tool_kind_is_kept_where_it_loads_and_removed_elsewhere() -> None
         ]
     )
     loaded = load_json(data)
-    kept = _compat.part_value_kept("tool-call", "tool_kind", CUSTOM_KIND)
-    assert kept == (_compat.RETURN_HAS_TOOL_KIND and Version(_compat.VERSION_STRING) >= Version("2.58.0"))
+    kept = _load_probes.part_value_kept("tool-call", "tool_kind", CUSTOM_KIND)
+    assert kept == (_compat.RETURN_HAS_TOOL_KIND and Version(_release.VERSION_STRING) >= Version("2.58.0"))
     expected = CUSTOM_KIND if kept else None
     assert getattr(loaded[1].parts[0], "tool_kind", None) == expected
     assert getattr(loaded[2].parts[0], "tool_kind", None) == expected
@@ -309,9 +309,9 @@ def test_response_state_the_release_rejects_is_removed(state: str) -> None:
     """'suspended' exists from 2.10.0 (ModelResponse.state itself from 1.92.0); 'exploded' nowhere."""
     data = json.dumps([req(user("Approve?")), real(call("deploy", "c1"), state=state)])
     response = load_json(data)[1]
-    if "state" not in _compat.message_fields("response"):
+    if "state" not in _load_probes.message_fields("response"):
         assert not hasattr(response, "state")
-    elif state == "suspended" and _compat.message_value_kept("response", "state", state):
+    elif state == "suspended" and _load_probes.message_value_kept("response", "state", state):
         assert response.state == "suspended"
     else:
         assert response.state == "complete"
@@ -320,7 +320,7 @@ def test_response_state_the_release_rejects_is_removed(state: str) -> None:
 
 def test_request_state_is_kept_where_the_release_has_it() -> None:
     data = json.dumps([req(user("Hi"), state="interrupted")])
-    expected = "interrupted" if "state" in _compat.message_fields("request") else None
+    expected = "interrupted" if "state" in _load_probes.message_fields("request") else None
     assert getattr(load_json(data)[0], "state", None) == expected
 
 
@@ -346,7 +346,7 @@ def test_fields_the_release_lacks_are_listed_at_debug(caplog: pytest.LogCaptureF
     caplog.set_level(logging.DEBUG, logger="histfix")
     load_json((DUMPS / "2.68.0.json").read_bytes())
     summary = [r.getMessage() for r in caplog.records if "has no field for" in r.getMessage()]
-    if "model_id" in _compat.message_fields("response"):
+    if "model_id" in _load_probes.message_fields("response"):
         assert not any("response.model_id" in line for line in summary)
     else:
         assert len(summary) == 1

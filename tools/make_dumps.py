@@ -42,7 +42,7 @@ from pydantic_ai import messages as pai
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import histfix
-from histfix import _compat
+from histfix import _load_probes
 
 DUMPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dumps"
 #: A custom tool kind (an application's own): kept by 2.58.0+, rejected before, absent before 1.95.
@@ -128,9 +128,11 @@ def crashed_turn() -> list[pai.ModelMessage]:
     native_call = getattr(pai, "NativeToolCallPart", None) or pai.BuiltinToolCallPart
     native_return = getattr(pai, "NativeToolReturnPart", None) or pai.BuiltinToolReturnPart
     kind = (
-        {"tool_kind": CUSTOM_KIND} if _compat.part_value_kept("tool-call", "tool_kind", CUSTOM_KIND) else {}
+        {"tool_kind": CUSTOM_KIND}
+        if _load_probes.part_value_kept("tool-call", "tool_kind", CUSTOM_KIND)
+        else {}
     )
-    return_kind = kind if _compat.part_value_kept("tool-return", "tool_kind", CUSTOM_KIND) else {}
+    return_kind = kind if _load_probes.part_value_kept("tool-return", "tool_kind", CUSTOM_KIND) else {}
     return [
         build(
             pai.ModelRequest,

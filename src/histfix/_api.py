@@ -60,9 +60,9 @@ def _forced_backend() -> str:
 
 def _require_pydantic_ai() -> None:
     """Raise an ImportError that says what to install when pydantic-ai is missing."""
-    from . import _compat
+    from ._release import pydantic_ai_messages
 
-    _compat.pydantic_ai_messages()
+    pydantic_ai_messages()
 
 
 @functools.cache
@@ -73,17 +73,18 @@ def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
 
 def backend_info() -> BackendInfo:
     """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
-    from . import _compat
-    from ._compat import NEWEST_TESTED, choose_backend
+    from . import _compat, _release
+    from ._backend import choose_backend
+    from ._detect import features
 
-    chosen, reason = choose_backend(_compat.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
+    chosen, reason = choose_backend(_release.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
     return BackendInfo(
         backend=chosen,  # type: ignore[arg-type]
         reason=reason,
-        distribution=_compat.DISTRIBUTION,
-        version=_compat.VERSION_STRING,
-        newest_tested=str(NEWEST_TESTED),
-        features=_compat.features(),
+        distribution=_release.DISTRIBUTION,
+        version=_release.VERSION_STRING,
+        newest_tested=str(_release.NEWEST_TESTED),
+        features=features(),
     )
 
 
@@ -106,7 +107,7 @@ def repair(
     if not isinstance(repair_last_response, bool):
         raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
     history = as_history(messages, function="repair")
-    from . import _compat
+    from . import _compat, _release
 
     _require_pydantic_ai()
     if backend == "auto":
@@ -123,7 +124,7 @@ def repair(
         if not _compat.HAS_REPAIR_MESSAGES:
             raise RuntimeError(
                 f"backend='upstream' needs pydantic_ai.messages.repair_messages, which pydantic-ai "
-                f"{_compat.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
+                f"{_release.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
             )
         from pydantic_ai import messages as pai
 

@@ -180,7 +180,8 @@ def _trim(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
-    from ._compat import NEWEST_TESTED, choose_backend, installed_release, source_defines
+    from ._backend import choose_backend
+    from ._release import NEWEST_TESTED, installed_release, source_defines
 
     distribution, version = installed_release()
     if (

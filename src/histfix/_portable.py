@@ -31,8 +31,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
-from . import _compat
+from . import _compat, _load_probes
 from ._inputs import as_history, check_messages
+from ._release import VERSION_STRING
 
 __all__ = ["dump_json", "load_json"]
 
@@ -50,7 +51,7 @@ _RETRY_PROMPT, _RETRY_FEEDBACK = "retry-prompt", "retry-feedback"
 
 
 def _release() -> str:
-    return f"pydantic-ai {_compat.VERSION_STRING}"
+    return f"pydantic-ai {VERSION_STRING}"
 
 
 def _one_line(text: str) -> str:
@@ -114,7 +115,7 @@ def _retry_prompt(part: Json, *, tool_call_id: object) -> Json:
     if "timestamp" in part:
         converted["timestamp"] = part["timestamp"]
     content = converted["content"]
-    if isinstance(content, list | dict) and _compat.probe_load([_request(converted)]) is None:
+    if isinstance(content, list | dict) and _load_probes.probe_load([_request(converted)]) is None:
         # 2.60+ store a retry's validation errors without the keys RetryPromptPart requires of each
         # (``ctx`` always, ``input`` when repeated); the JSON text keeps every word of them.
         converted["content"] = json.dumps(converted["content"], ensure_ascii=False)
@@ -153,20 +154,20 @@ def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
             )
         return converted
 
-    if not _compat.part_kind_loads(message_kind, part_kind):
+    if not _load_probes.part_kind_loads(message_kind, part_kind):
         elsewhere = "response" if message_kind == "request" else "request"
-        if _compat.part_kind_loads(elsewhere, part_kind):
+        if _load_probes.part_kind_loads(elsewhere, part_kind):
             raise ValueError(
                 f"{path}: part_kind {part_kind!r} belongs in a {elsewhere}, not a {message_kind}"
             )
         raise ValueError(f"{path}: part_kind {part_kind!r} is not supported by {_release()}")
 
-    if part_kind not in _compat.PROBED_PART_KINDS:
+    if part_kind not in _load_probes.PROBED_PART_KINDS:
         return part
-    has_field = _compat.part_fields(part_kind)
+    has_field = _load_probes.part_fields(part_kind)
     for field in _PART_ENUM_FIELDS:
         value = part.get(field)
-        if not isinstance(value, str) or _compat.part_value_kept(part_kind, field, value):
+        if not isinstance(value, str) or _load_probes.part_value_kept(part_kind, field, value):
             continue
         if field not in has_field and value != "retried":
             continue  # ignored on load like any field the release lacks (listed at DEBUG)
@@ -191,7 +192,7 @@ def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
 
 def _kept_as_it_is(part: Json, message_kind: str, field: str) -> bool:
     """Whether this very part loads with its ``field`` value kept (for typed core tool kinds)."""
-    loaded = _compat.probe_load([{"kind": message_kind, "parts": [part]}])
+    loaded = _load_probes.probe_load([{"kind": message_kind, "parts": [part]}])
     return loaded is not None and getattr(loaded[0].parts[0], field, None) == part.get(field)
 
 
@@ -222,8 +223,8 @@ def _convert(messages: list[Any]) -> list[Json]:
             value = new_message.get(field)
             if (
                 isinstance(value, str)
-                and field in _compat.message_fields(kind)
-                and not _compat.message_value_kept(kind, field, value)
+                and field in _load_probes.message_fields(kind)
+                and not _load_probes.message_value_kept(kind, field, value)
             ):
                 del new_message[field]
                 logger.debug("%s.%s: %r removed (%s does not keep it)", path, field, value, _release())

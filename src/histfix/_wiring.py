@@ -15,7 +15,7 @@ from ._tokens import estimate_tokens
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["RepairProcessor", "agent_options"]
+__all__ = ["RepairProcessor", "agent_options", "process_history_class"]
 
 
 class RepairProcessor:
@@ -85,18 +85,29 @@ def agent_options(
     ``history_processors=[...]`` before, so no release warns. Pass your own capabilities through
     ``capabilities=``; histfix's processor runs after them.
     """
-    from . import _compat
-
     processor = RepairProcessor(
         keep_last_turns=keep_last_turns,
         max_tokens=max_tokens,
         count_tokens=count_tokens,
         keep_system_prompt=keep_system_prompt,
     )
-    process_history = _compat.process_history_class()
+    process_history = process_history_class()
     if process_history is not None:
         return {"capabilities": [*capabilities, process_history(processor)]}
     options: dict[str, Any] = {"history_processors": [processor]}
     if capabilities:
         options["capabilities"] = list(capabilities)
     return options
+
+
+def process_history_class() -> type | None:
+    """``pydantic_ai.capabilities.ProcessHistory``, first in 1.87.0 (the module itself in 1.71.0).
+
+    Where it exists histfix wires itself in as a capability: ``Agent(history_processors=)`` warns
+    from 1.96.0 and is rejected from 2.0.0. Before 1.87.0 ``history_processors=`` is the only way.
+    """
+    try:
+        from pydantic_ai.capabilities import ProcessHistory
+    except ImportError:
+        return None
+    return ProcessHistory  # type: ignore[no-any-return,unused-ignore]

@@ -1,0 +1,66 @@
+"""How the switches declared in :mod:`histfix._compat` are detected on the imported pydantic-ai."""
+
+from __future__ import annotations
+
+import functools
+import typing
+from typing import Any
+
+from . import _compat
+from ._load_probes import field_names
+from ._release import VERSION, pydantic_ai_messages
+
+__all__ = ["DETECTED", "features", "switches"]
+
+#: The names :func:`switches` detects: exactly those ``_compat`` declares without a value.
+DETECTED = frozenset(_compat.__annotations__)
+
+
+def _literal_values(cls: type, field: str) -> frozenset[Any]:
+    """The values allowed by a ``Literal[...]`` field annotation (empty if not a Literal)."""
+    try:
+        hint = typing.get_type_hints(cls)[field]
+    except Exception:  # pragma: no cover - unresolvable annotations on an unknown release
+        return frozenset()
+    return frozenset(typing.get_args(hint)) if typing.get_origin(hint) is typing.Literal else frozenset()
+
+
+@functools.cache
+def switches() -> dict[str, Any]:
+    """Inspect the imported pydantic-ai once and return every detected switch by name."""
+    messages = pydantic_ai_messages()
+    returns = field_names(messages.ToolReturnPart)
+    requests = field_names(messages.ModelRequest)
+    outcomes = _literal_values(messages.ToolReturnPart, "outcome") if "outcome" in returns else frozenset()
+    has_repair = callable(getattr(messages, "repair_messages", None))
+    return {
+        "HAS_REPAIR_MESSAGES": has_repair,
+        "UPSTREAM_REPAIR_IS_CURRENT": has_repair
+        and VERSION is not None
+        and VERSION >= _compat.UPSTREAM_CURRENT_SINCE,
+        "RETURN_HAS_OUTCOME": "outcome" in returns,
+        "OUTCOME_INTERRUPTED": "interrupted" in outcomes,
+        "RETURN_HAS_TOOL_KIND": "tool_kind" in returns,
+        "REQUEST_HAS_TIMESTAMP": "timestamp" in requests,
+        "REQUEST_HAS_METADATA": "metadata" in requests,
+        "TOOL_AVAILABILITY_DELTA": getattr(messages, "ToolAvailabilityDeltaPart", None),
+        "HAS_RETRY_FEEDBACK_PART": hasattr(messages, "RetryFeedbackPart"),
+        "OUTCOME_RETRIED": "retried" in outcomes,
+    }
+
+
+def features() -> dict[str, bool]:
+    """The detected switches by name, for :func:`histfix.backend_info`."""
+    detected = switches()
+    return {
+        "repair_messages": detected["HAS_REPAIR_MESSAGES"],
+        "upstream_repair_is_current": detected["UPSTREAM_REPAIR_IS_CURRENT"],
+        "tool_return_outcome": detected["RETURN_HAS_OUTCOME"],
+        "outcome_interrupted": detected["OUTCOME_INTERRUPTED"],
+        "tool_return_tool_kind": detected["RETURN_HAS_TOOL_KIND"],
+        "request_timestamp": detected["REQUEST_HAS_TIMESTAMP"],
+        "request_metadata": detected["REQUEST_HAS_METADATA"],
+        "tool_availability_delta_part": detected["TOOL_AVAILABILITY_DELTA"] is not None,
+        "retry_feedback_part": detected["HAS_RETRY_FEEDBACK_PART"],
+        "outcome_retried": detected["OUTCOME_RETRIED"],
+    }

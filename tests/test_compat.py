@@ -1,0 +1,27 @@
+"""The one list of release switches: every declared switch is detected, and detected on the real release."""
+
+from __future__ import annotations
+
+from pydantic_ai import messages as pai
+
+from histfix import _compat
+from histfix._detect import DETECTED, features, switches
+
+from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
+
+
+def test_every_declared_switch_is_detected_and_exported() -> None:
+    assert set(switches()) == DETECTED
+    assert set(_compat.__all__) >= DETECTED
+    for name in _compat.__all__:
+        assert getattr(_compat, name) is not None or name == "TOOL_AVAILABILITY_DELTA"
+
+
+def test_switches_agree_with_the_installed_release() -> None:
+    assert _compat.HAS_REPAIR_MESSAGES is HAS_UPSTREAM_REPAIR
+    assert _compat.UPSTREAM_REPAIR_IS_CURRENT is (
+        HAS_UPSTREAM_REPAIR and PYDANTIC_AI >= _compat.UPSTREAM_CURRENT_SINCE
+    )
+    assert _compat.TOOL_AVAILABILITY_DELTA is getattr(pai, "ToolAvailabilityDeltaPart", None)
+    assert _compat.HAS_RETRY_FEEDBACK_PART is hasattr(pai, "RetryFeedbackPart")
+    assert features()["repair_messages"] is HAS_UPSTREAM_REPAIR
