@@ -201,3 +201,37 @@ def test_budget_trim_is_the_longest_valid_suffix(seed: int) -> None:
             )
             longer = histfix.keep_last_turns(history, turns + 1)
             assert len(longer) == len(history) or sum(parts_count(m) for m in longer) > budget
+
+
+# --- what comes before the first turn (issue 12, defect 4) ----------------------------------------------
+
+
+def sliced(turns: int) -> list[dict]:
+    """A slice that opens on an orphaned result (the rest of a cut-off turn), then whole turns."""
+    history = [req(ret("search", "gone", "late result")), real(text("answer to a lost question"), at=1)]
+    for t in range(turns):
+        history += [req(user(f"question {t}", 10 * t)), real(text(f"answer {t}"), at=10 * t + 1)]
+    return history
+
+
+@pytest.mark.parametrize("turns", range(1, 6))
+def test_asking_for_as_many_turns_as_there_are_drops_the_stray_head(turns: int) -> None:
+    """The same rule at every count: N of N turns cuts where N of N+1 would, at the first turn."""
+    for asked in (turns, turns + 1):
+        history = load(sliced(turns))
+        out = histfix.keep_last_turns(history, asked)
+        assert out == history[2:], asked
+        assert not pairing_problems(out)
+        assert histfix.check(out) == []
+
+
+def test_a_history_with_no_turn_start_is_kept_whole() -> None:
+    history = load([req(ret("search", "gone")), real(text("x"), at=1)])
+    assert histfix.keep_last_turns(history, 3) == history  # no safe cut exists: nothing is dropped
+
+
+def test_budget_drops_the_stray_head_too() -> None:
+    history = load(sliced(3))
+    total = sum(parts_count(m) for m in history)
+    assert histfix.trim_to_budget(history, total, count_tokens=parts_count) == history[2:]
+    assert histfix.trim_to_budget(history, total + 100, count_tokens=parts_count) == history[2:]

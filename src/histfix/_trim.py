@@ -94,9 +94,14 @@ def _cut(messages: Sequence[ModelMessage], cut: int, keep_system_prompt: bool) -
 def keep_last_turns(
     messages: Sequence[ModelMessage], turns: int, *, keep_system_prompt: bool = True
 ) -> list[ModelMessage]:
-    """The last ``turns`` turns of ``messages`` as a new list (all of it if it has fewer)."""
+    """The last ``turns`` turns of ``messages`` as a new list (every turn if it has fewer).
+
+    Whatever precedes the first turn (say, the orphaned result a slice opens on) belongs to no
+    turn and is never kept, however many turns are asked for; a history with no turn start at
+    all has no safe cut and is returned whole.
+    """
     starts = turn_starts(messages)
-    cut = starts[-turns] if len(starts) > turns else 0
+    cut = starts[-min(turns, len(starts))] if starts else 0
     return _cut(messages, cut, keep_system_prompt)
 
 
@@ -110,19 +115,19 @@ def trim_to_budget(
     count_tokens: Callable[[ModelMessage], int] = estimate_tokens,
     keep_system_prompt: bool = True,
 ) -> list[ModelMessage]:
-    """The longest turn-safe suffix of ``messages`` whose size fits ``max_tokens``.
+    """The longest run of whole turns at the end of ``messages`` whose size fits ``max_tokens``.
 
-    Each message is counted once, so the work is linear. Raises :class:`BudgetExceededError`
+    As in :func:`keep_last_turns`, what precedes the first turn is never kept. Each message is counted once, so the work is linear. Raises :class:`BudgetExceededError`
     when not even the last turn fits, rather than returning an empty history.
     """
     sizes = [count_tokens(message) for message in messages]
-    if sum(sizes) <= max_tokens:
+    starts = turn_starts(messages)
+    if (not starts or starts[0] == 0) and sum(sizes) <= max_tokens:
         return list(messages)
     carried = 0
     if keep_system_prompt and messages:
         head = _leading_system_prompts(messages[0])
         carried = count_tokens(ModelRequest(parts=list(head))) if head else 0
-    starts = turn_starts(messages)
     # Walk the cut points from the newest backwards, growing the suffix while it fits.
     best: int | None = None
     suffix = 0
