@@ -132,7 +132,7 @@ def test_repair_logs_each_change_at_debug_and_prints_nothing(
         histfix.repair(history)
     assert [r.getMessage() for r in caplog.records] == [
         "messages[1]: closed call 'a' (get) with a synthesized return",
-        "messages[2]: dropped result 'ghost' (get): no earlier call has its id",
+        "messages[2]: dropped result 'ghost' (get): no earlier call has its id; its content was: ok",
     ]
     assert all(r.levelno == logging.DEBUG and r.name == "histfix" for r in caplog.records)
     assert capsys.readouterr() == ("", "")

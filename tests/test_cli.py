@@ -14,9 +14,10 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._cli import build_parser, main, write_atomically
+from histfix._trim import turn_starts
 
 from corpus import CASES
-from dsl import Case, load_history
+from dsl import Case, call, load_history, real, req, ret, text, to_json, user
 from strict import pairing_problems
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -223,9 +224,9 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["trim", "x.json"], "trim needs --turns N and/or --max-tokens N"),
+        (["trim", "x.json"], "trim needs --turns N and/or --max-tokens N (see histfix trim --help)"),
         (["trim", "x.json", "--turns", "0"], "expected a positive whole number, got 0"),
-        (["repair", "-", "--in-place"], "--in-place needs a file, not stdin"),
+        (["repair", "-", "--in-place"], "--in-place needs a file, not stdin (see histfix repair --help)"),
         (["repair", "x.json", "--in-place", "-o", "y.json"], "not allowed with argument"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["check"], "the following arguments are required: file"),
@@ -295,3 +296,150 @@ def test_check_flags_broken_and_passes_repaired(
     repaired = pai.ModelMessagesTypeAdapter.validate_json(fixed.read_bytes())
     if not pairing_problems(repaired):
         assert run(capsys, "check", str(fixed))[0] == 0  # every repaired (valid) history passes
+
+
+# --- issue 12: the command line as a new user meets it ------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["info"], ["repair", "{file}"], ["show", "{file}"], ["check", "{file}"]])
+def test_a_bad_backend_variable_is_one_line_and_exit_2(broken: Path, argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "histfix", *(a.format(file=broken) for a in argv)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HISTFIX_BACKEND": "bogus"},
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "histfix: HISTFIX_BACKEND='bogus': use 'upstream' or 'histfix', or leave it unset\n"
+    )
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_new_output_files_follow_the_umask(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path, umask: int
+) -> None:
+    old = os.umask(umask)
+    try:
+        target = tmp_path / f"new-{umask:o}.json"
+        assert run(capsys, "repair", str(broken), "-o", str(target))[0] == 0
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_replaced_file_keeps_its_mode(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "existing.json"
+    target.write_text("old")
+    target.chmod(0o604)
+    assert run(capsys, "repair", str(broken), "-o", str(target))[0] == 0
+    assert target.stat().st_mode & 0o777 == 0o604
+
+
+def test_in_place_with_nothing_to_repair_leaves_the_file_untouched(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    valid = tmp_path / "valid.json"
+    original = json.dumps(json.loads((EXAMPLES / "aborted_mid_tool.json").read_text())[:1])  # compact
+    valid.write_text(original)
+    os.utime(valid, (1_000_000_000, 1_000_000_000))
+    inode = valid.stat().st_ino
+    code, out, err = run(capsys, "repair", str(valid), "--in-place", "--report")
+    assert (code, out) == (0, "")
+    assert err == f"nothing to repair; {valid} left untouched\n"
+    assert valid.read_text() == original
+    assert (valid.stat().st_mtime, valid.stat().st_ino) == (1_000_000_000, inode)
+    assert run(capsys, "repair", str(valid), "--in-place")[0] == 0
+    assert valid.read_text() == original and valid.stat().st_mtime == 1_000_000_000
+    assert run(capsys, "trim", str(valid), "--turns", "5", "--in-place")[0] == 0  # nothing to trim
+    assert valid.read_text() == original and valid.stat().st_mtime == 1_000_000_000
+
+
+def test_report_shows_the_content_of_a_dropped_result(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "orphan.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(text("a")),
+                req(ret("transfer", "gone", {"status": "sent", "amount": 120}), user("did it work?")),
+            ]
+        )
+    )
+    code, _, err = run(capsys, "repair", str(path), "--report")
+    assert code == 0
+    assert err == (
+        "messages[2]: dropped result 'gone' (transfer): no earlier call has its id;"
+        " its content was: {'status': 'sent', 'amount': 120}\n"
+    )
+    (change,) = histfix.repair_report(histfix.load_json(path.read_bytes())).changes
+    assert str(change) == err.strip()
+
+
+def test_trim_does_not_repair_unless_asked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "dangling.json"
+    path.write_bytes(
+        to_json([req(user("one")), real(text("a")), req(user("two")), real(call("get", "c1"), at=2)])
+    )
+    code, out, _ = run(capsys, "trim", str(path), "--turns", "1")
+    assert code == 0
+    trimmed = tmp_path / "trimmed.json"
+    trimmed.write_text(out)
+    assert run(capsys, "check", str(trimmed))[0] == 1  # the open call is still there: trim only cuts
+    code, out, _ = run(capsys, "trim", str(path), "--turns", "1", "--repair")
+    assert code == 0
+    trimmed.write_text(out)
+    assert run(capsys, "check", str(trimmed))[0] == 0
+    assert len(json.loads(out)) == 3  # the turn, with the call closed by a synthesized return
+    with pytest.raises(SystemExit):
+        main(["trim", "--help"])
+    assert "does not repair" in capsys.readouterr().out
+
+
+def test_trim_of_a_slice_with_exactly_n_turns_passes_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "slice.json"
+    path.write_bytes((EXAMPLES / "trimmed_slice.json").read_bytes())
+    turns = len(turn_starts(histfix.load_json(path.read_bytes())))
+    assert turns >= 1
+    for asked in (turns, turns + 1):
+        code = run(capsys, "trim", str(path), "--turns", str(asked), "-o", str(tmp_path / "t.json"))[0]
+        assert code == 0
+        assert run(capsys, "check", str(tmp_path / "t.json"))[0] == 0, asked
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_every_cut_of_a_document_says_it_ends_early(indent: int | None) -> None:
+    """Cut a history at every byte: each cut must say it ends early, in a complete sentence."""
+    document = json.dumps(json.loads((EXAMPLES / "parallel_call_crash.json").read_text()), indent=indent)
+    document = document.replace('"Paris"', '"Par\\u00eds \\"P\\""', 1)  # escapes to cut through too
+    missing = []
+    for cut in range(1, len(document)):
+        head = document[:cut]
+        if not head.strip():
+            continue
+        with pytest.raises(ValueError) as info:
+            histfix.load_json(head)
+        message = str(info.value)
+        if not message.endswith("; the document ends early (truncated?)"):
+            missing.append((cut, message))
+        assert not message.rstrip(")").endswith((" at", " starting")), message
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    "document",
+    ["[1,]", '[{"a" 1}]', "[tru, 1]", "[1] x", '["\\q"]', "[01]", '[{"kind": "request"} {}]', "[-]"],
+)
+def test_a_document_broken_in_the_middle_is_not_called_truncated(document: str) -> None:
+    with pytest.raises(ValueError, match="not valid JSON") as info:
+        histfix.load_json(document)
+    assert "truncated" not in str(info.value)
+    assert not str(info.value).rstrip(")").endswith(" at")

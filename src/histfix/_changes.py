@@ -34,7 +34,12 @@ class Change:
     preview: str | None = None
 
     def __str__(self) -> str:
-        return f"messages[{self.message_index}]: {self.description}"
+        """``messages[i]: what changed``; a dropped result also shows what it held, since a person
+        deciding whether the drop was safe needs to see it."""
+        text = f"messages[{self.message_index}]: {self.description}"
+        if self.kind == "dropped_result" and self.preview is not None:
+            text += f"; its content was: {self.preview}"
+        return text
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,18 @@ def _dump(messages: Sequence[ModelMessage]) -> bytes:
     return ModelMessagesTypeAdapter.dump_json(list(messages), indent=2) + b"\n"
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o077)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` through a temporary file in the same folder and a rename.
 
-    A crash or a full disk leaves the old file (or none) in place, never a truncated one.
+    A crash or a full disk leaves the old file (or none) in place, never a truncated one. A file
+    that is replaced keeps its mode; a new one gets the mode the umask gives, as with any Unix
+    tool (the temporary file itself starts private, 0600).
     """
     folder = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -83,24 +91,34 @@ def write_atomically(target: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o777)
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_current_umask()
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
 
 
-def _emit(args: argparse.Namespace, data: bytes) -> None:
-    target = args.file if getattr(args, "in_place", False) else getattr(args, "output", None)
+def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchanged: bool) -> bool:
+    """Write ``messages`` where the command was told to; False when ``--in-place`` had nothing to do.
+
+    An unchanged history is not written back over its own file: nothing to do leaves the file
+    exactly as it was (bytes, formatting, mtime).
+    """
+    in_place = getattr(args, "in_place", False)
+    if in_place and unchanged:
+        return False
+    target = args.file if in_place else getattr(args, "output", None)
+    data = _dump(messages)
     if target in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-        return
+        return True
     try:
         write_atomically(Path(target), data)
     except OSError as exc:
         raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+    return True
 
 
 # --- commands -----------------------------------------------------------------------------------------
@@ -153,19 +171,22 @@ def _repair(args: argparse.Namespace) -> int:
     last = not args.keep_last_response
     if args.report:
         report = repair_report(history, repair_last_response=last)
-        print(report.summary(), file=sys.stderr)
         repaired = report.messages
     else:
         repaired = repair(history, repair_last_response=last)
-    _emit(args, _dump(repaired))
+    written = _emit(args, repaired, unchanged=repaired == history)
+    if args.report:
+        summary = report.summary()
+        print(summary if written else f"{summary}; {args.file} left untouched", file=sys.stderr)
     return EXIT_OK
 
 
 def _trim(args: argparse.Namespace) -> int:
-    from ._api import keep_last_turns, trim_to_budget
+    from ._api import keep_last_turns, repair, trim_to_budget
     from ._tokens import BudgetExceededError
 
-    history: list[ModelMessage] = _load(args.file)
+    loaded: list[ModelMessage] = _load(args.file)
+    history = loaded
     keep = not args.drop_system_prompt
     if args.turns is not None:
         history = keep_last_turns(history, args.turns, keep_system_prompt=keep)
@@ -174,7 +195,9 @@ def _trim(args: argparse.Namespace) -> int:
             history = trim_to_budget(history, args.max_tokens, keep_system_prompt=keep)
         except BudgetExceededError as exc:
             raise InputError(str(exc)) from exc
-    _emit(args, _dump(history))
+    if args.repair:
+        history = repair(history)
+    _emit(args, history, unchanged=history == loaded)
     return EXIT_OK
 
 
@@ -250,14 +273,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"histfix {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def command(name: str, summary: str, example: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
+    def command(name: str, summary: str, example: str, details: str = "") -> argparse.ArgumentParser:
+        sub = commands.add_parser(
             name,
             help=summary,
-            description=summary,
+            description=summary + (f"\n\n{details}" if details else ""),
             epilog=f"example:\n  {example}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        sub.set_defaults(parser=sub)  # so usage errors found after parsing point to this --help
+        return sub
 
     check = command(
         "check",
@@ -285,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
         "trim",
         "keep the last turns, never splitting a tool call from its result",
         "histfix trim history.json --turns 10 -o short.json",
+        "trim only cuts: it does not repair, so a history that was broken inside the kept turns\n"
+        "(say, an unanswered call) still fails `histfix check`. Add --repair to repair the result.",
     )
     _add_input(trim)
     _add_output(trim)
@@ -294,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trim.add_argument(
         "--drop-system-prompt", action="store_true", help="do not carry the opening system prompt over"
+    )
+    trim.add_argument(
+        "--repair", action="store_true", help="repair the trimmed history too (trim alone only cuts)"
     )
     trim.set_defaults(run=_trim)
 
@@ -323,6 +353,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _check_environment() -> None:
+    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input."""
+    from ._api import _forced_backend
+
+    try:
+        _forced_backend()
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -330,10 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     if args.command == "trim" and args.turns is None and args.max_tokens is None:
-        parser.error("trim needs --turns N and/or --max-tokens N")
+        args.parser.error("trim needs --turns N and/or --max-tokens N")
     if getattr(args, "in_place", False) and args.file == "-":
-        parser.error("--in-place needs a file, not stdin")
+        args.parser.error("--in-place needs a file, not stdin")
     try:
+        _check_environment()
         return int(args.run(args))
     except InputError as exc:
         print(f"histfix: {exc}", file=sys.stderr)

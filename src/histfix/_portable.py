@@ -33,6 +33,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRe
 
 from . import _compat, _load_probes
 from ._inputs import as_history, check_messages
+from ._jsonerrors import describe_json_error
 from ._release import VERSION_STRING
 
 __all__ = ["dump_json", "load_json"]
@@ -93,11 +94,7 @@ def _parse(data: str | bytes | bytearray) -> list[Any]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
-        ends_early = exc.pos >= len(exc.doc.rstrip())
-        hint = "; the document ends early (truncated?)" if ends_early else ""
-        raise ValueError(
-            f"not valid JSON (line {exc.lineno}, column {exc.colno}: {_one_line(exc.msg)}){hint}"
-        ) from exc
+        raise ValueError(describe_json_error(exc)) from exc
     if not isinstance(parsed, list):
         raise ValueError(f"not a history: expected a JSON list of messages, got {_json_type(parsed)}")
     return parsed
