@@ -14,9 +14,9 @@ release does with a stored history), `bench` (the benchmark).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
-import shutil
 import sys
 from pathlib import Path
 
@@ -26,24 +26,18 @@ from nox.virtualenv import UV  # the uv nox itself uses (PATH, or the `uv` packa
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-# The one pinned list: every behaviour boundary in shared/spec/upstream-behaviour.md, and the newest.
-PYDANTIC_AI_RELEASES = [
-    "1.0.0",  # first 1.x; no _clean_message_history at all
-    "1.0.7",  # _clean_message_history (merge only) appears
-    "1.67.0",  # ToolReturnPart.outcome appears, without a neutral value
-    "1.95.0",  # tool_kind and Native* parts appear
-    "1.107.10",  # newest 1.x
-    "2.0.0",  # ModelRequest.state; history_processors= rejected
-    "2.9.1",  # last release that repairs nothing
-    "2.10.0",  # internal repair before each request; outcome='interrupted'
-    "2.52.0",  # last release without public repair_messages
-    "2.53.0",  # public repair_messages (dict matching, not idempotent on duplicate ids)
-    "2.55.0",  # FIFO matching of duplicate ids
-    "2.59.0",  # parts between results moved; last release histfix's own walk runs by default
-    "2.60.0",  # repair_messages matches the newest behaviour: histfix delegates from here
-    "2.68.0",  # newest release measured
-]
-NEWEST = PYDANTIC_AI_RELEASES[-1]
+# The one pinned list lives in the package (histfix compare --pinned uses it too), loaded by path so
+# the noxfile needs nothing but packaging: every behaviour boundary, and the newest release measured.
+_spec = importlib.util.spec_from_file_location(
+    "_histfix_releases", Path(__file__).parent / "src/histfix/_releases.py"
+)
+assert _spec is not None and _spec.loader is not None
+_releases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_releases)
+PYDANTIC_AI_RELEASES: list[str] = _releases.PINNED_RELEASES
+NEWEST: str = _releases.NEWEST
+release_pins = _releases.release_pins
+release_requirements = _releases.release_requirements
 
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
 TEST_TOOLS = ["pytest", "hypothesis"]
@@ -52,7 +46,6 @@ TYPECHECK_TOOLS = ["mypy"]
 
 ROOT = Path(__file__).parent
 RESULTS = ROOT / ".nox" / "_results"
-COMPARE_PROBES = ROOT / ".nox" / "_compare"
 WHEELHOUSE = ROOT / "wheelhouse"
 #: What the wheelhouse was built for; written last, so a half-built wheelhouse is never used.
 WHEELHOUSE_STAMP = WHEELHOUSE / "inputs.json"
@@ -64,23 +57,6 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
 #: Tests of the tools/ programs: release-independent, so `tools` runs them once and `tests(X)` skips them.
 TOOL_TESTS = "tests/tools"
-
-
-def release_pins(release: str) -> list[str]:
-    """Extra requirements an old release needs to import with today's dependencies."""
-    version = Version(release)
-    pins = []
-    if version < Version("1.32.0"):
-        # 1.0.0-1.31.0 import opentelemetry._events, which opentelemetry-api 1.44.0 removed and
-        # 1.39.0-1.43.0 deprecate (warning at import); 1.38.0 is the last quiet release.
-        # Measured on all 223 releases 1.0.0-2.68.0: no other release needs any pin.
-        pins.append("opentelemetry-api<1.39")
-    return pins
-
-
-def release_requirements(release: str, *extra: str) -> list[str]:
-    """One release of pydantic-ai-slim with its pins, plus `extra` (histfix itself not included)."""
-    return [f"pydantic-ai-slim=={release}", *release_pins(release), *extra]
 
 
 # --- the wheelhouse ---------------------------------------------------------------------------------
@@ -270,24 +246,19 @@ def latest(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-rf", "tests/test_differential.py", *session.posargs)
 
 
-@nox.session
+@nox.session(python=False)
 def compare(session: nox.Session) -> None:
     """What each pinned release does with a stored history: `nox -s compare -- FILE [--json] [--prompt P]`.
 
-    Reinstalls each pinned release into this session's environment (from the wheelhouse when it is
-    built), records what plain pydantic-ai sends to a capturing FunctionModel (or raises) and what
-    histfix.repair returns, then prints one table across releases, differences highlighted.
+    A thin call of `histfix compare --pinned` (see its --help) on this checkout's source, offline
+    from the wheelhouse when it is built; its per-release environments are cached in the user cache.
     """
     if not session.posargs:
         session.error("usage: nox -s compare -- path/to/history.json [--json] [--prompt TEXT]")
-    shutil.rmtree(COMPARE_PROBES, ignore_errors=True)
-    COMPARE_PROBES.mkdir(parents=True)
-    for release in PYDANTIC_AI_RELEASES:
-        install_release(session, release)
-        probe = COMPARE_PROBES / f"{release}.json"
-        session.run("python", "tests/compare_releases.py", *session.posargs, "--probe-into", str(probe))
-    probes = [str(COMPARE_PROBES / f"{r}.json") for r in PYDANTIC_AI_RELEASES]
-    session.run("python", "tests/compare_releases.py", *session.posargs, "--render", *probes)
+    which = [] if "--releases" in session.posargs else ["--pinned"]
+    offline = ["--find-links", str(WHEELHOUSE)] if wheelhouse_ready() else []
+    command = [sys.executable, "-m", "histfix", "compare", *which, *offline, *session.posargs]
+    session.run(*command, env={"PYTHONPATH": str(ROOT / "src"), "HISTFIX_UV": UV})
 
 
 @nox.session

@@ -243,7 +243,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], messa
 # --- help ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["check", "repair", "trim", "show", "info"])
+@pytest.mark.parametrize("command", ["check", "repair", "trim", "show", "info", "compare"])
 def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str], command: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
@@ -255,7 +255,7 @@ def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[st
 
 def test_top_level_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     help_text = build_parser().format_help()
-    for command in ("check", "repair", "trim", "show", "info"):
+    for command in ("check", "repair", "trim", "show", "info", "compare"):
         assert command in help_text
     assert "examples:" in help_text
     with pytest.raises(SystemExit):

@@ -238,6 +238,45 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from . import _compare as compare
+    from ._compare_render import Style, as_json, render
+    from ._jsonerrors import describe_json_error
+
+    raw = _read(args.file)
+    name = "standard input" if args.file == "-" else args.file
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}: {describe_json_error(exc)}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if not isinstance(parsed, list):
+        raise InputError(f"{name}: not a history: expected a JSON list of messages")
+    if args.find_links is not None and not Path(args.find_links).is_dir():
+        raise InputError(f"--find-links {args.find_links}: no such folder")
+    try:
+        releases = compare.parse_releases(args.releases)
+        settings = compare.Settings(
+            uv=compare.find_uv(),
+            cache=Path(args.cache_dir) if args.cache_dir else compare.default_cache(),
+            find_links=Path(args.find_links).resolve() if args.find_links else None,
+        )
+
+        def progress(line: str) -> None:
+            print(f"histfix compare: {line}", file=sys.stderr, flush=True)
+
+        observations = compare.compare(raw, releases, args.prompt, settings, progress)
+    except compare.CompareError as exc:
+        raise InputError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(as_json(name, args.prompt, observations), indent=2))
+    else:
+        style = Style(sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        sys.stdout.write(render(name, args.prompt, observations, style))
+    return EXIT_OK
+
+
 # --- parser -------------------------------------------------------------------------------------------
 
 
@@ -335,6 +374,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
     show.set_defaults(run=_show)
+
+    compare = command(
+        "compare",
+        "what several pydantic-ai releases do with a history, side by side (needs histfix[compare])",
+        "histfix compare history.json --releases 1.107.10,2.9.1,2.68.0",
+        "For each release: what plain pydantic-ai sends to the model (or raises) and what\n"
+        "histfix.repair returns, judged by a strict provider's pairing rules. Each release gets a\n"
+        "virtualenv built once with uv and cached (--cache-dir, default $XDG_CACHE_HOME/histfix/compare).",
+    )
+    _add_input(compare)
+    which = compare.add_mutually_exclusive_group()
+    which.add_argument("--releases", metavar="A,B,C", help="pydantic-ai-slim releases to compare")
+    which.add_argument(
+        "--pinned", action="store_true", help="the releases histfix pins its tests to (the default)"
+    )
+    compare.add_argument("--prompt", help="a new user prompt for the run (default: continue the history)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument(
+        "--find-links",
+        metavar="DIR",
+        help="install from the wheels in DIR alone, never the package index (offline)",
+    )
+    compare.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where the environments live (default: $HISTFIX_COMPARE_CACHE or the user cache)",
+    )
+    compare.set_defaults(run=_compare)
 
     info = command(
         "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"

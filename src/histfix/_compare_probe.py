@@ -1,0 +1,104 @@
+"""One release's side of ``histfix compare``: run inside that release's environment.
+
+``python -m histfix._compare_probe [--prompt TEXT] < history.json`` prints, as JSON, what the
+installed pydantic-ai does with the stored history (its own ``ModelMessagesTypeAdapter``, then a
+plain ``Agent`` whose model is a capturing ``FunctionModel``: no provider, no network) and what
+``histfix.repair`` returns (loaded with ``histfix.load_json``). Both sides are judged by the same
+strict provider (:mod:`histfix._strict`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["PLAIN", "REPAIRED", "probe"]
+
+PLAIN, REPAIRED = "plain", "histfix"
+
+Json = dict[str, Any]
+Outcome = tuple[list[Any] | None, str | None]  # (the messages, or None; what was raised, or None)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) -> Json:
+    """Load, run, and judge what came out."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from ._strict import strict_provider_errors
+
+    try:
+        history = load()
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError too
+        return {
+            "raised": f"cannot load the history: {_first_line(str(exc))}",
+            "messages": None,
+            "problems": [],
+        }
+    messages, raised = run(history)
+    if messages is None:
+        return {"raised": raised, "messages": None, "problems": []}
+    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    return {"raised": raised, "messages": dumped, "problems": strict_provider_errors(messages)}
+
+
+def _repair(history: list[Any]) -> Outcome:
+    from . import repair
+
+    try:
+        return repair(history), None
+    except Exception as exc:  # what repair raises is an outcome to show, not a crash
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _sent(history: list[Any], prompt: str | None) -> Outcome:
+    """What a plain ``Agent`` sends on its first model request, and what it raises."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    sent: list[list[ModelMessage]] = []
+
+    def capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(list(messages))
+        return ModelResponse(parts=[TextPart("(captured)")])
+
+    try:
+        Agent(FunctionModel(capture)).run_sync(prompt, message_history=history)
+    except Exception as exc:  # e.g. UserError for unanswered calls plus a new prompt
+        return (sent[0] if sent else None), f"{type(exc).__name__}: {exc}"
+    return sent[0], None
+
+
+def probe(raw: bytes, prompt: str | None) -> Json:
+    """What the installed release does with the stored history ``raw``, as plain JSON data."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from . import backend_info, load_json
+
+    info = backend_info()
+    return {
+        "release": info.version,
+        "backend": info.backend,
+        PLAIN: _side(lambda: ModelMessagesTypeAdapter.validate_json(raw), lambda h: _sent(h, prompt)),
+        REPAIRED: _side(lambda: load_json(raw), _repair),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m histfix._compare_probe")
+    parser.add_argument("--prompt", default=None)
+    args = parser.parse_args(argv)
+    json.dump(probe(sys.stdin.buffer.read(), args.prompt), sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
