@@ -29,7 +29,7 @@ from packaging.version import Version
 # The one pinned list lives in the package (histfix compare --pinned uses it too), loaded by path so
 # the noxfile needs nothing but packaging: every behaviour boundary, and the newest release measured.
 _spec = importlib.util.spec_from_file_location(
-    "_histfix_releases", Path(__file__).parent / "src/histfix/_releases.py"
+    "_histfix_releases", Path(__file__).parent / "src/histfix/_pinned.py"
 )
 assert _spec is not None and _spec.loader is not None
 _releases = importlib.util.module_from_spec(_spec)

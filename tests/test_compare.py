@@ -29,7 +29,8 @@ from histfix._compare_render import (
     render,
     render_table,
 )
-from histfix._releases import NEWEST, PINNED_RELEASES
+from histfix._pinned import NEWEST, PINNED_RELEASES
+from histfix._release import NEWEST_TESTED
 from histfix._strict import strict_provider_errors
 from test_agent_e2e import ABORTED
 
@@ -196,9 +197,10 @@ def test_the_strict_provider_agrees_with_the_suites_oracle(case: Case) -> None:
 
 def test_the_pinned_list_is_the_noxfile_list() -> None:
     text = (ROOT / "noxfile.py").read_text()
-    assert "src/histfix/_releases.py" in text and "PINNED_RELEASES" in text  # the noxfile loads it
+    assert "src/histfix/_pinned.py" in text and "PINNED_RELEASES" in text  # the noxfile loads it
     assert _compare.parse_releases(None) == PINNED_RELEASES
     assert NEWEST == PINNED_RELEASES[-1] == max(PINNED_RELEASES, key=Version)
+    assert Version(NEWEST) == NEWEST_TESTED  # what `histfix info` calls the newest measured release
 
 
 def test_releases_are_sorted_and_deduplicated() -> None:
