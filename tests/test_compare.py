@@ -381,3 +381,18 @@ def test_an_unreachable_index_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith("histfix: cannot install pydantic-ai-slim==2.9.1 from the package index: ")
+
+
+def test_an_unusable_cache_folder_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    history = str(EXAMPLES / "aborted_mid_tool.json")
+    code = main(["compare", history, "--releases", "2.9.1", "--cache-dir", str(blocker / "envs")])
+    err = capsys.readouterr().err
+    if _uv() is None:
+        assert "needs uv" in err
+    else:
+        assert err == f"histfix: {blocker / 'envs'}: cannot create the environment cache (Not a directory)\n"
+    assert code == 2

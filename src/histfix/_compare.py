@@ -127,7 +127,10 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
     except (OSError, ValueError):
         pass
     shutil.rmtree(folder, ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"{folder.parent}: cannot create the environment cache ({exc.strerror})") from None
     what = f"pydantic-ai-slim=={release}"
     made = _run([settings.uv, "venv", "--quiet", "--python", sys.executable, str(folder)], 120, what)
     if made.returncode != 0:
@@ -180,7 +183,7 @@ def probe(release: str, env: Path, raw: bytes, prompt: str | None, path_entry: P
             f"the probe failed on pydantic-ai-slim=={release}: {tail[-1] if tail else 'no output'}"
         )
     observation: dict[str, Any] = json.loads(done.stdout)
-    if observation["release"] != release:
+    if Version(observation["release"]) != Version(release):
         raise CompareError(f"the environment for {release} runs pydantic-ai-slim {observation['release']}")
     return observation
 
