@@ -1,0 +1,232 @@
+"""Selftests of the provider emulators: every rule with a hand-written request, the HTTP plumbing,
+and each provider's real SDK parsing the emulators' minimal valid answers (release-independent)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import emulators
+from emulator_cases import GOOD, PATHS, VIOLATIONS, Violation
+from emulators import PROVIDER_APIS, Emulator
+
+TIMEOUT = 5.0
+BUILT = tuple(api for api in PROVIDER_APIS if api in PATHS)
+
+
+def post(
+    emulator: Emulator, path: str, body: object, *, raw: bytes | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request to `emulator`, with a timeout: status, headers (lower-case names), body."""
+    connection = http.client.HTTPConnection("127.0.0.1", emulator.port, timeout=TIMEOUT)
+    try:
+        payload = raw if raw is not None else json.dumps(body).encode()
+        connection.request("POST", path, payload, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Emulator]]:
+    """One strict server per built API (optional template rules on) for the whole module."""
+    running = {api: emulators.serve(api, strict_templates=True, request_timeout=TIMEOUT) for api in BUILT}
+    yield running
+    for emulator in running.values():
+        emulator.close()
+
+
+def _api(case: Violation) -> str:
+    return case.rule.split(".")[0]
+
+
+def _path(case: Violation) -> str:
+    return case.path or PATHS[_api(case)]
+
+
+def _error_text(api: str, body: bytes) -> str:
+    """The message inside the provider's error body (each API's own shape)."""
+    payload = json.loads(body)
+    if api in ("openai-chat", "openai-responses", "gemini"):
+        return str(payload["error"]["message"])
+    if api == "anthropic":
+        assert payload["type"] == "error"
+        return str(payload["error"]["message"])
+    return str(payload["message"])
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+def test_every_rule_has_a_selftest() -> None:
+    tested = {case.rule for case in VIOLATIONS}
+    assert [rule.id for rule in emulators.all_rules() if rule.id not in tested] == []
+    assert {rule.api for rule in emulators.all_rules()} == set(BUILT)
+
+
+@pytest.mark.parametrize("api", BUILT)
+def test_valid_request_is_accepted(api: str, servers: dict[str, Emulator]) -> None:
+    emulator = servers[api]
+    status, headers, body = post(emulator, PATHS[api], GOOD[api])
+    verdict = emulator.last()
+    assert (status, verdict.accepted, verdict.rule, verdict.message) == (200, True, None, "")
+    assert headers["content-type"] == "application/json"
+    assert verdict.body == GOOD[api]
+    assert json.loads(body)
+
+
+@pytest.mark.parametrize("case", VIOLATIONS, ids=lambda case: case.rule)
+def test_rule_rejects_its_violation(case: Violation, servers: dict[str, Emulator]) -> None:
+    api = _api(case)
+    emulator = servers[api]
+    status, _, body = post(emulator, _path(case), case.body)
+    verdict = emulator.last()
+    rule = next(rule for rule in emulators.all_rules() if rule.id == case.rule)
+    assert (verdict.accepted, verdict.rule, verdict.verified, verdict.status) == (
+        False,
+        case.rule,
+        rule.verified,
+        status,
+    )
+    assert status == 400
+    assert _error_text(api, body) == verdict.message
+    assert case.expect in verdict.message
+    assert emulators.judge(api, case.body, path=_path(case), strict_templates=True) == verdict
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        case
+        for case in VIOLATIONS
+        if not next(rule for rule in emulators.all_rules() if rule.id == case.rule).verified
+    ],
+    ids=lambda case: case.rule,
+)
+def test_unverified_rules_switch_off(case: Violation) -> None:
+    verdict = emulators.judge(
+        _api(case), case.body, path=_path(case), enforce_unverified=False, strict_templates=True
+    )
+    assert verdict.rule != case.rule
+
+
+def test_template_rules_are_opt_in() -> None:
+    optional = [case for case in VIOLATIONS if case.rule.endswith("roles_alternate")]
+    assert optional
+    for case in optional:
+        assert emulators.judge(_api(case), case.body).accepted
+
+
+def test_judge_rejects_a_non_object_body() -> None:
+    verdict = emulators.judge("openai-chat", ["not", "an", "object"])
+    assert (verdict.accepted, verdict.rule, verdict.status) == (False, emulators.MALFORMED_JSON, 400)
+
+
+# --- HTTP plumbing ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", BUILT)
+def test_malformed_json_and_unknown_path(api: str, servers: dict[str, Emulator]) -> None:
+    emulator = servers[api]
+    status, _, body = post(emulator, PATHS[api], None, raw=b"{not json")
+    assert (status, emulator.last().rule) == (400, emulators.MALFORMED_JSON)
+    assert _error_text(api, body)
+    status, _, body = post(emulator, "/no/such/path", GOOD[api])
+    assert (status, emulator.last().rule) == (404, emulators.UNKNOWN_PATH)
+    assert "/no/such/path" in _error_text(api, body)
+
+
+def test_serve_picks_free_ports_and_close_frees_them() -> None:
+    with emulators.serve("openai-chat") as first, emulators.serve("openai-chat") as second:
+        assert first.port != second.port and first.port > 0
+        assert first.base_url == f"http://127.0.0.1:{first.port}"
+        assert post(first, PATHS["openai-chat"], GOOD["openai-chat"])[0] == 200
+        assert post(second, PATHS["openai-chat"], {"messages": []})[0] == 400
+        assert [v.accepted for v in first.verdicts] == [True]
+        assert [v.accepted for v in second.verdicts] == [False]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", first.port))  # the port is free again
+
+
+def test_unknown_api_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="valid: openai-chat, openai-responses, anthropic"):
+        emulators.serve("openai")
+    with pytest.raises(ValueError, match="unknown provider API"):
+        emulators.judge("cohere", {})
+
+
+def test_last_and_clear() -> None:
+    with emulators.serve("openai-chat") as emulator:
+        with pytest.raises(LookupError, match=r"openai-chat emulator .* has received no request"):
+            emulator.last()
+        post(emulator, PATHS["openai-chat"], GOOD["openai-chat"])
+        assert emulator.last().accepted
+        emulator.clear()
+        assert emulator.verdicts == []
+
+
+def test_a_stalled_request_is_dropped_not_hung() -> None:
+    with emulators.serve("openai-chat", request_timeout=0.3) as emulator:
+        with socket.create_connection(("127.0.0.1", emulator.port), timeout=TIMEOUT) as client:
+            client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            started = time.monotonic()
+            assert client.recv(1024) == b""  # the server gave up on the body and closed
+            assert time.monotonic() - started < TIMEOUT
+        assert emulator.verdicts == []
+        assert post(emulator, PATHS["openai-chat"], GOOD["openai-chat"])[0] == 200  # still serving
+
+
+def test_streaming_openai_chat_is_sse_with_usage(servers: dict[str, Emulator]) -> None:
+    body = {**GOOD["openai-chat"], "stream": True, "stream_options": {"include_usage": True}}
+    status, headers, raw = post(servers["openai-chat"], PATHS["openai-chat"], body)
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    data = [line[len("data: ") :] for line in raw.decode().splitlines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    chunks = [json.loads(item) for item in data[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == "ok"
+    assert chunks[-1]["usage"]["total_tokens"] == 2
+
+
+# --- the real SDKs parse the minimal answers ----------------------------------------------------
+
+
+def _sdk(name: str) -> Any:
+    return pytest.importorskip(name, reason=f"the {name} SDK is not installed in this session")
+
+
+def test_openai_sdk_parses_chat(servers: dict[str, Emulator]) -> None:
+    openai = _sdk("openai")
+    client = openai.OpenAI(
+        base_url=servers["openai-chat"].sdk_base_url, api_key="dummy", timeout=TIMEOUT, max_retries=0
+    )
+    messages = GOOD["openai-chat"]["messages"]
+    completion = client.chat.completions.create(model="gpt-4o", messages=messages)
+    assert completion.choices[0].message.content == "ok"
+    assert completion.usage.total_tokens == 2
+    stream = client.chat.completions.create(
+        model="gpt-4o", messages=messages, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok"
+    assert chunks[-1].usage.total_tokens == 2
+    with pytest.raises(openai.BadRequestError, match="did not have response messages: call_x"):
+        client.chat.completions.create(
+            model="gpt-4o",
+            messages=[
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+            ],
+        )
