@@ -26,6 +26,7 @@ def _chat_call(call_id: str = "call_1", name: str = "get_time") -> dict[str, Any
 #: The JSON path each API's valid request is sent to (streaming forms are derived in the tests).
 PATHS: dict[str, str] = {
     "openai-chat": "/v1/chat/completions",
+    "anthropic": "/v1/messages?beta=true",
 }
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -45,11 +46,155 @@ GOOD: dict[str, dict[str, Any]] = {
             {"role": "user", "content": "thanks"},
         ],
     },
+    "anthropic": {
+        "model": "claude-emulated",
+        "max_tokens": 64,
+        "system": "be brief",
+        "messages": [
+            {"role": "user", "content": "time?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "use the tool", "signature": "sig"},
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_time", "input": {}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}},
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_1",
+                        "name": "code_execution",
+                        "input": {"code": "1"},
+                    },
+                    {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_2",
+                        "content": [{"type": "text", "text": "noon"}],
+                    },
+                    {"type": "text", "text": "and?"},
+                ],
+            },
+            {"role": "assistant", "content": "It is noon."},
+            {"role": "user", "content": "thanks"},
+            {"role": "assistant", "content": ""},  # an empty final assistant message is allowed
+        ],
+    },
 }
 
 _USER = {"role": "user", "content": "hi"}
 
+
+def _tool_use(call_id: str = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "get_time", "input": {}}
+
+
+def _tool_result(call_id: str = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "noon"}
+
+
+def _claude(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "claude-emulated", "max_tokens": 64, "messages": list(messages)}
+
+
+def _asst(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def _user(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+_HI = {"role": "user", "content": "hi"}
+_TEXT = {"type": "text", "text": "more"}
+
 VIOLATIONS: list[Violation] = [
+    # --- Anthropic Messages
+    Violation("anthropic.request_schema", _claude(), expect="at least one message"),
+    Violation(
+        "anthropic.request_schema", _claude({"role": "system", "content": "x"}), expect="messages.0.role"
+    ),
+    Violation(
+        "anthropic.tool_use_id_pattern",
+        _claude(_HI, _asst(_tool_use("call.1")), _user(_tool_result("call.1"))),
+        expect="messages.1.content.0.tool_use.id",
+    ),
+    Violation(
+        "anthropic.tool_use_id_pattern",
+        _claude(_HI, _asst(_tool_use("")), _user(_tool_result(""))),
+    ),
+    Violation("anthropic.empty_text", _claude(_HI, _asst({"type": "text", "text": ""}), _HI)),
+    Violation(
+        "anthropic.empty_text",
+        _claude(
+            _HI, _asst(_tool_use()), _user({**_tool_result(), "content": [{"type": "text", "text": ""}]})
+        ),
+    ),
+    Violation(
+        "anthropic.multiple_results",
+        _claude(_HI, _asst(_tool_use()), _user(_tool_result(), _tool_result())),
+        expect="with id: toolu_1",
+    ),
+    Violation(
+        "anthropic.tool_use_without_result",
+        _claude(_HI, _asst(_tool_use("toolu_1"), _tool_use("toolu_2")), _user(_tool_result("toolu_1"))),
+        expect="messages.1: tool_use ids were found without tool_result blocks immediately after: toolu_2.",
+    ),
+    Violation(
+        "anthropic.tool_use_without_result",  # answered across an intervening response
+        _claude(_HI, _asst(_tool_use()), _asst(_TEXT), _user(_tool_result())),
+        expect="messages.1:",
+    ),
+    Violation(
+        "anthropic.unexpected_tool_result",
+        _claude(_HI, _asst(_TEXT), _user(_TEXT, _tool_result("toolu_9"))),
+        expect="messages.2.content.1: unexpected tool_use_id found in tool_result blocks: toolu_9.",
+    ),
+    Violation(
+        "anthropic.code_execution_without_result",
+        _claude(
+            _HI,
+            _asst({"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution", "input": {}}),
+            _HI,
+        ),
+        expect="code_execution tool use with id srvtoolu_1 was found without a corresponding code_execution_tool_result",
+    ),
+    Violation(
+        "anthropic.thinking_signature",
+        _claude(_HI, _asst({"type": "thinking", "thinking": "hmm", "signature": ""}, _TEXT), _HI),
+        expect="messages.1.content.0",
+    ),
+    Violation(
+        "anthropic.thinking_signature",
+        _claude(_HI, _asst({"type": "redacted_thinking"}, _TEXT), _HI),
+    ),
+    Violation(
+        "anthropic.tool_use_id_unique",
+        _claude(_HI, _asst(_tool_use(), _tool_use()), _user(_tool_result())),
+        expect="messages.1.content.1",
+    ),
+    Violation("anthropic.empty_message", _claude(_HI, _asst(), _HI), expect="messages.1:"),
+    Violation("anthropic.empty_message", _claude({"role": "user", "content": ""})),
+    Violation(
+        "anthropic.server_tool_use_without_result",
+        _claude(
+            _HI,
+            _asst({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+            _HI,
+        ),
+        expect="web_search_tool_result",
+    ),
+    Violation(
+        "anthropic.tool_result_first",
+        _claude(_HI, _asst(_tool_use()), _user(_TEXT, _tool_result())),
+        expect="messages.2.content.1",
+    ),
+    Violation("anthropic.first_message_user", _claude(_asst(_TEXT), _HI)),
     # --- OpenAI Chat Completions
     Violation("openai-chat.request_schema", {"model": "gpt-4o", "messages": []}, expect="too short"),
     Violation(

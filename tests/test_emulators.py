@@ -230,3 +230,37 @@ def test_openai_sdk_parses_chat(servers: dict[str, Emulator]) -> None:
                 },
             ],
         )
+
+
+def test_anthropic_sdk_parses_messages(servers: dict[str, Emulator]) -> None:
+    anthropic = _sdk("anthropic")
+    client = anthropic.Anthropic(
+        base_url=servers["anthropic"].sdk_base_url, api_key="dummy", timeout=TIMEOUT, max_retries=0
+    )
+    good = GOOD["anthropic"]
+    message = client.messages.create(model=good["model"], max_tokens=64, messages=good["messages"])
+    assert (message.content[0].text, message.usage.output_tokens) == ("ok", 1)
+    assert servers["anthropic"].last().path == "/v1/messages"
+    beta = client.beta.messages.create(model=good["model"], max_tokens=64, messages=good["messages"])
+    assert beta.content[0].text == "ok"
+    assert servers["anthropic"].last().path.startswith("/v1/messages")  # newer SDKs drop ?beta=true
+    with client.messages.stream(model=good["model"], max_tokens=64, messages=good["messages"]) as stream:
+        assert "".join(stream.text_stream) == "ok"
+        final = stream.get_final_message()
+    assert (final.stop_reason, final.usage.output_tokens) == ("end_turn", 1)
+    with pytest.raises(
+        anthropic.BadRequestError, match="tool_use ids were found without tool_result"
+    ) as caught:
+        client.messages.create(
+            model=good["model"],
+            max_tokens=64,
+            messages=[
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}],
+                },
+                {"role": "user", "content": "hi"},
+            ],
+        )
+    assert caught.value.body["error"]["type"] == "invalid_request_error"

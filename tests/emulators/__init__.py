@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from . import openai_chat
+from . import anthropic, openai_chat
 from ._base import (
     DEFAULT_REQUEST_TIMEOUT,
     MALFORMED_JSON,
@@ -52,7 +52,7 @@ PROVIDER_APIS: tuple[str, ...] = (
     "mistral",
 )
 
-_SPECS: dict[str, ApiSpec] = {openai_chat.SPEC.api: openai_chat.SPEC}
+_SPECS: dict[str, ApiSpec] = {module.SPEC.api: module.SPEC for module in (openai_chat, anthropic)}
 _SDK_SUFFIX = {"openai-chat": "/v1", "openai-responses": "/v1"}
 
 
