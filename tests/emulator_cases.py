@@ -27,6 +27,7 @@ def _chat_call(call_id: str = "call_1", name: str = "get_time") -> dict[str, Any
 PATHS: dict[str, str] = {
     "openai-chat": "/v1/chat/completions",
     "anthropic": "/v1/messages?beta=true",
+    "openai-responses": "/v1/responses",
 }
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -44,6 +45,30 @@ GOOD: dict[str, dict[str, Any]] = {
             {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
             {"role": "assistant", "content": "It is noon."},
             {"role": "user", "content": "thanks"},
+        ],
+    },
+    "openai-responses": {
+        "model": "o4-mini",
+        "instructions": "be brief",
+        "input": [
+            {"role": "user", "content": "time?"},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "x"},
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "name": "get_time",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "noon"},
+            {"type": "reasoning", "id": "rs_2", "summary": []},
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": "msg_1",
+                "content": [{"type": "output_text", "text": "It is noon.", "annotations": []}],
+            },
+            {"role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
         ],
     },
     "anthropic": {
@@ -113,7 +138,59 @@ def _user(*blocks: dict[str, Any]) -> dict[str, Any]:
 _HI = {"role": "user", "content": "hi"}
 _TEXT = {"type": "text", "text": "more"}
 
+
+def _responses(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "o4-mini", "input": list(items)}
+
+
+def _fc(call_id: str = "call_1", item_id: str | None = None) -> dict[str, Any]:
+    item = {"type": "function_call", "call_id": call_id, "name": "get_time", "arguments": "{}"}
+    return {**item, "id": item_id} if item_id else item
+
+
+def _fco(call_id: str = "call_1") -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "noon"}
+
+
+_RS = {"type": "reasoning", "id": "rs_1", "summary": []}
+_ASSISTANT = {
+    "type": "message",
+    "role": "assistant",
+    "id": "msg_2",
+    "content": [{"type": "output_text", "text": "x"}],
+}
+
 VIOLATIONS: list[Violation] = [
+    # --- OpenAI Responses
+    Violation("openai-responses.request_schema", {"model": "o4-mini", "input": 3}),
+    Violation(
+        "openai-responses.request_schema", _responses({"content": "no role or type"}), expect="input[0]"
+    ),
+    Violation(
+        "openai-responses.function_call_without_output",
+        _responses(_HI, _fc("call_7"), _HI),
+        expect="No tool output found for function call call_7.",
+    ),
+    Violation(
+        "openai-responses.function_call_output_without_call",
+        _responses(_HI, _fco("call_8"), _HI),
+        expect="No tool call found for function call output with call_id call_8.",
+    ),
+    Violation(
+        "openai-responses.function_call_output_without_call",  # an output before its call answers nothing
+        _responses(_HI, _fco("call_1"), _fc("call_1"), _fco("call_1")),
+    ),
+    Violation(
+        "openai-responses.reasoning_without_following_item",
+        _responses(_HI, _RS, _HI),
+        expect="Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+    ),
+    Violation("openai-responses.reasoning_without_following_item", _responses(_HI, _RS)),
+    Violation(
+        "openai-responses.item_without_reasoning",
+        _responses(_HI, _RS, _fc("call_1", "fc_1"), _fco("call_1"), _ASSISTANT, _HI),
+        expect="Item 'msg_2' of type 'message'",
+    ),
     # --- Anthropic Messages
     Violation("anthropic.request_schema", _claude(), expect="at least one message"),
     Violation(

@@ -264,3 +264,27 @@ def test_anthropic_sdk_parses_messages(servers: dict[str, Emulator]) -> None:
             ],
         )
     assert caught.value.body["error"]["type"] == "invalid_request_error"
+
+
+def test_openai_sdk_parses_responses(servers: dict[str, Emulator]) -> None:
+    openai = _sdk("openai")
+    client = openai.OpenAI(
+        base_url=servers["openai-responses"].sdk_base_url, api_key="dummy", timeout=TIMEOUT, max_retries=0
+    )
+    good = GOOD["openai-responses"]
+    response = client.responses.create(model=good["model"], input=good["input"])
+    assert (response.output_text, response.usage.total_tokens) == ("ok", 2)
+    with client.responses.stream(model=good["model"], input=good["input"]) as stream:
+        events = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert events[0] == "response.created" and events[-1] == "response.completed"
+    assert "response.output_text.delta" in events
+    assert final.output_text == "ok"
+    with pytest.raises(openai.BadRequestError, match="No tool output found for function call call_x"):
+        client.responses.create(
+            model=good["model"],
+            input=[
+                {"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "call_x", "name": "f", "arguments": "{}"},
+            ],
+        )

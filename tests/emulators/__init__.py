@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from . import anthropic, openai_chat
+from . import anthropic, openai_chat, openai_responses
 from ._base import (
     DEFAULT_REQUEST_TIMEOUT,
     MALFORMED_JSON,
@@ -52,7 +52,9 @@ PROVIDER_APIS: tuple[str, ...] = (
     "mistral",
 )
 
-_SPECS: dict[str, ApiSpec] = {module.SPEC.api: module.SPEC for module in (openai_chat, anthropic)}
+_SPECS: dict[str, ApiSpec] = {
+    module.SPEC.api: module.SPEC for module in (openai_chat, openai_responses, anthropic)
+}
 _SDK_SUFFIX = {"openai-chat": "/v1", "openai-responses": "/v1"}
 
 
