@@ -28,6 +28,7 @@ PATHS: dict[str, str] = {
     "openai-chat": "/v1/chat/completions",
     "anthropic": "/v1/messages?beta=true",
     "openai-responses": "/v1/responses",
+    "gemini": "/v1beta/models/gemini-2.5-flash:generateContent",
 }
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -69,6 +70,29 @@ GOOD: dict[str, dict[str, Any]] = {
                 "content": [{"type": "output_text", "text": "It is noon.", "annotations": []}],
             },
             {"role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
+        ],
+    },
+    "gemini": {
+        "systemInstruction": {"parts": [{"text": "be brief"}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "time?"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "", "thoughtSignature": "c2ln"},
+                    {"functionCall": {"name": "get_time", "args": {}}, "thoughtSignature": "c2ln"},
+                    {"functionCall": {"name": "get_date", "args": {}}},
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "get_time", "response": {"result": "noon"}}},
+                    {"functionResponse": {"name": "get_date", "response": {"result": "today"}}},
+                ],
+            },
+            {"role": "model", "parts": [{"text": "It is noon."}]},
+            {"parts": [{"text": "thanks"}]},
         ],
     },
     "anthropic": {
@@ -160,7 +184,41 @@ _ASSISTANT = {
     "content": [{"type": "output_text", "text": "x"}],
 }
 
+
+def _gemini(*contents: dict[str, Any]) -> dict[str, Any]:
+    return {"contents": list(contents)}
+
+
+_G_USER = {"role": "user", "parts": [{"text": "hi"}]}
+_G_TEXT = {"role": "model", "parts": [{"text": "hello"}]}
+_G_CALL = {"role": "model", "parts": [{"functionCall": {"name": "get_time", "args": {}}}]}
+_G_RESPONSE = {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]}
+_GEMINI_3 = "/v1beta/models/gemini-3-pro-preview:generateContent"
+
 VIOLATIONS: list[Violation] = [
+    # --- Google Gemini
+    Violation("gemini.request_schema", _gemini(), expect="contents is not specified"),
+    Violation("gemini.request_schema", _gemini({"role": "user"}), expect="contents[0].parts"),
+    Violation("gemini.role", _gemini({"role": "assistant", "parts": [{"text": "x"}]}, _G_USER)),
+    Violation(
+        "gemini.empty_parts", _gemini(_G_USER, {"role": "model", "parts": []}, _G_USER), expect="contents[1]"
+    ),
+    Violation("gemini.empty_text", _gemini({"role": "user", "parts": [{"text": ""}]})),
+    Violation("gemini.function_call_turn_position", _gemini(_G_USER, _G_TEXT, _G_CALL, _G_RESPONSE)),
+    Violation("gemini.function_call_turn_position", _gemini(_G_CALL, _G_RESPONSE)),
+    Violation("gemini.function_response_turn_position", _gemini(_G_USER, _G_TEXT, _G_RESPONSE)),
+    Violation(
+        "gemini.function_response_count",
+        _gemini(_G_USER, {"role": "model", "parts": [*_G_CALL["parts"], *_G_CALL["parts"]]}, _G_RESPONSE),
+    ),
+    Violation("gemini.function_response_count", _gemini(_G_USER, _G_CALL, _G_USER)),
+    Violation(
+        "gemini.thought_signature",
+        _gemini(_G_USER, _G_CALL, _G_RESPONSE),
+        path=_GEMINI_3,
+        expect="`default_api:get_time` , position 1",
+    ),
+    Violation("gemini.ends_on_model_turn", _gemini(_G_USER, _G_TEXT)),
     # --- OpenAI Responses
     Violation("openai-responses.request_schema", {"model": "o4-mini", "input": 3}),
     Violation(

@@ -288,3 +288,62 @@ def test_openai_sdk_parses_responses(servers: dict[str, Emulator]) -> None:
                 {"type": "function_call", "call_id": "call_x", "name": "f", "arguments": "{}"},
             ],
         )
+
+
+def test_gemini_signature_rule_is_for_gemini_3_current_turn_only() -> None:
+    earlier_turn = [
+        *GOOD["gemini"]["contents"][:1],
+        {"role": "model", "parts": [{"functionCall": {"name": "get_time", "args": {}}}]},
+        GOOD["gemini"]["contents"][2],
+    ]
+    body = {
+        "contents": [
+            *earlier_turn[:2],
+            {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]},
+            {"role": "model", "parts": [{"text": "x"}]},
+            {"role": "user", "parts": [{"text": "next"}]},
+        ]
+    }
+    assert emulators.judge(
+        "gemini", body, path="/v1beta/models/gemini-3-pro-preview:generateContent"
+    ).accepted
+    current = {"contents": body["contents"][:3]}
+    assert not emulators.judge(
+        "gemini", current, path="/v1beta/models/gemini-3-pro-preview:generateContent"
+    ).accepted
+    assert emulators.judge("gemini", current, path="/v1beta/models/gemini-2.5-pro:generateContent").accepted
+
+
+def test_gemini_streaming_forms(servers: dict[str, Emulator]) -> None:
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    status, headers, raw = post(servers["gemini"], path + "?alt=sse", GOOD["gemini"])
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    assert json.loads(raw.decode().split("data: ", 1)[1])["candidates"][0]["content"]["parts"] == [
+        {"text": "ok"}
+    ]
+    status, headers, raw = post(servers["gemini"], path, GOOD["gemini"])
+    assert (status, headers["content-type"]) == (200, "application/json")
+    assert json.loads(raw)[0]["usageMetadata"]["totalTokenCount"] == 2
+
+
+def test_google_genai_sdk_parses_generate_content(servers: dict[str, Emulator]) -> None:
+    _sdk("google.genai")
+    from google import genai
+    from google.genai import errors, types
+
+    client = genai.Client(
+        api_key="dummy", http_options=types.HttpOptions(base_url=servers["gemini"].sdk_base_url, timeout=5000)
+    )
+    contents = GOOD["gemini"]["contents"][:1]
+    response = client.models.generate_content(model="gemini-2.5-flash", contents=contents)
+    assert (response.text, response.usage_metadata.total_token_count) == ("ok", 2)
+    assert servers["gemini"].last().path.endswith("/models/gemini-2.5-flash:generateContent")  # v1 or v1beta
+    chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash", contents=contents))
+    assert "".join(chunk.text or "" for chunk in chunks) == "ok"
+    assert servers["gemini"].last().path.endswith(":streamGenerateContent?alt=sse")
+    with pytest.raises(errors.ClientError, match="function response turn comes immediately after") as caught:
+        client.models.generate_content(
+            model="gemini-2.5-flash",
+            contents=[{"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}],
+        )
+    assert (caught.value.code, caught.value.status) == (400, "INVALID_ARGUMENT")

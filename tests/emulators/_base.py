@@ -72,6 +72,8 @@ class Route:
 
     model: str
     stream: bool
+    #: An API-specific answer form (Gemini: "array" for streamGenerateContent without alt=sse).
+    form: str = ""
 
 
 @dataclass(frozen=True)
@@ -264,7 +266,7 @@ class Emulator:
                 )
             else:
                 if isinstance(body, Mapping) and body.get("stream") is True:
-                    route = Route(route.model, True)
+                    route = Route(route.model, True, route.form)
                 verdict = judge_spec(
                     self.spec,
                     body,
