@@ -29,6 +29,7 @@ PATHS: dict[str, str] = {
     "anthropic": "/v1/messages?beta=true",
     "openai-responses": "/v1/responses",
     "gemini": "/v1beta/models/gemini-2.5-flash:generateContent",
+    "bedrock": "/model/us.anthropic.claude-emulated-v1%3A0/converse",
 }
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -94,6 +95,43 @@ GOOD: dict[str, dict[str, Any]] = {
             {"role": "model", "parts": [{"text": "It is noon."}]},
             {"parts": [{"text": "thanks"}]},
         ],
+    },
+    "bedrock": {
+        "system": [{"text": "be brief"}],
+        "messages": [
+            {"role": "user", "content": [{"text": "time?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"text": "Checking."},
+                    {"toolUse": {"toolUseId": "tooluse_1", "name": "get_time", "input": {}}},
+                    {"toolUse": {"toolUseId": "tooluse_2", "name": "get_time", "input": {}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": "tooluse_2",
+                            "content": [{"text": "noon"}],
+                            "status": "success",
+                        }
+                    },
+                    {
+                        "toolResult": {
+                            "toolUseId": "tooluse_1",
+                            "content": [{"text": "noon"}],
+                            "status": "success",
+                        }
+                    },
+                    {"text": "and?"},  # Claude models accept text after the results
+                ],
+            },
+            {"role": "assistant", "content": [{"text": "It is noon."}]},
+            {"role": "user", "content": [{"text": "thanks"}]},
+        ],
+        "inferenceConfig": {"maxTokens": 64},
     },
     "anthropic": {
         "model": "claude-emulated",
@@ -195,7 +233,62 @@ _G_CALL = {"role": "model", "parts": [{"functionCall": {"name": "get_time", "arg
 _G_RESPONSE = {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]}
 _GEMINI_3 = "/v1beta/models/gemini-3-pro-preview:generateContent"
 
+
+def _converse(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"messages": list(messages)}
+
+
+def _b(role: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "content": list(blocks)}
+
+
+def _use(call_id: str = "t1") -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": call_id, "name": "get_time", "input": {}}}
+
+
+def _res(call_id: str = "t1") -> dict[str, Any]:
+    return {"toolResult": {"toolUseId": call_id, "content": [{"text": "noon"}]}}
+
+
+_B_HI = _b("user", {"text": "hi"})
+_B_TEXT = {"text": "more"}
+_NOVA = "/model/amazon.nova-pro-v1%3A0/converse"
+
 VIOLATIONS: list[Violation] = [
+    # --- AWS Bedrock Converse
+    Violation("bedrock.request_schema", _converse(), expect="'messages'"),
+    Violation(
+        "bedrock.request_schema",
+        _converse({"role": "system", "content": []}),
+        expect="messages.1.member.role",
+    ),
+    Violation("bedrock.start_with_user", _converse(_b("assistant", _B_TEXT), _B_HI)),
+    Violation("bedrock.alternate_roles", _converse(_B_HI, _B_HI)),
+    Violation(
+        "bedrock.empty_content", _converse(_B_HI, _b("assistant"), _B_HI), expect="messages.1 is empty"
+    ),
+    Violation("bedrock.whitespace_text", _converse(_B_HI, _b("assistant", {"text": " \n"}), _B_HI)),
+    Violation(
+        "bedrock.too_many_tool_results",
+        _converse(_B_HI, _b("assistant", _use()), _b("user", _res(), _res("t2"))),
+        expect="messages.2.content",
+    ),
+    Violation("bedrock.too_many_tool_results", _converse(_b("user", _res()))),
+    Violation(
+        "bedrock.tool_results_first",
+        _converse(_B_HI, _b("assistant", _use()), _b("user", _B_TEXT, _res())),
+        expect="messages.2: Did not find 1 toolResult block(s) at the beginning of this message",
+    ),
+    Violation(
+        "bedrock.expected_tool_results",
+        _converse(_B_HI, _b("assistant", _use("t1"), _use("t2")), _b("user", _res("t1"), _res("t3"))),
+        expect="Expected toolResult blocks at messages.2.content for the following Ids: t2",
+    ),
+    Violation(
+        "bedrock.mixed_tool_result_turn",
+        _converse(_B_HI, _b("assistant", _use()), _b("user", _res(), _B_TEXT)),
+        path=_NOVA,
+    ),
     # --- Google Gemini
     Violation("gemini.request_schema", _gemini(), expect="contents is not specified"),
     Violation("gemini.request_schema", _gemini({"role": "user"}), expect="contents[0].parts"),

@@ -347,3 +347,35 @@ def test_google_genai_sdk_parses_generate_content(servers: dict[str, Emulator]) 
             contents=[{"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}],
         )
     assert (caught.value.code, caught.value.status) == (400, "INVALID_ARGUMENT")
+
+
+def test_bedrock_sdk_parses_converse(servers: dict[str, Emulator]) -> None:
+    boto3 = _sdk("boto3")
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=servers["bedrock"].sdk_base_url,
+        aws_access_key_id="dummy",
+        aws_secret_access_key="dummy",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=TIMEOUT, read_timeout=TIMEOUT),
+    )
+    model = "us.anthropic.claude-emulated-v1:0"
+    good = GOOD["bedrock"]
+    response = client.converse(modelId=model, messages=good["messages"], system=good["system"])
+    assert response["output"]["message"]["content"] == [{"text": "ok"}]
+    assert response["usage"]["totalTokens"] == 2
+    assert servers["bedrock"].last().path == PATHS["bedrock"]
+    events = list(client.converse_stream(modelId=model, messages=good["messages"])["stream"])
+    assert [next(iter(event)) for event in events] == [
+        "messageStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    ]
+    assert events[1]["contentBlockDelta"]["delta"] == {"text": "ok"}
+    assert servers["bedrock"].last().path.endswith("/converse-stream")
+    with pytest.raises(client.exceptions.ValidationException, match="must start with a user message"):
+        client.converse(modelId=model, messages=[{"role": "assistant", "content": [{"text": "x"}]}])
