@@ -30,6 +30,7 @@ PATHS: dict[str, str] = {
     "openai-responses": "/v1/responses",
     "gemini": "/v1beta/models/gemini-2.5-flash:generateContent",
     "bedrock": "/model/us.anthropic.claude-emulated-v1%3A0/converse",
+    "mistral": "/v1/chat/completions",
 }
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -133,6 +134,22 @@ GOOD: dict[str, dict[str, Any]] = {
         ],
         "inferenceConfig": {"maxTokens": 64},
     },
+    "mistral": {
+        "model": "mistral-large-latest",
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "time?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_chat_call("a1B2c3D4e"), _chat_call("Z9y8X7w6v")],
+            },
+            {"role": "tool", "tool_call_id": "a1B2c3D4e", "name": "get_time", "content": "noon"},
+            {"role": "tool", "tool_call_id": "Z9y8X7w6v", "name": "get_time", "content": "noon"},
+            {"role": "assistant", "content": "It is noon."},
+            {"role": "user", "content": "thanks"},
+        ],
+    },
     "anthropic": {
         "model": "claude-emulated",
         "max_tokens": 64,
@@ -198,6 +215,7 @@ def _user(*blocks: dict[str, Any]) -> dict[str, Any]:
 
 
 _HI = {"role": "user", "content": "hi"}
+_USER_LAST = {"role": "assistant", "content": "done"}
 _TEXT = {"type": "text", "text": "more"}
 
 
@@ -254,7 +272,40 @@ _B_HI = _b("user", {"text": "hi"})
 _B_TEXT = {"text": "more"}
 _NOVA = "/model/amazon.nova-pro-v1%3A0/converse"
 
+
+def _mistral(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "mistral-large-latest", "messages": list(messages)}
+
+
+def _m_calls(*ids: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": [_chat_call(call_id) for call_id in ids]}
+
+
+def _m_tool(call_id: str = "abcdefghi") -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "name": "get_time", "content": "noon"}
+
+
 VIOLATIONS: list[Violation] = [
+    # --- Mistral
+    Violation("mistral.request_schema", _mistral(), expect="at least one message"),
+    Violation("mistral.request_schema", _mistral({"role": "developer", "content": "x"})),
+    Violation(
+        "mistral.tool_call_id_format",
+        _mistral(_HI, _m_calls("call_1"), _m_tool("call_1")),
+        expect="Tool call id was call_1 but must be a-z, A-Z, 0-9, with a length of 9.",
+    ),
+    Violation("mistral.tool_call_id_format", _mistral(_HI, _m_calls("abcdefghi"), _m_tool("abcdefgh"))),
+    Violation("mistral.user_after_tool", _mistral(_HI, _m_calls("abcdefghi"), _m_tool(), _HI)),
+    Violation(
+        "mistral.unexpected_tool_role",
+        _mistral(_HI, _m_tool()),
+        expect="Unexpected role 'tool' after role 'user'",
+    ),
+    Violation(
+        "mistral.call_response_count",
+        _mistral(_HI, _m_calls("abcdefghi", "bcdefghij"), _m_tool(), _USER_LAST),
+    ),
+    Violation("mistral.call_response_count", _mistral(_HI, _m_calls("abcdefghi"), _HI)),
     # --- AWS Bedrock Converse
     Violation("bedrock.request_schema", _converse(), expect="'messages'"),
     Violation(

@@ -379,3 +379,31 @@ def test_bedrock_sdk_parses_converse(servers: dict[str, Emulator]) -> None:
     assert servers["bedrock"].last().path.endswith("/converse-stream")
     with pytest.raises(client.exceptions.ValidationException, match="must start with a user message"):
         client.converse(modelId=model, messages=[{"role": "assistant", "content": [{"text": "x"}]}])
+
+
+def test_mistral_error_codes(servers: dict[str, Emulator]) -> None:
+    cases = {"mistral.user_after_tool": "3230", "mistral.tool_call_id_format": "3280"}
+    for case in VIOLATIONS:
+        if case.rule in cases:
+            status, _, body = post(servers["mistral"], PATHS["mistral"], case.body)
+            payload = json.loads(body)
+            assert (status, payload["object"], payload["code"]) == (400, "error", cases[case.rule])
+
+
+def test_mistral_sdk_parses_chat(servers: dict[str, Emulator]) -> None:
+    try:  # mistralai 2.x moved the client into mistralai.client
+        from mistralai.client import Mistral
+    except ImportError:
+        Mistral = _sdk("mistralai").Mistral
+    client = Mistral(api_key="dummy", server_url=servers["mistral"].sdk_base_url, timeout_ms=5000)
+    good = GOOD["mistral"]
+    response = client.chat.complete(model=good["model"], messages=good["messages"])
+    assert (response.choices[0].message.content, response.usage.total_tokens) == ("ok", 2)
+    events = list(client.chat.stream(model=good["model"], messages=good["messages"]))
+    assert "".join(event.data.choices[0].delta.content or "" for event in events) == "ok"
+    assert servers["mistral"].last().body["stream"] is True
+    with pytest.raises(Exception, match="Unexpected role 'user' after role 'tool'") as caught:
+        client.chat.complete(
+            model=good["model"], messages=[*good["messages"][:5], {"role": "user", "content": "x"}]
+        )
+    assert getattr(caught.value, "status_code", 400) == 400

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from . import anthropic, bedrock, gemini, openai_chat, openai_responses
+from . import anthropic, bedrock, gemini, mistral, openai_chat, openai_responses
 from ._base import (
     DEFAULT_REQUEST_TIMEOUT,
     MALFORMED_JSON,
@@ -52,7 +52,7 @@ PROVIDER_APIS: tuple[str, ...] = (
     "mistral",
 )
 
-_MODULES = (openai_chat, openai_responses, anthropic, gemini, bedrock)
+_MODULES = (openai_chat, openai_responses, anthropic, gemini, bedrock, mistral)
 _SPECS: dict[str, ApiSpec] = {module.SPEC.api: module.SPEC for module in _MODULES}
 _SDK_SUFFIX = {"openai-chat": "/v1", "openai-responses": "/v1"}
 

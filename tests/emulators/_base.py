@@ -124,8 +124,8 @@ class ApiSpec:
     route: Callable[[str, str], Route | None]
     #: Route and body of an accepted request -> the minimal valid answer.
     ok: Callable[[Route, Mapping[str, Any]], Reply]
-    #: status and message -> the provider's error reply.
-    error: Callable[[int, str], Reply]
+    #: status, message and the rejecting rule id (None: an HTTP-level error) -> the error reply.
+    error: Callable[[int, str, str | None], Reply]
     #: Rules that only the opt-in `strict_templates` flag enforces (OpenAI-compatible templates).
     optional: frozenset[str] = field(default_factory=frozenset)
 
@@ -280,7 +280,7 @@ class Emulator:
         if verdict.accepted:
             assert isinstance(verdict.body, Mapping) and route is not None
             return self.spec.ok(route, verdict.body)
-        return self.spec.error(verdict.status, verdict.message)
+        return self.spec.error(verdict.status, verdict.message, verdict.rule)
 
     def clear(self) -> None:
         """Forget every recorded verdict."""

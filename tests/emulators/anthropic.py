@@ -315,7 +315,7 @@ def ok(route: Route, body: Mapping[str, Any]) -> Reply:
     return sse([(name, {"type": name, **data}) for name, data in events])
 
 
-def error(status: int, message: str) -> Reply:
+def error(status: int, message: str, rule: str | None) -> Reply:
     kind = "not_found_error" if status == 404 else "invalid_request_error"
     return json_reply(status, {"type": "error", "error": {"type": kind, "message": message}})
 

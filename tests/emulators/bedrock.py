@@ -239,7 +239,7 @@ def ok(route: Route, body: Mapping[str, Any]) -> Reply:
     return Reply(200, {"Content-Type": "application/vnd.amazon.eventstream"}, stream)
 
 
-def error(status: int, message: str) -> Reply:
+def error(status: int, message: str, rule: str | None) -> Reply:
     kind = "ValidationException" if status == 400 else "UnknownOperationException"
     return json_reply(
         status, {"message": message}, {"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/"}

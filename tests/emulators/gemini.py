@@ -216,7 +216,7 @@ def ok(route: Route, body: Mapping[str, Any]) -> Reply:
     return sse([(None, chunk)])
 
 
-def error(status: int, message: str) -> Reply:
+def error(status: int, message: str, rule: str | None) -> Reply:
     state = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}.get(status, "UNKNOWN")
     return json_reply(status, {"error": {"code": status, "message": message, "status": state}})
 

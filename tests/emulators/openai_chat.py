@@ -193,7 +193,7 @@ def ok(route: Route, body: Mapping[str, Any]) -> Reply:
     return sse(events)
 
 
-def error(status: int, message: str) -> Reply:
+def error(status: int, message: str, rule: str | None) -> Reply:
     kind = "invalid_request_error"
     return json_reply(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
 

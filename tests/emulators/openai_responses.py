@@ -213,7 +213,7 @@ def ok(route: Route, body: Mapping[str, Any]) -> Reply:
     )
 
 
-def error(status: int, message: str) -> Reply:
+def error(status: int, message: str, rule: str | None) -> Reply:
     payload = {"message": message, "type": "invalid_request_error", "param": "input", "code": None}
     return json_reply(status, {"error": payload})
 
