@@ -69,6 +69,7 @@ def test_every_rule_has_a_selftest() -> None:
     tested = {case.rule for case in VIOLATIONS}
     assert [rule.id for rule in emulators.all_rules() if rule.id not in tested] == []
     assert {rule.api for rule in emulators.all_rules()} == set(BUILT)
+    assert BUILT == PROVIDER_APIS  # every API has a valid request and a path in emulator_cases
 
 
 @pytest.mark.parametrize("api", BUILT)
@@ -115,6 +116,25 @@ def test_unverified_rules_switch_off(case: Violation) -> None:
         _api(case), case.body, path=_path(case), enforce_unverified=False, strict_templates=True
     )
     assert verdict.rule != case.rule
+
+
+def test_a_server_without_unverified_rules_accepts_their_violations() -> None:
+    case = next(case for case in VIOLATIONS if case.rule == "anthropic.first_message_user")
+    with emulators.serve("anthropic", enforce_unverified=False) as emulator:
+        assert post(emulator, _path(case), case.body)[0] == 200
+        assert emulator.last().accepted
+        broken = next(case for case in VIOLATIONS if case.rule == "anthropic.tool_use_without_result")
+        assert post(emulator, _path(broken), broken.body)[0] == 400  # verified rules still hold
+
+
+def test_every_module_documents_its_rules() -> None:
+    import importlib
+
+    for module_name in ("openai_chat", "openai_responses", "anthropic", "gemini", "bedrock", "mistral"):
+        module = importlib.import_module(f"emulators.{module_name}")
+        doc = module.__doc__ or ""
+        for rule in module.SPEC.rules:
+            assert rule.id.split(".", 1)[1] in doc, f"{rule.id} is not described in {module_name}'s docstring"
 
 
 def test_template_rules_are_opt_in() -> None:
@@ -181,6 +201,22 @@ def test_a_stalled_request_is_dropped_not_hung() -> None:
             assert time.monotonic() - started < TIMEOUT
         assert emulator.verdicts == []
         assert post(emulator, PATHS["openai-chat"], GOOD["openai-chat"])[0] == 200  # still serving
+
+
+def test_a_chunked_request_body_is_read(servers: dict[str, Emulator]) -> None:
+    payload = json.dumps(GOOD["openai-chat"]).encode()
+    chunked = (
+        b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[:10], payload[10:])) + b"0\r\n\r\n"
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", servers["openai-chat"].port, timeout=TIMEOUT)
+    try:
+        connection.putrequest("POST", PATHS["openai-chat"])
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders(chunked)
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+    assert servers["openai-chat"].last().body == GOOD["openai-chat"]
 
 
 def test_streaming_openai_chat_is_sse_with_usage(servers: dict[str, Emulator]) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "spec",
 ]
 
+#: The emulated APIs (stable names, used in tables).
 PROVIDER_APIS: tuple[str, ...] = (
     "openai-chat",
     "openai-responses",
@@ -61,8 +62,6 @@ def spec(api: str) -> ApiSpec:
     """The emulated API called `api` (ValueError naming the valid ones otherwise)."""
     if api not in PROVIDER_APIS:
         raise ValueError(f"unknown provider API {api!r}; valid: {', '.join(PROVIDER_APIS)}")
-    if api not in _SPECS:
-        raise ValueError(f"the {api} emulator is not built yet; available: {', '.join(_SPECS)}")
     return _SPECS[api]
 
 
@@ -103,4 +102,4 @@ def judge(
 
 def all_rules() -> tuple[Rule, ...]:
     """Every rule of every emulated API, in PROVIDER_APIS order."""
-    return tuple(rule for api in PROVIDER_APIS if api in _SPECS for rule in _SPECS[api].rules)
+    return tuple(rule for api in PROVIDER_APIS for rule in _SPECS[api].rules)

@@ -157,9 +157,9 @@ def judge_spec(
             continue
         if rule.id in spec.optional and not strict_templates:
             continue
-        message = check(body, model)
-        if message is not None:
-            return Verdict(False, rule.id, rule.verified, 400, message, path, body)
+        broken = check(body, model)
+        if broken is not None:
+            return Verdict(False, rule.id, rule.verified, 400, broken, path, body)
     return Verdict(True, None, None, 200, "", path, body)
 
 
@@ -174,15 +174,15 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
-        self.timeout = self.server.emulator.request_timeout  # socket timeout: never hang
         super().setup()
+        self.connection.settimeout(self.server.emulator.request_timeout)  # never hang on a client
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: pytest shows verdicts instead
         return
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
