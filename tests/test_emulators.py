@@ -182,6 +182,17 @@ def test_unknown_api_names_the_valid_ones() -> None:
         emulators.judge("cohere", {})
 
 
+def test_a_server_that_cannot_bind_names_its_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emulators import _base
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(_base._Server, "__init__", refuse)
+    with pytest.raises(RuntimeError, match=r"the bedrock emulator cannot start on 127\.0\.0\.1: .*in use"):
+        emulators.serve("bedrock")
+
+
 def test_last_and_clear() -> None:
     with emulators.serve("openai-chat") as emulator:
         with pytest.raises(LookupError, match=r"openai-chat emulator .* has received no request"):
