@@ -1,0 +1,323 @@
+"""Anthropic Messages: POST /v1/messages (also `?beta=true`, the beta client); SDK base_url: base_url.
+
+Rules enforced, verified ones first, in this order (wording from shared/spec/providers.md,
+"Anthropic Messages", unless said otherwise):
+- request_schema: `messages` is a non-empty list of objects with role user/assistant and string or
+  list content (schema validation; wording in the API's schema-error style, not quoted there).
+- tool_use_id_pattern: every `tool_use` id matches ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048).
+- empty_text: no text block with empty text, also inside tool_result content.
+- multiple_results: one `tool_result` per `tool_use` id within a message (hindsight#4250).
+- tool_use_without_result: every `tool_use` answered in the immediately next (user) message.
+- unexpected_tool_result: every `tool_result` answers a `tool_use` of the previous assistant message.
+- code_execution_without_result: a `server_tool_use` named *code_execution* has its result block
+  in the same message (pydantic-ai #6401; verified for code execution only).
+- thinking_signature: a thinking block carries a non-empty `signature` (redacted: `data`); the
+  emulator cannot check a signature cryptographically, so any non-empty string passes.
+Unverified (off with enforce_unverified=False):
+- tool_use_id_unique: no tool_use id twice in the request (wording secondhand).
+- empty_message: every message but an optional final assistant one has non-empty content.
+- server_tool_use_without_result: the same pairing for every other server tool (web_search, ...).
+- tool_result_first: tool_result blocks come first in their user message (no quoted wording: ours).
+- first_message_user: the first message has the user role.
+Consecutive same-role messages are accepted as sent; the pairing rules see them unmerged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ._base import ApiSpec, Check, Reply, Route, Rule, json_reply, model_of, sse
+
+__all__ = ["SPEC"]
+
+API = "anthropic"
+ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def _rule(name: str, verified: bool, message: str) -> Rule:
+    return Rule(f"{API}.{name}", API, verified, message)
+
+
+SCHEMA = _rule("request_schema", True, "{detail}")
+PATTERN = _rule(
+    "tool_use_id_pattern",
+    True,
+    "messages.{n}.content.{m}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+)
+EMPTY_TEXT = _rule("empty_text", True, "messages: text content blocks must be non-empty")
+MULTIPLE = _rule(
+    "multiple_results",
+    True,
+    "each tool_use must have a single result. Found multiple tool_result blocks with id: {id}",
+)
+NO_RESULT = _rule(
+    "tool_use_without_result",
+    True,
+    "messages.{n}: tool_use ids were found without tool_result blocks immediately after: {ids}. "
+    "Each tool_use block must have a corresponding tool_result block in the next message.",
+)
+UNEXPECTED = _rule(
+    "unexpected_tool_result",
+    True,
+    "messages.{n}.content.{m}: unexpected tool_use_id found in tool_result blocks: {id}. "
+    "Each tool_result block must have a corresponding tool_use block in the previous message.",
+)
+CODE_EXECUTION = _rule(
+    "code_execution_without_result",
+    True,
+    "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
+)
+SIGNATURE = _rule("thinking_signature", True, "messages.{n}.content.{m}: Invalid signature in thinking block")
+UNIQUE = _rule("tool_use_id_unique", False, "messages.{n}.content.{m}: tool_use ids must be unique")
+EMPTY_MESSAGE = _rule(
+    "empty_message",
+    False,
+    "messages.{n}: all messages must have non-empty content except for the optional final assistant message",
+)
+SERVER_TOOL = _rule(
+    "server_tool_use_without_result",
+    False,
+    "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
+)
+RESULT_FIRST = _rule(
+    "tool_result_first",
+    False,
+    "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
+)
+FIRST_USER = _rule("first_message_user", False, 'messages: first message must use the "user" role')
+
+
+def _messages(body: Mapping[str, Any]) -> list[Any]:
+    messages = body.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def _blocks(message: object) -> list[Any]:
+    """A message's content blocks (string content is one text block)."""
+    if not isinstance(message, Mapping):
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _typed(message: object, kind: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """(index, block) for every block of type `kind` in `message`."""
+    for index, block in enumerate(_blocks(message)):
+        if isinstance(block, Mapping) and block.get("type") == kind:
+            yield index, block
+
+
+def _role(message: object) -> object:
+    return message.get("role") if isinstance(message, Mapping) else None
+
+
+def check_schema(body: Mapping[str, Any], model: str) -> str | None:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    for n, message in enumerate(messages):
+        if _role(message) not in ("user", "assistant"):
+            return f"messages.{n}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(message.get("content"), (str, list)):
+            return f"messages.{n}.content: Input should be a valid list"
+    return None
+
+
+def check_pattern(body: Mapping[str, Any], model: str) -> str | None:
+    for n, message in enumerate(_messages(body)):
+        for m, block in _typed(message, "tool_use"):
+            if not isinstance(block.get("id"), str) or not ID_PATTERN.match(block["id"]):
+                return PATTERN.message.format(n=n, m=m)
+    return None
+
+
+def _texts(blocks: list[Any]) -> Iterator[Mapping[str, Any]]:
+    for block in blocks:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            yield block
+        elif (
+            isinstance(block, Mapping)
+            and block.get("type") == "tool_result"
+            and isinstance(block.get("content"), list)
+        ):
+            yield from _texts(block["content"])
+
+
+def check_empty_text(body: Mapping[str, Any], model: str) -> str | None:
+    for message in _messages(body):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list) and any(block.get("text") == "" for block in _texts(content)):
+            return EMPTY_TEXT.message
+    return None
+
+
+def check_multiple(body: Mapping[str, Any], model: str) -> str | None:
+    for message in _messages(body):
+        seen: set[object] = set()
+        for _, block in _typed(message, "tool_result"):
+            if block.get("tool_use_id") in seen:
+                return MULTIPLE.message.format(id=block.get("tool_use_id"))
+            seen.add(block.get("tool_use_id"))
+    return None
+
+
+def _call_ids(message: object) -> list[object]:
+    if _role(message) != "assistant":
+        return []
+    return [block.get("id") for _, block in _typed(message, "tool_use")]
+
+
+def check_no_result(body: Mapping[str, Any], model: str) -> str | None:
+    messages = _messages(body)
+    for n, message in enumerate(messages):
+        following = messages[n + 1] if n + 1 < len(messages) and _role(messages[n + 1]) == "user" else None
+        answered = {block.get("tool_use_id") for _, block in _typed(following, "tool_result")}
+        missing = [str(call) for call in _call_ids(message) if call not in answered]
+        if missing:
+            return NO_RESULT.message.format(n=n, ids=", ".join(missing))
+    return None
+
+
+def check_unexpected(body: Mapping[str, Any], model: str) -> str | None:
+    messages = _messages(body)
+    for n, message in enumerate(messages):
+        if _role(message) != "user":
+            continue
+        calls = _call_ids(messages[n - 1]) if n > 0 else []
+        for m, block in _typed(message, "tool_result"):
+            if block.get("tool_use_id") not in calls:
+                return UNEXPECTED.message.format(n=n, m=m, id=block.get("tool_use_id"))
+    return None
+
+
+def _unpaired_server_tools(body: Mapping[str, Any]) -> Iterator[tuple[str, object]]:
+    """(name, id) of every server_tool_use whose result block is not in the same message."""
+    for message in _messages(body):
+        results = {
+            block.get("tool_use_id")
+            for block in _blocks(message)
+            if isinstance(block, Mapping) and str(block.get("type", "")).endswith("_tool_result")
+        }
+        for _, block in _typed(message, "server_tool_use"):
+            if block.get("id") not in results:
+                yield str(block.get("name")), block.get("id")
+
+
+def check_code_execution(body: Mapping[str, Any], model: str) -> str | None:
+    for name, call in _unpaired_server_tools(body):
+        if "code_execution" in name:
+            return CODE_EXECUTION.message.format(name=name, id=call)
+    return None
+
+
+def check_server_tool(body: Mapping[str, Any], model: str) -> str | None:
+    for name, call in _unpaired_server_tools(body):
+        return SERVER_TOOL.message.format(name=name, id=call)
+    return None
+
+
+def check_signature(body: Mapping[str, Any], model: str) -> str | None:
+    for n, message in enumerate(_messages(body)):
+        for kind, field in (("thinking", "signature"), ("redacted_thinking", "data")):
+            for m, block in _typed(message, kind):
+                if not isinstance(block.get(field), str) or not block[field]:
+                    return SIGNATURE.message.format(n=n, m=m)
+    return None
+
+
+def check_unique(body: Mapping[str, Any], model: str) -> str | None:
+    seen: set[object] = set()
+    for n, message in enumerate(_messages(body)):
+        for m, block in _typed(message, "tool_use"):
+            if block.get("id") in seen:
+                return UNIQUE.message.format(n=n, m=m)
+            seen.add(block.get("id"))
+    return None
+
+
+def check_empty_message(body: Mapping[str, Any], model: str) -> str | None:
+    messages = _messages(body)
+    for n, message in enumerate(messages):
+        final_assistant = n == len(messages) - 1 and _role(message) == "assistant"
+        empty = not _blocks(message) or _blocks(message) == [{"type": "text", "text": ""}]
+        if empty and not final_assistant:
+            return EMPTY_MESSAGE.message.format(n=n)
+    return None
+
+
+def check_result_first(body: Mapping[str, Any], model: str) -> str | None:
+    for n, message in enumerate(_messages(body)):
+        other = False
+        for m, block in enumerate(_blocks(message)):
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                if other:
+                    return RESULT_FIRST.message.format(n=n, m=m)
+            else:
+                other = True
+    return None
+
+
+def check_first_user(body: Mapping[str, Any], model: str) -> str | None:
+    messages = _messages(body)
+    return FIRST_USER.message if messages and _role(messages[0]) != "user" else None
+
+
+CHECKS: tuple[tuple[Rule, Check], ...] = (
+    (SCHEMA, check_schema),
+    (PATTERN, check_pattern),
+    (EMPTY_TEXT, check_empty_text),
+    (MULTIPLE, check_multiple),
+    (NO_RESULT, check_no_result),
+    (UNEXPECTED, check_unexpected),
+    (CODE_EXECUTION, check_code_execution),
+    (SIGNATURE, check_signature),
+    (UNIQUE, check_unique),
+    (EMPTY_MESSAGE, check_empty_message),
+    (SERVER_TOOL, check_server_tool),
+    (RESULT_FIRST, check_result_first),
+    (FIRST_USER, check_first_user),
+)
+
+
+def route(path: str, query: str) -> Route | None:
+    return Route("", False) if path == "/v1/messages" else None
+
+
+def ok(route: Route, body: Mapping[str, Any]) -> Reply:
+    message: dict[str, Any] = {
+        "id": "msg_emulated",
+        "type": "message",
+        "role": "assistant",
+        "model": model_of(route, body),
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    if not route.stream:
+        return json_reply(200, message)
+    start = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 0}}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"message": start}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
+        ("content_block_stop", {"index": 0}),
+        (
+            "message_delta",
+            {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}},
+        ),
+        ("message_stop", {}),
+    ]
+    return sse([(name, {"type": name, **data}) for name, data in events])
+
+
+def error(status: int, message: str, rule: str | None) -> Reply:
+    kind = "not_found_error" if status == 404 else "invalid_request_error"
+    return json_reply(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+SPEC = ApiSpec(API, CHECKS, route, ok, error)
