@@ -1,6 +1,7 @@
 """histfix: repair and trim pydantic-ai message histories on every release from 1.0.0 on.
 
-``repair`` gives the newest upstream ``repair_messages`` behaviour in the installed release's own
+``classify`` says where a stored history stands (complete, waiting on calls or a request,
+interrupted, broken) before you persist or continue it. ``repair`` gives the newest upstream ``repair_messages`` behaviour in the installed release's own
 types; ``keep_last_turns`` and ``trim_to_budget`` trim without splitting a tool call from its
 result; ``agent_options`` wires repair (and trimming) into an ``Agent`` on every release.
 Importing histfix does not import pydantic-ai; the first call does.
@@ -13,6 +14,7 @@ from ._api import (
     BackendInfo,
     backend_info,
     check,
+    classify,
     dump_json,
     is_provider_valid,
     keep_last_turns,
@@ -23,6 +25,8 @@ from ._api import (
 )
 from ._changes import Change, ChangeKind, RepairReport
 from ._problems import Problem, ProblemKind
+from ._state import HistoryState, HistoryStateKind
+from ._synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY, is_synthesized
 from ._tokens import BudgetExceededError, estimate_tokens
 from ._wiring import RepairProcessor, agent_options
 
@@ -32,17 +36,23 @@ __all__ = [
     "BudgetExceededError",
     "Change",
     "ChangeKind",
+    "HistoryState",
+    "HistoryStateKind",
     "Problem",
     "ProblemKind",
     "RepairProcessor",
     "RepairReport",
+    "SYNTHESIZED_CONTENT",
+    "SYNTHESIZED_TOOL_RETURN_METADATA_KEY",
     "__version__",
     "agent_options",
     "backend_info",
     "check",
+    "classify",
     "dump_json",
     "estimate_tokens",
     "is_provider_valid",
+    "is_synthesized",
     "keep_last_turns",
     "load_json",
     "repair",

@@ -9,9 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ._changes import RepairReport
+from ._changes import Change, RepairReport
 from ._inputs import as_history, check_messages
 from ._problems import Problem
+from ._state import HistoryState
 from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ __all__ = [
     "BackendInfo",
     "backend_info",
     "check",
+    "classify",
     "dump_json",
     "is_provider_valid",
     "keep_last_turns",
@@ -33,6 +35,9 @@ __all__ = [
 
 Backend = Literal["auto", "upstream", "histfix"]
 _BACKENDS = ("auto", "upstream", "histfix")
+#: What ``repair(..., orphans=)`` does with a result whose call is not in the history.
+Orphans = Literal["drop", "note"]
+_ORPHANS = ("drop", "note")
 #: Environment variable that makes ``backend="auto"`` take one path (for comparing releases).
 BACKEND_ENV = "HISTFIX_BACKEND"
 #: Repair is silent; with this logger at DEBUG it writes one record per change it makes.
@@ -56,6 +61,22 @@ def _forced_backend() -> str:
     if forced and forced not in ("upstream", "histfix"):
         raise ValueError(f"{BACKEND_ENV}={forced!r}: use 'upstream' or 'histfix', or leave it unset")
     return forced
+
+
+def _check_flags(repair_last_response: object, orphans: object) -> None:
+    if not isinstance(repair_last_response, bool):
+        raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
+    if orphans not in _ORPHANS:
+        raise ValueError(f"orphans must be one of {', '.join(map(repr, _ORPHANS))}, got {orphans!r}")
+
+
+def _noted(history: Sequence[ModelMessage], orphans: str) -> tuple[Sequence[ModelMessage], list[Change]]:
+    """With ``orphans="note"``, the history with its orphaned results replaced by notes."""
+    if orphans != "note":
+        return history, []
+    from ._notes import note_orphans
+
+    return note_orphans(history)
 
 
 def _require_pydantic_ai() -> None:
@@ -93,30 +114,33 @@ def repair(
     *,
     repair_last_response: bool = True,
     backend: Backend = "auto",
+    orphans: Orphans = "drop",
 ) -> list[ModelMessage]:
     """Return a provider-valid copy of ``messages``, as the newest pydantic-ai repairs it.
 
     Orphaned tool results are dropped, every dangling tool call gets a synthesized return marked
     ``{'pydantic_ai_synthesized_tool_return': True}``, and consecutive compatible messages are
     merged. With ``repair_last_response=False`` the calls of the last response are left open (they
-    can still be run). ``backend`` forces upstream's ``repair_messages`` or histfix's own walk;
-    ``"auto"`` picks as :func:`backend_info` says. The input is never mutated.
+    can still be run). ``orphans="note"`` keeps each orphaned result, in its place, as a marked
+    user note carrying the tool name and content, instead of dropping it (upstream's ``"drop"``).
+    ``backend`` forces upstream's ``repair_messages`` or histfix's own walk; ``"auto"`` picks as
+    :func:`backend_info` says. The input is never mutated.
     """
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
-    if not isinstance(repair_last_response, bool):
-        raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
+    _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair")
     from . import _compat, _release
 
     _require_pydantic_ai()
     if backend == "auto":
         backend = _auto_backend(_forced_backend())
+    history, notes = _noted(history, orphans)
     if logger.isEnabledFor(logging.DEBUG):
         from ._report import repair_with_changes
 
         report = repair_with_changes(history, repair_last_response)
-        for change in report.changes:
+        for change in [*notes, *report.changes]:
             logger.debug("%s", change)
         if backend == "histfix":
             return report.messages  # the same walk already ran
@@ -178,18 +202,36 @@ def trim_to_budget(
     return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)
 
 
-def check(messages: Sequence[ModelMessage]) -> list[Problem]:
+def check(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> list[Problem]:
     """Every problem in ``messages`` that a strict provider rejects or ``repair`` would change.
 
     Dangling and shadowed calls, orphaned, early, duplicate and late results, consecutive
     messages that repair merges, and parts sitting between tool results, each located by message
-    and part index, in order. The same rules on every release; an empty list means valid.
+    and part index, in order. The same rules on every release; an empty list means valid. With
+    ``repair_last_response=False`` the last response's open calls are left alone, as ``repair``
+    leaves them then (they may still run, or get deferred results).
     """
+    _check_flags(repair_last_response, "drop")
     history = as_history(messages, function="check")
     _require_pydantic_ai()
     from ._check import check_history
 
-    return check_history(history)
+    return check_history(history, repair_last_response)
+
+
+def classify(messages: Sequence[ModelMessage]) -> HistoryState:
+    """Where a stored history stands before you persist or continue it (see :class:`HistoryState`).
+
+    ``"complete"``, ``"pending_calls"`` (the last response's calls can still run or get deferred
+    results/approvals), ``"pending_request"``, ``"interrupted"`` (marked so by pydantic-ai, where
+    the release has ``state``) or ``"broken"`` (with the problems outside the frontier). Takes
+    what :func:`repair` takes and fails the same way.
+    """
+    history = as_history(messages, function="classify")
+    _require_pydantic_ai()
+    from ._classify import classify_history
+
+    return classify_history(history)
 
 
 def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
@@ -197,19 +239,26 @@ def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
     return not check(messages)
 
 
-def repair_report(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> RepairReport:
+def repair_report(
+    messages: Sequence[ModelMessage], *, repair_last_response: bool = True, orphans: Orphans = "drop"
+) -> RepairReport:
     """Repair ``messages`` and say what changed: dropped results, synthesized returns, merges, moves.
 
     Runs histfix's own walk on every release (on 2.60.0+ it gives exactly upstream's output), so
-    the report describes precisely the history it returns.
+    the report describes precisely the history it returns; with ``orphans="note"`` it lists each
+    orphaned result kept as a note (with its content's preview) instead of dropped.
     """
-    if not isinstance(repair_last_response, bool):
-        raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
+    _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair_report")
     _require_pydantic_ai()
     from ._report import repair_with_changes
 
-    return repair_with_changes(history, repair_last_response)
+    history, notes = _noted(history, orphans)
+    report = repair_with_changes(history, repair_last_response)
+    if not notes:
+        return report
+    changes = sorted([*notes, *report.changes], key=lambda c: c.message_index)
+    return RepairReport(report.messages, tuple(changes))
 
 
 def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:

@@ -157,9 +157,13 @@ def _shape_problems(
     return problems
 
 
-def check_history(messages: Sequence[ModelMessage]) -> list[Problem]:
-    """Every problem in ``messages``, ordered by position."""
-    pairing = pair(messages, repair_last_response=True)
+def check_history(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[Problem]:
+    """Every problem in ``messages``, ordered by position.
+
+    With ``repair_last_response=False`` the last response's calls without results are not
+    problems (they may still run), exactly as ``repair`` leaves them alone then.
+    """
+    pairing = pair(messages, repair_last_response=repair_last_response)
     problems = _call_problems(messages, pairing.dangling)
     for index in sorted({*pairing.orphans, *pairing.duplicates, *pairing.late}):
         request = messages[index]

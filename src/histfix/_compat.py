@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from ._load_probes import return_tool_kind_loads
+from ._load_probes import message_value_kept, return_tool_kind_loads
 
 __all__ = [
     "HAS_REPAIR_MESSAGES",
@@ -27,6 +27,7 @@ __all__ = [
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
+    "interrupted_state",
     "return_tool_kind_loads",
 ]
 
@@ -79,6 +80,12 @@ OUTCOME_RETRIED: bool
 #   release loads, for _portable.
 # _wiring.process_history_class(): the ``ProcessHistory`` capability, first in 1.87.0
 #   (``history_processors=`` warns from 1.96.0 and is rejected from 2.0.0).
+
+
+
+def interrupted_state(message_kind: str) -> bool:  # issue 11: where classify() can see 'interrupted'
+    """``state='interrupted'`` on a ``ModelResponse`` (first in 1.92.0) or ``ModelRequest`` (2.0.0)."""
+    return message_value_kept(message_kind, "state", "interrupted")
 
 
 def __getattr__(name: str) -> Any:
