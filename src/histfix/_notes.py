@@ -35,7 +35,9 @@ def _content_text(content: object) -> str:
 
 
 def _note(part: ToolReturnPart | RetryPromptPart) -> UserPromptPart:
-    what = "asked for a retry" if isinstance(part, RetryPromptPart) else "returned"
+    # A tool-bound retry: a RetryPromptPart, or from 2.60.0 the same retry loaded as outcome='retried'.
+    retried = isinstance(part, RetryPromptPart) or getattr(part, "outcome", None) == "retried"
+    what = "asked for a retry" if retried else "returned"
     text = (
         f"{ORPHAN_NOTE_PREFIX} Tool {part.tool_name!r} (call {part.tool_call_id!r}) {what} the "
         f"following, but the call that asked for it is no longer in this history:\n"

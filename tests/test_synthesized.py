@@ -1,0 +1,75 @@
+"""histfix.SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY and is_synthesized, on every release.
+
+True for the returns histfix synthesizes and for those upstream synthesizes (``repair_messages``
+from 2.53.0, the on-the-wire repair from 2.10.0), also after a JSON round trip; False otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai import messages as pai
+
+import histfix
+
+from dsl import INTERRUPTED, MARKER, call, load, native_call, native_return, real, req, resp, ret, user
+from strict import StrictModel, StrictProviderError
+
+ABORTED = [req(user("test")), resp(call("retrieve_documents", "call_1"), at=5), req(user("test"))]
+
+
+def synthesized(messages: list[pai.ModelMessage]) -> list[object]:
+    return [p for m in messages for p in m.parts if histfix.is_synthesized(p)]
+
+
+def test_names_match_the_strings_upstream_uses() -> None:
+    assert histfix.SYNTHESIZED_TOOL_RETURN_METADATA_KEY == MARKER
+    assert histfix.SYNTHESIZED_CONTENT == INTERRUPTED
+    for name, ours in [
+        ("SYNTHESIZED_TOOL_RETURN_METADATA_KEY", histfix.SYNTHESIZED_TOOL_RETURN_METADATA_KEY),
+        ("INTERRUPTED_TOOL_RETURN_CONTENT", histfix.SYNTHESIZED_CONTENT),
+    ]:
+        if hasattr(pai, name):  # upstream's own names, where the release has them
+            assert getattr(pai, name) == ours
+    from histfix import _walk
+
+    assert (_walk.SYNTHESIZED_MARKER, _walk.SYNTHESIZED_CONTENT) == (
+        histfix.SYNTHESIZED_TOOL_RETURN_METADATA_KEY,
+        histfix.SYNTHESIZED_CONTENT,
+    )
+
+
+@pytest.mark.parametrize("backend", ["histfix", "auto", "upstream"])
+def test_true_for_what_repair_synthesizes(backend: histfix.Backend) -> None:
+    if backend == "upstream" and not hasattr(pai, "repair_messages"):
+        pytest.skip("pydantic_ai.messages.repair_messages arrived in 2.53.0")
+    repaired = histfix.repair(load(ABORTED), backend=backend)
+    (closing,) = synthesized(repaired)
+    assert isinstance(closing, pai.ToolReturnPart) and closing.tool_call_id == "call_1"
+    assert synthesized(histfix.load_json(histfix.dump_json(repaired))) == [closing]
+
+
+def test_true_for_what_pydantic_ai_repairs_on_the_wire() -> None:
+    model = StrictModel()
+    history = load(ABORTED)
+    try:
+        Agent(model.model).run_sync(None, message_history=history)
+    except StrictProviderError as exc:  # before 2.10.0 the broken history goes out as it is and is rejected
+        assert "No tool output found for function call call_1" in str(exc)
+        pytest.skip("pydantic-ai repairs on the wire from 2.10.0")
+    (sent,) = model.received
+    (closing,) = synthesized(sent)
+    assert closing.tool_call_id == "call_1"  # type: ignore[attr-defined]
+
+
+def test_false_for_everything_else() -> None:
+    history = load(
+        [
+            req(user("q")),
+            real(call("get", "c1"), native_call("web_search", "n1"), native_return("web_search", "n1")),
+            req(ret("get", "c1", INTERRUPTED), ret("get", "c1", "x", metadata={MARKER: False})),
+        ]
+    )
+    assert synthesized(history) == []
+    for other in (None, "tool-return", {"part_kind": "tool-return", "metadata": {MARKER: True}}, 3):
+        assert histfix.is_synthesized(other) is False
