@@ -3,21 +3,27 @@
 Repairing and judging are separate jobs: ``repair`` makes any history sendable, ``classify`` says
 whether the stored one can be persisted and continued as it is. It reads the validator's
 problems and sets apart the one thing that is not damage: the last response's calls without
-results, when nothing but results of their siblings follows them (the frontier).
+results, when nothing but results of their siblings follows them (the frontier). Consecutive
+messages that repair would merge are not damage either: pydantic-ai writes them itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
 from . import _compat
 from ._check import check_history
 from ._parts import stays_between_results
+from ._problems import Problem
 from ._state import HistoryState
 
 __all__ = ["classify_history"]
+
+#: Problems that are only a merge ``repair`` would make: pydantic-ai stores such runs itself (a
+#: resume with deferred results appends a second request) and merges them before each request.
+_MERGES_ONLY = frozenset({"consecutive_requests", "consecutive_responses"})
 
 
 def _marked_interrupted(message: ModelMessage, message_kind: str) -> bool:
@@ -25,9 +31,30 @@ def _marked_interrupted(message: ModelMessage, message_kind: str) -> bool:
     return _compat.interrupted_state(message_kind) and getattr(message, "state", None) == "interrupted"
 
 
+def _late_only_by_a_split(messages: Sequence[ModelMessage], problem: Problem) -> bool:
+    """Whether a late result follows its call with nothing but requests in between.
+
+    pydantic-ai stores a resume's results as a request after the earlier results' request, and
+    merges the two before sending; such a result is late only until that merge.
+    """
+    index = problem.message_index - 1
+    while index >= 0 and isinstance(messages[index], ModelRequest):
+        index -= 1
+    if index < 0:
+        return False
+    response = messages[index]
+    return any(
+        isinstance(part, ToolCallPart) and part.tool_call_id == problem.tool_call_id for part in response.parts
+    )
+
+
 def classify_history(messages: Sequence[ModelMessage]) -> HistoryState:
     """The state of ``messages``; raises ``TypeError`` for an element that is not a message."""
-    problems = check_history(messages, repair_last_response=True)
+    problems = [
+        p
+        for p in check_history(messages, repair_last_response=True)
+        if p.kind not in _MERGES_ONLY and not (p.kind == "late_result" and _late_only_by_a_split(messages, p))
+    ]
     if not messages:
         return HistoryState("complete")
     last_response = next(

@@ -28,6 +28,7 @@ class HistoryState:
       ``state='interrupted'`` (on releases that have that field): ``pending_call_ids`` will never
       run; ``repair`` closes them.
     - ``"broken"``: ``problems`` lists what is wrong outside the frontier; ``repair`` fixes it.
+      (Consecutive messages ``repair`` would merge do not count: pydantic-ai stores them itself.)
 
     ``problems`` is empty unless the kind is ``"broken"``; ``pending_call_ids`` names the last
     response's unanswered calls, in order, whatever the kind.
