@@ -43,7 +43,13 @@ PARIS = req(ret("weather", "c_paris", "14C", at=3))
 SHAPES: list[tuple[str, list[Json], str, tuple[str, ...], str | None]] = [
     ("empty", [], "complete", (), None),
     ("answered", [ASK, real(text("hi"), at=2)], "complete", (), None),
-    ("tool_loop_done", [ASK, BOTH, req(ret("weather", "c_paris"), ret("weather", "c_rome")), real(text("ok"))], "complete", (), None),
+    (
+        "tool_loop_done",
+        [ASK, BOTH, req(ret("weather", "c_paris"), ret("weather", "c_rome")), real(text("ok"))],
+        "complete",
+        (),
+        None,
+    ),
     ("trailing_calls", [ASK, BOTH], "pending_calls", ("c_paris", "c_rome"), None),
     ("deferred_sibling_results", [ASK, BOTH, PARIS], "pending_calls", ("c_rome",), None),
     (
@@ -55,7 +61,13 @@ SHAPES: list[tuple[str, list[Json], str, tuple[str, ...], str | None]] = [
     ),
     ("only_a_prompt", [ASK], "pending_request", (), None),
     # A resume with deferred results stores its results as a second request (pydantic-ai merges it).
-    ("deferred_results_split", [ASK, BOTH, PARIS, req(ret("weather", "c_rome"))], "pending_request", (), None),
+    (
+        "deferred_results_split",
+        [ASK, BOTH, PARIS, req(ret("weather", "c_rome"))],
+        "pending_request",
+        (),
+        None,
+    ),
     (
         "deferred_resume_done",
         [ASK, BOTH, PARIS, req(ret("weather", "c_rome")), real(text("ok"))],
@@ -63,8 +75,20 @@ SHAPES: list[tuple[str, list[Json], str, tuple[str, ...], str | None]] = [
         (),
         None,
     ),
-    ("split_but_answered_elsewhere", [ASK, BOTH, PARIS, real(text("?")), req(ret("weather", "c_rome"))], "broken", (), None),
-    ("results_never_answered", [ASK, BOTH, req(ret("weather", "c_paris"), ret("weather", "c_rome"))], "pending_request", (), None),
+    (
+        "split_but_answered_elsewhere",
+        [ASK, BOTH, PARIS, real(text("?")), req(ret("weather", "c_rome"))],
+        "broken",
+        (),
+        None,
+    ),
+    (
+        "results_never_answered",
+        [ASK, BOTH, req(ret("weather", "c_paris"), ret("weather", "c_rome"))],
+        "pending_request",
+        (),
+        None,
+    ),
     ("prompt_after_answer", [ASK, real(text("hi")), req(user("and now?"))], "pending_request", (), None),
     (
         "interrupted_request",
@@ -88,7 +112,13 @@ SHAPES: list[tuple[str, list[Json], str, tuple[str, ...], str | None]] = [
         "complete",
     ),
     # The seeds' aborted run: the user moved on past an unanswered call, which will never run.
-    ("aborted_mid_tool", [ASK, resp(call("retrieve", "call_1"), at=5), req(user("test"))], "broken", ("call_1",), None),
+    (
+        "aborted_mid_tool",
+        [ASK, resp(call("retrieve", "call_1"), at=5), req(user("test"))],
+        "broken",
+        ("call_1",),
+        None,
+    ),
     (
         "orphan_before_frontier",
         [req(ret("weather", "gone")), real(text("hm")), ASK, BOTH],
@@ -116,7 +146,9 @@ def expressible(history: list[Json]) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("name", "history", "kind", "pending", "fallback"), SHAPES, ids=[s[0] for s in SHAPES])
+@pytest.mark.parametrize(
+    ("name", "history", "kind", "pending", "fallback"), SHAPES, ids=[s[0] for s in SHAPES]
+)
 def test_same_answer_wherever_the_release_can_express_it(
     name: str, history: list[Json], kind: str, pending: tuple[str, ...], fallback: str | None
 ) -> None:
@@ -150,7 +182,9 @@ def test_record_which_frontier_shapes_the_release_expresses() -> None:
 def test_broken_lists_the_problems_outside_the_frontier() -> None:
     history = load([req(ret("weather", "gone")), real(text("hm")), ASK, BOTH])
     state = histfix.classify(history)
-    assert [(p.kind, p.message_index, p.tool_call_id) for p in state.problems] == [("orphan_result", 0, "gone")]
+    assert [(p.kind, p.message_index, p.tool_call_id) for p in state.problems] == [
+        ("orphan_result", 0, "gone")
+    ]
     assert "broken" in str(state) and "c_rome" in str(state)
 
 
@@ -186,7 +220,9 @@ def test_bad_input_fails_like_repair(bad: Any) -> None:
 
 def test_wrong_element_names_index_and_type() -> None:
     history: list[Any] = [*load([ASK, BOTH]), {"kind": "request", "parts": []}]
-    with pytest.raises(TypeError, match=r"messages\[2\] is a builtins\.dict.*ModelMessagesTypeAdapter") as got:
+    with pytest.raises(
+        TypeError, match=r"messages\[2\] is a builtins\.dict.*ModelMessagesTypeAdapter"
+    ) as got:
         histfix.classify(history)
     with pytest.raises(TypeError) as repaired:
         histfix.repair(history)
@@ -205,7 +241,9 @@ def test_check_can_leave_the_frontier_alone() -> None:
     assert [p.kind for p in histfix.check(broken, repair_last_response=False)] == ["orphan_result"]
 
 
-@pytest.mark.parametrize(("name", "history", "kind", "pending", "fallback"), SHAPES, ids=[s[0] for s in SHAPES])
+@pytest.mark.parametrize(
+    ("name", "history", "kind", "pending", "fallback"), SHAPES, ids=[s[0] for s in SHAPES]
+)
 def test_check_agrees_with_repair_either_way(
     name: str, history: list[Json], kind: str, pending: tuple[str, ...], fallback: str | None
 ) -> None:

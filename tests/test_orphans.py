@@ -129,7 +129,9 @@ def test_logging_lists_the_notes(caplog: pytest.LogCaptureFixture) -> None:
 
     with caplog.at_level(logging.DEBUG, logger="histfix"):
         histfix.repair(load(SLICE), orphans="note")
-    assert any("kept orphaned result 'c_paris' (get_weather) as a user note" in r.message for r in caplog.records)
+    assert any(
+        "kept orphaned result 'c_paris' (get_weather) as a user note" in r.message for r in caplog.records
+    )
 
 
 @pytest.mark.parametrize("value", ["keep", "", None, True, "NOTE"])

@@ -67,7 +67,9 @@ class Weather:
         self.second = second
         self.crash = crash
 
-    def agent(self, wiring: str, output_type: Any = str, model: StrictModel | None = None) -> tuple[Agent[None, Any], StrictModel]:
+    def agent(
+        self, wiring: str, output_type: Any = str, model: StrictModel | None = None
+    ) -> tuple[Agent[None, Any], StrictModel]:
         model = model or StrictModel(reply)
         options = histfix.agent_options() if wiring == "agent_options" else {}
         agent: Agent[None, Any] = Agent(model.model, output_type=output_type, **options)
@@ -179,7 +181,10 @@ def test_crash_recovery_closes_the_pending_calls(wiring: str, prompt: str | None
 def test_a_new_prompt_needs_the_pending_calls_closed(wiring: str) -> None:
     history = stored_before_tools_ran()
     agent, _ = Weather().agent(wiring)
-    with pytest.raises(UserError, match="Cannot provide a new user prompt when the message history contains unprocessed tool calls"):
+    with pytest.raises(
+        UserError,
+        match="Cannot provide a new user prompt when the message history contains unprocessed tool calls",
+    ):
         agent.run_sync("next", message_history=history)  # what histfix.repair is for
 
 
@@ -299,16 +304,24 @@ def test_a_new_prompt_instead_of_deferred_results(wiring: str, second: str) -> N
 
 
 def marked(where: str) -> list[pai.ModelMessage]:
-    calls = real(call("weather", "c_paris", {"city": "Paris"}), call("weather", "c_rome", {"city": "Rome"}), at=2)
+    calls = real(
+        call("weather", "c_paris", {"city": "Paris"}), call("weather", "c_rome", {"city": "Rome"}), at=2
+    )
     if where == "request":
-        history = [req(user("go")), calls, req(ret("weather", "c_paris", "Paris: 14C", at=3), state="interrupted")]
+        history = [
+            req(user("go")),
+            calls,
+            req(ret("weather", "c_paris", "Paris: 14C", at=3), state="interrupted"),
+        ]
     else:
         history = [req(user("go")), {**calls, "state": "interrupted"}]
     loaded = stored(load(history))
     message = loaded[-1]
     if getattr(message, "state", None) != "interrupted":
         kind = "ModelRequest" if where == "request" else "ModelResponse"
-        pytest.skip(f"pydantic-ai {pydantic_ai.__version__} has no {kind}.state='interrupted' (it loads as pending_calls)")
+        pytest.skip(
+            f"pydantic-ai {pydantic_ai.__version__} has no {kind}.state='interrupted' (it loads as pending_calls)"
+        )
     return loaded
 
 
@@ -328,3 +341,52 @@ def test_interrupted_is_recovered_by_repair(wiring: str, where: str, prompt: str
     assert result.output == f"done: c_paris={paris}, c_rome=interrupted"
     assert_valid_and_complete(result)
     MEASURED[f"recover state='interrupted' {where}, {wiring}"] = "ok"
+
+
+# --- the README's resume pattern, as written ---------------------------------------------------------
+
+
+def readme_block(marker: str) -> str:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if marker in b]
+    return code
+
+
+class Store:
+    def __init__(self, **conversations: bytes) -> None:
+        self.data = dict(conversations)
+
+    def load(self, conversation_id: str) -> bytes:
+        return self.data[conversation_id]
+
+    def save(self, conversation_id: str, data: bytes) -> None:
+        self.data[conversation_id] = data
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_readme_resume_pattern_runs(wiring: str) -> None:
+    deferred_features("approved")
+    crash = crashed_mid_tool()
+    store = Store(
+        deferred=histfix.dump_json(deferred_run("approved")),
+        killed=histfix.dump_json(crash[:2]),
+        crashed=histfix.dump_json(crash),
+        unanswered=histfix.dump_json(model_failed_after_tools()),
+    )
+    tools = Weather("approved")
+    agent, _ = tools.agent(wiring, output_type=[str, pydantic_ai.DeferredToolRequests])
+    namespace: dict[str, Any] = {"agent": agent, "store": store, "histfix": histfix}
+    exec(readme_block("def resume("), namespace)
+    resume = namespace["resume"]
+    assert resume("deferred", answers("approved")) == "done: c_paris=Paris: 14C, c_rome=Rome: 20C"
+    assert resume("killed") == "done: c_paris=Paris: 14C, c_rome=Rome: 14C"  # pending calls run now
+    assert resume("unanswered") == "done: c_paris=Paris: 14C, c_rome=Rome: 14C"
+    resumed = ["deferred", "killed", "unanswered"]
+    if histfix.classify(crash).kind == "interrupted":  # 2.0.0+: the crash is marked; nothing re-runs
+        assert resume("crashed") == "done: c_paris=Paris: 14C, c_rome=interrupted"
+        resumed.append("crashed")
+    for conversation in resumed:
+        assert histfix.classify(histfix.load_json(store.load(conversation))).kind == "complete"

@@ -31,6 +31,8 @@ from ._tokens import BudgetExceededError, estimate_tokens
 from ._wiring import RepairProcessor, agent_options
 
 __all__ = [
+    "SYNTHESIZED_CONTENT",
+    "SYNTHESIZED_TOOL_RETURN_METADATA_KEY",
     "Backend",
     "BackendInfo",
     "BudgetExceededError",
@@ -42,8 +44,6 @@ __all__ = [
     "ProblemKind",
     "RepairProcessor",
     "RepairReport",
-    "SYNTHESIZED_CONTENT",
-    "SYNTHESIZED_TOOL_RETURN_METADATA_KEY",
     "__version__",
     "agent_options",
     "backend_info",

@@ -12,7 +12,11 @@ if TYPE_CHECKING:
 __all__ = ["Change", "ChangeKind", "RepairReport"]
 
 ChangeKind = Literal[
-    "dropped_result", "synthesized_return", "merged_requests", "merged_responses", "moved_parts",
+    "dropped_result",
+    "synthesized_return",
+    "merged_requests",
+    "merged_responses",
+    "moved_parts",
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
 ]
 

@@ -44,7 +44,8 @@ def _late_only_by_a_split(messages: Sequence[ModelMessage], problem: Problem) ->
         return False
     response = messages[index]
     return any(
-        isinstance(part, ToolCallPart) and part.tool_call_id == problem.tool_call_id for part in response.parts
+        isinstance(part, ToolCallPart) and part.tool_call_id == problem.tool_call_id
+        for part in response.parts
     )
 
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, RetryPromptPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    RetryPromptPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_core import to_json
 
 from ._changes import Change
@@ -60,7 +67,7 @@ def note_orphans(messages: Sequence[ModelMessage]) -> tuple[list[ModelMessage], 
     for index, found in sorted(orphans.items()):
         request = messages[index]
         assert isinstance(request, ModelRequest)
-        parts = []
+        parts: list[ModelRequestPart] = []
         for part in request.parts:
             if id(part) in found and is_result(part):
                 parts.append(_note(part))

@@ -44,7 +44,7 @@ class HistoryState:
         return self.kind in ("pending_calls", "pending_request")
 
     def __str__(self) -> str:
-        text = self.kind
+        text: str = self.kind
         if self.pending_call_ids:
             text += f" (calls without results: {', '.join(self.pending_call_ids)})"
         if self.problems:
