@@ -82,7 +82,6 @@ OUTCOME_RETRIED: bool
 #   (``history_processors=`` warns from 1.96.0 and is rejected from 2.0.0).
 
 
-
 def interrupted_state(message_kind: str) -> bool:  # issue 11: where classify() can see 'interrupted'
     """``state='interrupted'`` on a ``ModelResponse`` (first in 1.92.0) or ``ModelRequest`` (2.0.0)."""
     return message_value_kept(message_kind, "state", "interrupted")
