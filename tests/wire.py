@@ -239,32 +239,52 @@ def prompt_for(history: list[pai.ModelMessage]) -> str | None:
     return None if history and isinstance(history[-1], pai.ModelRequest) else PROMPT
 
 
-async def _drive(client: Client, base_url: str, history: list[pai.ModelMessage]) -> None:
-    model, close = client.build(base_url)
-    try:
-        await asyncio.wait_for(
-            Agent(model).run(prompt_for(history), message_history=history), timeout=CASE_TIMEOUT
-        )
-    finally:
-        await close()
+class Driver:
+    """Sends histories through one release's clients, reusing one event loop and one model per API.
 
+    A user's process keeps its model (and the SDK's connection pool) between runs; so does this,
+    which makes a case one loopback round trip. ``close`` closes every SDK client and the loop.
+    """
 
-def send(client: Client, emulator: Any, history: list[pai.ModelMessage]) -> Outcome:
-    """One round trip of ``history`` through the release's own client to ``emulator``."""
-    emulator.clear()
-    error: BaseException | None = None
-    try:
-        asyncio.run(_drive(client, emulator.base_url, history))
-    except Exception as exc:  # what the user would see, recorded as data
-        error = exc
-    verdicts = list(emulator.verdicts)
-    if verdicts:
-        verdict = verdicts[-1]
-        if not verdict.accepted:
-            return Outcome("rejected", verdict.rule or "", verdict.message or "")
-        if error is not None:
-            return Outcome("client-error", type(error).__name__, _first_line(error))
-        return Outcome("accepted")
-    if error is None:
-        return Outcome("client-error", "no-request", "the run ended without reaching the emulator")
-    return Outcome("raised", type(error).__name__, _first_line(error))
+    def __init__(self) -> None:
+        self._runner = asyncio.Runner()
+        self._models: dict[tuple[str, str], tuple[Any, Callable[[], Awaitable[None]]]] = {}
+
+    def model(self, client: Client, base_url: str) -> Any:
+        key = (client.api, base_url)
+        if key not in self._models:
+            self._models[key] = client.build(base_url)
+        return self._models[key][0]
+
+    async def _run(self, model: Any, history: list[pai.ModelMessage]) -> None:
+        agent = Agent(model)
+        await asyncio.wait_for(agent.run(prompt_for(history), message_history=history), timeout=CASE_TIMEOUT)
+
+    def send(self, client: Client, emulator: Any, history: list[pai.ModelMessage]) -> Outcome:
+        """One round trip of ``history`` through the release's own ``client`` to ``emulator``."""
+        emulator.clear()
+        error: BaseException | None = None
+        try:
+            self._runner.run(self._run(self.model(client, emulator.base_url), history))
+        except Exception as exc:  # what the user would see, recorded as data
+            error = exc
+        verdicts = list(emulator.verdicts)
+        if verdicts:
+            verdict = verdicts[-1]
+            if not verdict.accepted:
+                return Outcome("rejected", verdict.rule or "", verdict.message or "")
+            if error is not None:
+                return Outcome("client-error", type(error).__name__, _first_line(error))
+            return Outcome("accepted")
+        if error is None:
+            return Outcome("client-error", "no-request", "the run ended without reaching the emulator")
+        return Outcome("raised", type(error).__name__, _first_line(error))
+
+    def close(self) -> None:
+        for _, close in self._models.values():
+            try:
+                self._runner.run(close())
+            except Exception:  # closing a client that already failed must not hide the results
+                pass
+        self._models.clear()
+        self._runner.close()
