@@ -139,7 +139,7 @@ def _anthropic() -> Client:
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
         sdk = anthropic.AsyncAnthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
-        return model_class("claude-sonnet-4-5", provider=provider(sdk)), lambda: _close(sdk, "close")
+        return model_class("claude-sonnet-4-6", provider=provider(sdk)), lambda: _close(sdk, "close")
 
     return Client("anthropic", "AnthropicModel + AnthropicProvider(anthropic_client=)", build)
 
