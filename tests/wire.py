@@ -13,6 +13,7 @@ or raised before sending (what pydantic-ai or the SDK raised before any request 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -118,8 +119,10 @@ async def _close(client: Any, *methods: str) -> None:
 def _openai(responses: bool) -> Client:
     openai = _module("openai")
     models = _module("pydantic_ai.models.openai")
-    name, model_class = _pick(models, "OpenAIResponsesModel") if responses else _pick(
-        models, "OpenAIChatModel", "OpenAIModel"
+    name, model_class = (
+        _pick(models, "OpenAIResponsesModel")
+        if responses
+        else _pick(models, "OpenAIChatModel", "OpenAIModel")
     )
 
     provider = _provider("openai", "OpenAIProvider", "openai_client")
@@ -182,6 +185,7 @@ def _bedrock() -> Client:
                 aws_session_token=None,
                 config=config,
             )
+
         async def close() -> None:
             return None
 
@@ -198,7 +202,11 @@ def _mistral() -> Client:
     provider = _provider("mistral", "MistralProvider", "mistral_client")
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
-        options: dict[str, Any] = {"api_key": DUMMY_KEY, "server_url": base_url, "timeout_ms": int(TIMEOUT * 1000)}
+        options: dict[str, Any] = {
+            "api_key": DUMMY_KEY,
+            "server_url": base_url,
+            "timeout_ms": int(TIMEOUT * 1000),
+        }
         if _accepts(sdk_class.__init__, "retry_config"):
             options["retry_config"] = None  # explicitly no retries (unset means the SDK's default)
         sdk = sdk_class(**options)
@@ -282,9 +290,7 @@ class Driver:
 
     def close(self) -> None:
         for _, close in self._models.values():
-            try:
+            with contextlib.suppress(Exception):  # a client that failed must not hide the results
                 self._runner.run(close())
-            except Exception:  # closing a client that already failed must not hide the results
-                pass
         self._models.clear()
         self._runner.close()

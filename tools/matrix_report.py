@@ -350,7 +350,12 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
 
 def render(releases: list[str], results: dict[str, Record], sweep: Record | None) -> str:
     return "\n".join(
-        [HEADER, *pinned_section(releases, results), *provider_section(releases, results), *sweep_section(sweep)]
+        [
+            HEADER,
+            *pinned_section(releases, results),
+            *provider_section(releases, results),
+            *sweep_section(sweep),
+        ]
     )
 
 
