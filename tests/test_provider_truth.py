@@ -21,6 +21,7 @@ Which cases run: every case on the releases in ``FULL_RELEASES``; elsewhere ever
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -163,6 +164,7 @@ class Bench:
                 reason = f"{api} emulator on pydantic-ai-slim {PYDANTIC_AI}: {exc}"
                 self.unavailable[api] = reason
                 pytest.skip(reason)
+            _check_loopback(api, self.emulators[api].port)
         return self.emulators[api]
 
     def send(self, api: str, history: list[pai.ModelMessage]) -> Outcome:
@@ -210,6 +212,18 @@ class Bench:
             api: {name: {way: o.as_json() for way, o in ways.items()} for name, ways in sorted(cases.items())}
             for api, cases in self.results.items()
         }
+
+
+def _check_loopback(api: str, port: int) -> None:
+    """Fail clearly when the emulator is listening but unreachable (a network namespace whose
+    loopback is down, as `unshare -n` leaves it), rather than with one connect error per case."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError as exc:
+        pytest.fail(
+            f"{api} emulator on 127.0.0.1:{port} unreachable ({exc}); under `unshare -rn`, bring"
+            " loopback up first: unshare -rn sh -c 'ip link set lo up && python3 -m nox'"
+        )
 
 
 @pytest.fixture(scope="session")
