@@ -211,9 +211,7 @@ def requirements_for(releases: list[str]) -> dict[str, list[str]]:
     sys.path.insert(0, str(ROOT))
     import noxfile
 
-    return {
-        release: noxfile.test_requirements(release, *noxfile.TEST_TOOLS) for release in releases
-    }
+    return {release: noxfile.test_requirements(release, *noxfile.TEST_TOOLS) for release in releases}
 
 
 def _progress(done: int, total: int, release: str, entry: Entry) -> str:
