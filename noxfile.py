@@ -140,13 +140,19 @@ def wheelhouse_ready() -> bool:
     return WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == wheelhouse_inputs()
 
 
+#: Write bytecode at install time: with PYTHONDONTWRITEBYTECODE set (as on the CI machine) every
+#: run would otherwise recompile each imported module; the provider SDKs alone cost about 15 s a
+#: release that way (measured on 2.55.0: test_provider_truth 35 s -> 18 s once compiled).
+INSTALL_ENV = {"UV_COMPILE_BYTECODE": "1"}
+
+
 def install(session: nox.Session, *args: str) -> None:
     """`session.install`, from the wheelhouse alone when it is built (no network), else from the index."""
     if wheelhouse_ready():
-        session.install("--no-index", "--find-links", str(WHEELHOUSE), *args)
+        session.install("--no-index", "--find-links", str(WHEELHOUSE), *args, env=INSTALL_ENV)
     else:
         session.log("wheelhouse missing or stale (run `nox -s wheelhouse`): installing from the index")
-        session.install(*args)
+        session.install(*args, env=INSTALL_ENV)
 
 
 def install_release(session: nox.Session, release: str, *extra: str) -> None:
