@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from importlib import metadata
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -49,6 +50,9 @@ _failed: dict[str, str] = {}
 MEASURED: dict[str, str] = {}
 #: Facts about the installed release the end-to-end tests measured, for compat-matrix.md (name -> value).
 FACTS: dict[str, str] = {}
+#: What tests/test_provider_truth.py measured: "summary" goes into the record (and the sweep),
+#: "detail" (every case's outcome per API and way) into RECORD.providers.json beside it.
+PROVIDERS: dict[str, Any] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -80,5 +84,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "facts": dict(sorted(FACTS.items())),
         "failed": _failed,
         "exitstatus": int(exitstatus),
+        "providers": PROVIDERS.get("summary"),
     }
     Path(target).write_text(json.dumps(record, indent=2) + "\n")
+    detail = Path(target).with_suffix(".providers.json")
+    if "detail" in PROVIDERS:
+        detail.write_text(json.dumps(PROVIDERS["detail"], indent=1, sort_keys=True) + "\n")
+    else:
+        detail.unlink(missing_ok=True)

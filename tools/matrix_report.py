@@ -148,6 +148,85 @@ def pinned_section(releases: list[str], results: dict[str, Record]) -> list[str]
     return [*lines, ""]
 
 
+# --- provider acceptance (tests/test_provider_truth.py) -----------------------------------------------
+
+PROVIDER_APIS = ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mistral")
+PROVIDER_LEGEND = """## Provider acceptance (pinned releases)
+
+Measured by `tests/test_provider_truth.py`: each history is sent by the release's own model class
+and SDK (`Agent(model).run`, real HTTP) to a strict loopback emulator of the provider API
+(`tests/emulators/`, built from shared/spec/providers.md; unverified rules enforced). Histories:
+the corpus (`tests/corpus.py`) and the seeds' four scenarios; the newest release, 1.0.0, 2.9.1 and
+2.10.0 send every one, the others a fixed sample (`HISTFIX_PROVIDER_SAMPLE=all` sends all). A
+cell is *accepted as stored → accepted after `histfix.repair`*, out of the histories measured;
+"as stored" on 2.10+ already includes pydantic-ai's own repair before each request (what a user of
+that release sends). Not accepted means the emulator answered the provider's error, or
+pydantic-ai raised before sending (`UserError`: cases kept with `repair_last_response=False`
+leave calls open before a new prompt)."""
+
+
+def _providers(record: Record) -> Record | None:
+    found = record.get("providers")
+    return found if isinstance(found, dict) and found.get("apis") else None
+
+
+def provider_cell(summary: Record, api: str) -> str:
+    entry = summary["apis"].get(api) or {}
+    if entry.get("unavailable"):
+        return "unavailable"
+    stored, fixed = entry.get("stored") or {}, entry.get("histfix") or {}
+    if not fixed.get("measured"):
+        return NOT_MEASURED
+    return f"{stored['accepted']}/{stored['measured']} \N{RIGHTWARDS ARROW} {fixed['accepted']}/{fixed['measured']}"
+
+
+def _rejections(releases: list[str], results: dict[str, Record], api: str) -> dict[str, dict[str, str]]:
+    """case -> release -> outcome label after histfix.repair, for the cases it does not make accepted."""
+    found: dict[str, dict[str, str]] = {}
+    for release in releases:
+        summary = _providers(results[release])
+        entry = (summary or {}).get("apis", {}).get(api) or {}
+        for case, label in ((entry.get("histfix") or {}).get("not_accepted") or {}).items():
+            found.setdefault(case, {})[release] = label
+    return found
+
+
+def _measured_in(releases: list[str], results: dict[str, Record], case: str) -> list[str]:
+    return [r for r in releases if case in ((_providers(results[r]) or {}).get("measured") or [])]
+
+
+def provider_section(releases: list[str], results: dict[str, Record]) -> list[str]:
+    """Acceptance per pinned release and API, then what stops histories after repair, per API."""
+    measured = [r for r in releases if _providers(results[r])]
+    if not measured:
+        return ["## Provider acceptance (pinned releases)", "", "Not measured.", ""]
+    rows = []
+    for release in measured:
+        summary = _providers(results[release])
+        assert summary is not None
+        histories = f"{len(summary['measured'])} ({summary['sample']})"
+        rows.append([release, histories, *(provider_cell(summary, api) for api in PROVIDER_APIS)])
+    lines = [PROVIDER_LEGEND, "", *_table(["release", "histories", *PROVIDER_APIS], rows), ""]
+    lines += [
+        "What still stops histories after `histfix.repair`, per API: the rule (or what pydantic-ai",
+        "raised), the histories it stops, and the releases where it does when not every release",
+        "that sent the history (the wire mapping differs by release).",
+        "",
+    ]
+    for api in PROVIDER_APIS:
+        rejected = _rejections(measured, results, api)
+        by_rule: dict[str, list[str]] = {}
+        for case, per_release in sorted(rejected.items()):
+            sent_by = _measured_in(measured, results, case)
+            for label in sorted(set(per_release.values())):
+                holds = [r for r in sent_by if per_release.get(r) == label]
+                where = "" if holds == sent_by else f" ({_runs(holds, measured)})"
+                by_rule.setdefault(label.split(":", 1)[1] if ":" in label else label, []).append(case + where)
+        lines.append(f"- **{api}**: " + ("none" if not by_rule else ""))
+        lines += [f"  - `{rule}`: {', '.join(cases)}" for rule, cases in sorted(by_rule.items())]
+    return [*lines, ""]
+
+
 # --- the sweep over every release ---------------------------------------------------------------------
 
 
@@ -270,7 +349,14 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
 
 
 def render(releases: list[str], results: dict[str, Record], sweep: Record | None) -> str:
-    return "\n".join([HEADER, *pinned_section(releases, results), *sweep_section(sweep)])
+    return "\n".join(
+        [
+            HEADER,
+            *pinned_section(releases, results),
+            *provider_section(releases, results),
+            *sweep_section(sweep),
+        ]
+    )
 
 
 def main(argv: list[str]) -> int:

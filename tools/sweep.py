@@ -5,10 +5,11 @@ Usage: python tools/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N]
 
 The release list is discovered from PyPI's JSON API (final releases from 1.0.0 on; pre-releases
 are not swept). Each release gets a fresh virtualenv (`uv venv --clear`, then `uv pip install` of
-histfix, pytest and `pydantic-ai-slim==X` with the noxfile's `release_pins`), so no release
+histfix, pytest and `pydantic-ai-slim[<provider extras>]==X` with the noxfile's `release_pins`), so no release
 inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
 The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
-counts and failing test ids, the measured scenarios) goes into the record file after every release.
+counts and failing test ids, the measured scenarios, and with HISTFIX_PROVIDER_SAMPLE=all every
+provider case of tests/test_provider_truth.py) goes into the record file after every release.
 The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
 default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
 the sweep would take about 50 minutes instead of about 25 on two cores.
@@ -46,7 +47,17 @@ TIMEOUT_SECONDS = 900
 #: The release-independent tests (of these tools), which the per-release runs leave out.
 RELEASE_INDEPENDENT = "tests/tools"
 #: Keys of a `--record-outcome` record worth keeping per release (the rest is in compat-matrix.md).
-KEPT = ("pydantic_ai", "backend", "features", "outcomes", "scenarios", "facts", "failed", "exitstatus")
+KEPT = (
+    "pydantic_ai",
+    "backend",
+    "features",
+    "outcomes",
+    "scenarios",
+    "facts",
+    "failed",
+    "exitstatus",
+    "providers",
+)
 
 Entry = dict[str, Any]
 
@@ -127,7 +138,8 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
     command.append(f"--ignore={RELEASE_INDEPENDENT}")  # the tools' own tests run once, in `nox -s tools`
-    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples)}
+    # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py).
+    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
     try:
         with log.open("w") as out:
             subprocess.run(
@@ -199,7 +211,7 @@ def requirements_for(releases: list[str]) -> dict[str, list[str]]:
     sys.path.insert(0, str(ROOT))
     import noxfile
 
-    return {release: noxfile.release_requirements(release, *noxfile.TEST_TOOLS) for release in releases}
+    return {release: noxfile.test_requirements(release, *noxfile.TEST_TOOLS) for release in releases}
 
 
 def _progress(done: int, total: int, release: str, entry: Entry) -> str:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from matrix_report import SCENARIOS, failure_lines, render, short, sweep_section, why_failing, wiring_cell
+from matrix_report import (
+    PROVIDER_APIS,
+    SCENARIOS,
+    failure_lines,
+    provider_section,
+    render,
+    short,
+    sweep_section,
+    why_failing,
+    wiring_cell,
+)
 
 
 def run(
@@ -118,3 +128,32 @@ def test_sweep_rows_fold_differing_counts_into_ranges() -> None:
     lines = sweep_section({"releases": {"1.0.0": entry(run()), "1.0.1": entry(more)}})
     row = next(line for line in lines if line.startswith("| 1.0.0"))
     assert row.startswith("| 1.0.0 \N{EN DASH} 1.0.1 | 2 | pass (10\N{EN DASH}11 passed, 1 skipped) |")
+
+
+def providers(stored: int, fixed: int, rejected: dict[str, str], measured: list[str]) -> Any:
+    """A record's `providers` summary with one API measured (openai-chat), the rest unavailable."""
+    apis: dict[str, Any] = {api: {"unavailable": "no SDK"} for api in PROVIDER_APIS}
+    apis["openai-chat"] = {
+        "unavailable": None,
+        "stored": {"measured": len(measured), "accepted": stored, "not_accepted": {}},
+        "histfix": {"measured": len(measured), "accepted": fixed, "not_accepted": rejected},
+    }
+    return {"sample": "all", "measured": measured, "apis": apis}
+
+
+def test_provider_section_counts_and_names_what_still_fails_where() -> None:
+    old = {**run(), "providers": providers(1, 2, {"b": "rejected:openai-chat.x"}, ["a", "b", "c"])}
+    new = {**run(), "providers": providers(2, 3, {}, ["a", "b", "c"])}
+    unmeasured = run()  # a run without tests/test_provider_truth.py: no row, not an empty one
+    text = "\n".join(
+        provider_section(["1.0.0", "2.0.0", "3.0.0"], {"1.0.0": old, "2.0.0": new, "3.0.0": unmeasured})
+    )
+    assert "| 1.0.0 | 3 (all) | 1/3 \N{RIGHTWARDS ARROW} 2/3 | unavailable |" in text
+    assert "| 2.0.0 | 3 (all) | 2/3 \N{RIGHTWARDS ARROW} 3/3 |" in text
+    assert "| 3.0.0 |" not in text
+    assert "  - `openai-chat.x`: b (1.0.0)" in text  # stopped on 1.0.0 only: the release is named
+    assert "- **anthropic**: none" in text
+
+
+def test_provider_section_without_measurements_says_so() -> None:
+    assert "Not measured." in provider_section(["1.0.0"], {"1.0.0": run()})

@@ -1,0 +1,296 @@
+"""The installed release's own model classes and SDKs, pointed at the loopback emulators.
+
+What a user does, minus the network: build the release's model class for one provider API with a
+real SDK client whose base URL is an emulator (`tests/emulators/`), dummy credentials, a short
+timeout and no retries, then send a stored history through ``Agent(model).run``. Which model
+classes, providers and constructor keywords exist is detected on the installed release, never
+read from its version; an SDK that does not import gives a reason naming the provider and release.
+
+``send`` gives one ``Outcome`` per history: accepted, rejected (the emulator's rule and message),
+or raised before sending (what pydantic-ai or the SDK raised before any request reached the wire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai import messages as pai
+
+from conftest import PYDANTIC_AI
+
+#: Seconds any one request may take (connect and read), and one whole case.
+TIMEOUT = 10.0
+CASE_TIMEOUT = 30.0
+#: The prompt sent after a history that does not end with a request (one that does is answered as is).
+PROMPT = "next question"
+DUMMY_KEY = "test-key-not-real"
+
+Build = Callable[[str], tuple[Any, Callable[[], Awaitable[None]]]]
+
+
+@dataclass(frozen=True)
+class Client:
+    """How to build one provider API's model on the installed release."""
+
+    api: str
+    #: the model and provider classes used, e.g. ``OpenAIChatModel + OpenAIProvider(openai_client=)``
+    via: str
+    #: base URL -> (model, async close of the SDK client)
+    build: Build
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one history met on one provider API."""
+
+    kind: str  # "accepted" | "rejected" | "raised" (before sending) | "client-error" (after an answer)
+    rule: str = ""
+    detail: str = ""
+
+    def label(self) -> str:
+        """Short, stable form for comparing and tabulating: ``rejected:anthropic.tool-use-answered``."""
+        if self.kind == "accepted":
+            return "accepted"
+        if self.kind == "rejected":
+            return f"rejected:{self.rule}"
+        return f"{self.kind}:{self.rule}"
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "rule": self.rule, "detail": self.detail}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else "")[:300]
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(name)
+
+
+def _accepts(callable_: Any, keyword: str) -> bool:
+    try:
+        return keyword in inspect.signature(callable_).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _pick(module: Any, *names: str) -> tuple[str, Any]:
+    for name in names:
+        if hasattr(module, name):
+            return name, getattr(module, name)
+    raise LookupError(f"none of {', '.join(names)} in {module.__name__}")
+
+
+def _provider(module_name: str, class_name: str, keyword: str) -> Callable[[Any], Any]:
+    """The release's provider class, as a function wrapping a ready SDK client through ``keyword``."""
+    provider_class = getattr(_module(f"pydantic_ai.providers.{module_name}"), class_name)
+    if not _accepts(provider_class.__init__, keyword):
+        raise LookupError(f"{class_name} takes no {keyword}=")
+    return lambda client: provider_class(**{keyword: client})
+
+
+async def _close(client: Any, *methods: str) -> None:
+    """Close an SDK client by the first of ``methods`` it has (dotted: ``aio.aclose``)."""
+    for path in methods:
+        target: Any = client
+        for name in path.split("."):
+            target = getattr(target, name, None)
+            if target is None:
+                break
+        if target is None:
+            continue
+        result = target()
+        if inspect.isawaitable(result):
+            await result
+        return
+
+
+# --- one builder per provider API ------------------------------------------------------------------
+
+
+def _openai(responses: bool) -> Client:
+    openai = _module("openai")
+    models = _module("pydantic_ai.models.openai")
+    name, model_class = (
+        _pick(models, "OpenAIResponsesModel")
+        if responses
+        else _pick(models, "OpenAIChatModel", "OpenAIModel")
+    )
+
+    provider = _provider("openai", "OpenAIProvider", "openai_client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
+        return model_class("gpt-4o", provider=provider(sdk)), lambda: _close(sdk, "close")
+
+    api = "openai-responses" if responses else "openai-chat"
+    return Client(api, f"{name} + OpenAIProvider(openai_client=)", build)
+
+
+def _anthropic() -> Client:
+    anthropic = _module("anthropic")
+    _, model_class = _pick(_module("pydantic_ai.models.anthropic"), "AnthropicModel")
+    provider = _provider("anthropic", "AnthropicProvider", "anthropic_client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = anthropic.AsyncAnthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
+        return model_class("claude-sonnet-4-6", provider=provider(sdk)), lambda: _close(sdk, "close")
+
+    return Client("anthropic", "AnthropicModel + AnthropicProvider(anthropic_client=)", build)
+
+
+def _gemini() -> Client:
+    genai = _module("google.genai")
+    types = _module("google.genai.types")
+    _, model_class = _pick(_module("pydantic_ai.models.google"), "GoogleModel")
+    provider = _provider("google", "GoogleProvider", "client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        options: dict[str, Any] = {"base_url": base_url, "timeout": int(TIMEOUT * 1000)}
+        if hasattr(types, "HttpRetryOptions") and "retry_options" in types.HttpOptions.model_fields:
+            options["retry_options"] = types.HttpRetryOptions(attempts=1)
+        sdk = genai.Client(api_key=DUMMY_KEY, http_options=types.HttpOptions(**options))
+        return model_class("gemini-2.5-flash", provider=provider(sdk)), lambda: _close(sdk, "aio.aclose")
+
+    return Client("gemini", "GoogleModel + GoogleProvider(client=)", build)
+
+
+def _bedrock() -> Client:
+    boto3 = _module("boto3")
+    config = _module("botocore.config").Config(
+        retries={"max_attempts": 1, "mode": "standard"},
+        connect_timeout=TIMEOUT,
+        read_timeout=TIMEOUT,
+    )
+    _, model_class = _pick(_module("pydantic_ai.models.bedrock"), "BedrockConverseModel")
+    provider = _provider("bedrock", "BedrockProvider", "bedrock_client")
+    clients: dict[str, Any] = {}  # boto3 clients are synchronous and slow to build: one per URL
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        if base_url not in clients:
+            clients[base_url] = boto3.client(
+                "bedrock-runtime",
+                endpoint_url=base_url,
+                region_name="us-east-1",
+                aws_access_key_id="AKIDTESTNOTREAL",
+                aws_secret_access_key=DUMMY_KEY,
+                aws_session_token=None,
+                config=config,
+            )
+
+        async def close() -> None:
+            return None
+
+        model = model_class("anthropic.claude-3-5-sonnet-20240620-v1:0", provider=provider(clients[base_url]))
+        return model, close
+
+    return Client("bedrock", "BedrockConverseModel + BedrockProvider(bedrock_client=)", build)
+
+
+def _mistral() -> Client:
+    providers = _module("pydantic_ai.providers.mistral")
+    sdk_class = providers.Mistral  # the SDK class the release itself imports (its path moved in mistralai 2)
+    _, model_class = _pick(_module("pydantic_ai.models.mistral"), "MistralModel")
+    provider = _provider("mistral", "MistralProvider", "mistral_client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        options: dict[str, Any] = {
+            "api_key": DUMMY_KEY,
+            "server_url": base_url,
+            "timeout_ms": int(TIMEOUT * 1000),
+        }
+        if _accepts(sdk_class.__init__, "retry_config"):
+            options["retry_config"] = None  # explicitly no retries (unset means the SDK's default)
+        sdk = sdk_class(**options)
+
+        async def close() -> None:
+            async_client = getattr(getattr(sdk, "sdk_configuration", None), "async_client", None)
+            if async_client is not None and hasattr(async_client, "aclose"):
+                await async_client.aclose()
+
+        return model_class("mistral-large-latest", provider=provider(sdk)), close
+
+    return Client("mistral", "MistralModel + MistralProvider(mistral_client=)", build)
+
+
+BUILDERS: dict[str, Callable[[], Client]] = {
+    "openai-chat": lambda: _openai(responses=False),
+    "openai-responses": lambda: _openai(responses=True),
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+    "bedrock": _bedrock,
+    "mistral": _mistral,
+}
+
+
+def client_for(api: str) -> Client | str:
+    """The installed release's client for ``api``, or why there is none (naming provider and release)."""
+    try:
+        return BUILDERS[api]()
+    except (ImportError, LookupError, AttributeError) as exc:
+        return f"{api} on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
+
+
+# --- sending a history as a user would ------------------------------------------------------------
+
+
+def prompt_for(history: list[pai.ModelMessage]) -> str | None:
+    """No prompt after a history that ends with a request (it is sent as is), else a fixed one."""
+    return None if history and isinstance(history[-1], pai.ModelRequest) else PROMPT
+
+
+class Driver:
+    """Sends histories through one release's clients, reusing one event loop and one model per API.
+
+    A user's process keeps its model (and the SDK's connection pool) between runs; so does this,
+    which makes a case one loopback round trip. ``close`` closes every SDK client and the loop.
+    """
+
+    def __init__(self) -> None:
+        self._runner = asyncio.Runner()
+        self._models: dict[tuple[str, str], tuple[Any, Callable[[], Awaitable[None]]]] = {}
+
+    def model(self, client: Client, base_url: str) -> Any:
+        key = (client.api, base_url)
+        if key not in self._models:
+            self._models[key] = client.build(base_url)
+        return self._models[key][0]
+
+    async def _run(self, model: Any, history: list[pai.ModelMessage]) -> None:
+        agent = Agent(model)
+        await asyncio.wait_for(agent.run(prompt_for(history), message_history=history), timeout=CASE_TIMEOUT)
+
+    def send(self, client: Client, emulator: Any, history: list[pai.ModelMessage]) -> Outcome:
+        """One round trip of ``history`` through the release's own ``client`` to ``emulator``."""
+        emulator.clear()
+        error: BaseException | None = None
+        try:
+            self._runner.run(self._run(self.model(client, emulator.base_url), history))
+        except Exception as exc:  # what the user would see, recorded as data
+            error = exc
+        verdicts = list(emulator.verdicts)
+        if verdicts:
+            verdict = verdicts[-1]
+            if not verdict.accepted:
+                return Outcome("rejected", verdict.rule or "", verdict.message or "")
+            if error is not None:
+                return Outcome("client-error", type(error).__name__, _first_line(error))
+            return Outcome("accepted")
+        if error is None:
+            return Outcome("client-error", "no-request", "the run ended without reaching the emulator")
+        return Outcome("raised", type(error).__name__, _first_line(error))
+
+    def close(self) -> None:
+        for _, close in self._models.values():
+            with contextlib.suppress(Exception):  # a client that failed must not hide the results
+                self._runner.run(close())
+        self._models.clear()
+        self._runner.close()
