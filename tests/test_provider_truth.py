@@ -221,8 +221,7 @@ def _check_loopback(api: str, port: int) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     except OSError as exc:
         pytest.fail(
-            f"{api} emulator on 127.0.0.1:{port} unreachable ({exc}); under `unshare -rn`, bring"
-            " loopback up first: unshare -rn sh -c 'ip link set lo up && python3 -m nox'"
+            f"{api} emulator on 127.0.0.1:{port} unreachable ({exc}) on pydantic-ai-slim {PYDANTIC_AI}"
         )
 
 

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._loopback import ensure_loopback
+
 __all__ = [
     "ApiSpec",
     "Check",
@@ -255,6 +257,11 @@ class Emulator:
             name=f"emulator-{spec.api}-{self.port}",
         )
         self._thread.start()
+        try:
+            ensure_loopback(self.port)
+        except (RuntimeError, OSError) as error:
+            self.close()
+            raise RuntimeError(f"the {spec.api} emulator is unreachable on 127.0.0.1: {error}") from error
 
     def handle(self, raw_path: str, raw: bytes | None) -> Reply:
         """Judge one request (body None: not a POST), record the verdict, and build the reply."""
