@@ -454,3 +454,34 @@ def test_mistral_sdk_parses_chat(servers: dict[str, Emulator]) -> None:
             model=good["model"], messages=[*good["messages"][:5], {"role": "user", "content": "x"}]
         )
     assert getattr(caught.value, "status_code", 400) == 400
+
+
+def test_an_emulator_is_reachable_in_a_fresh_network_namespace() -> None:
+    """`unshare -rn` starts with loopback down; the emulator brings it up and answers there."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rn", "true"], check=False).returncode:
+        pytest.skip("unshare -rn is not available here (no user namespaces)")
+    script = (
+        "import json, urllib.request\n"
+        "from emulators import serve\n"
+        "with serve('openai-chat') as e:\n"
+        "    body = json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode()\n"
+        "    request = urllib.request.Request(e.sdk_base_url + '/chat/completions', data=body,\n"
+        "                                     headers={'content-type': 'application/json'})\n"
+        "    print(urllib.request.urlopen(request, timeout=5).status, e.last().accepted)\n"
+    )
+    tests = Path(__file__).parent
+    done = subprocess.run(
+        ["unshare", "-rn", sys.executable, "-c", script],
+        cwd=tests,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["200", "True"]
