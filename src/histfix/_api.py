@@ -130,8 +130,6 @@ def repair(
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
     _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair")
-    from . import _compat, _release
-
     _require_pydantic_ai()
     if backend == "auto":
         backend = _auto_backend(_forced_backend())
@@ -145,18 +143,25 @@ def repair(
         if backend == "histfix":
             return report.messages  # the same walk already ran
     if backend == "upstream":
-        if not _compat.HAS_REPAIR_MESSAGES:
-            raise RuntimeError(
-                f"backend='upstream' needs pydantic_ai.messages.repair_messages, which pydantic-ai "
-                f"{_release.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
-            )
-        from pydantic_ai import messages as pai
-
-        check_messages(history, pai.ModelRequest, pai.ModelResponse)
-        return pai.repair_messages(history, repair_last_response=repair_last_response)  # type: ignore[attr-defined,no-any-return,unused-ignore]
+        return _upstream_repair(history, repair_last_response)
     from ._walk import repair_walk
 
     return repair_walk(history, repair_last_response=repair_last_response)
+
+
+def _upstream_repair(history: list[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
+    """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
+    from . import _compat, _release
+
+    if not _compat.HAS_REPAIR_MESSAGES:
+        raise RuntimeError(
+            f"backend='upstream' needs pydantic_ai.messages.repair_messages, which pydantic-ai "
+            f"{_release.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
+        )
+    from pydantic_ai import messages as pai
+
+    check_messages(history, pai.ModelRequest, pai.ModelResponse)
+    return pai.repair_messages(history, repair_last_response=repair_last_response)  # type: ignore[attr-defined,no-any-return,unused-ignore]
 
 
 def keep_last_turns(
@@ -244,9 +249,13 @@ def repair_report(
 ) -> RepairReport:
     """Repair ``messages`` and say what changed: dropped results, synthesized returns, merges, moves.
 
-    Runs histfix's own walk on every release (on 2.60.0+ it gives exactly upstream's output), so
-    the report describes precisely the history it returns; with ``orphans="note"`` it lists each
-    orphaned result kept as a note (with its content's preview) instead of dropped.
+    ``.messages`` is exactly what ``repair`` returns with the same arguments on the installed
+    release, through the same path. The changes are recorded by histfix's own walk, which gives
+    upstream's output on 2.60.0+ except for one input, an in-memory tool-less ``RetryPromptPart``
+    (deprecated there): upstream's merge moves it forward with the tool results. The same results
+    are dropped, returns synthesized and messages merged either way; only the order of parts inside
+    that merged request differs, and ``.messages`` has upstream's. With ``orphans="note"`` it lists
+    each orphaned result kept as a note (with its content's preview) instead of dropped.
     """
     _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair_report")
@@ -255,10 +264,11 @@ def repair_report(
 
     history, notes = _noted(history, orphans)
     report = repair_with_changes(history, repair_last_response)
-    if not notes:
-        return report
+    messages = report.messages
+    if _auto_backend(_forced_backend()) == "upstream":
+        messages = _upstream_repair(history, repair_last_response)
     changes = sorted([*notes, *report.changes], key=lambda c: c.message_index)
-    return RepairReport(report.messages, tuple(changes))
+    return RepairReport(messages, tuple(changes))
 
 
 def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
