@@ -7,10 +7,10 @@ import sys
 import textwrap
 
 import pytest
-from packaging.version import Version
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix import _compat
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
@@ -131,11 +131,7 @@ def test_backend_info_matches_release() -> None:
     info = histfix.backend_info()
     assert info.version == str(PYDANTIC_AI)
     assert info.features["repair_messages"] is HAS_UPSTREAM_REPAIR
-    expected = (
-        "upstream"
-        if HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
-        else "histfix"
-    )
+    expected = "upstream" if _compat.UPSTREAM_REPAIR_IS_CURRENT else "histfix"
     assert info.backend == expected
     assert str(PYDANTIC_AI) in info.reason
 

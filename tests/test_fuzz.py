@@ -12,13 +12,12 @@ import os
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
-from packaging.version import Version
 from pydantic_ai import messages as pai
 
 import histfix
 from fuzz_strategies import histories
+from histfix import _compat
 
-from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import MARKER, Json, load
 from strict import pairing_problems
 
@@ -30,7 +29,8 @@ fuzz = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-UPSTREAM_IS_ORACLE = HAS_UPSTREAM_REPAIR and Version(PYDANTIC_AI.base_version) >= Version("2.60.0")
+#: The library's own switch (a pre-release of 2.60.0 counts as older, as it does for backend="auto").
+UPSTREAM_IS_ORACLE = _compat.UPSTREAM_REPAIR_IS_CURRENT
 
 
 def ours(history: list[pai.ModelMessage], last: bool = True) -> list[pai.ModelMessage]:

@@ -14,14 +14,15 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix import _compat
 
-from conftest import HAS_UPSTREAM_REPAIR
 from corpus import CASES
 from dsl import Case, dump, load, load_history
 from generate import random_history
 from strict import pairing_problems
 
 BACKENDS = ["auto", "histfix"]
+CASES_BY_NAME = {case.name: case for case in CASES}
 
 
 def load_case(case: Case) -> tuple[list[pai.ModelMessage], list[pai.ModelMessage]]:
@@ -100,9 +101,22 @@ def test_random_histories_idempotent_and_pure(seed: int) -> None:
     assert history == snapshot
 
 
-@pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="only releases with repair_messages")
-def test_auto_matches_forced_path() -> None:
-    info = histfix.backend_info()
-    for seed in range(50):
-        history = load(random_history(seed))
-        assert histfix.repair(history) == histfix.repair(history, backend=info.backend)
+def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` calls upstream ``repair_messages`` on 2.60.0+ (once per repair) and never before."""
+    upstream = getattr(pai, "repair_messages", None)
+    calls: list[int] = []
+
+    def counting(history: list[pai.ModelMessage], **options: bool) -> list[pai.ModelMessage]:
+        calls.append(len(history))
+        return upstream(history, **options)  # type: ignore[misc,no-any-return]
+
+    if upstream is not None:
+        monkeypatch.setattr(pai, "repair_messages", counting)
+    histories = [load(random_history(seed)) for seed in range(50)]
+    for history in histories:
+        assert histfix.repair(history) == histfix.repair(history, backend="histfix")
+    assert len(calls) == (len(histories) if _compat.UPSTREAM_REPAIR_IS_CURRENT else 0)
+    if upstream is not None and not _compat.UPSTREAM_REPAIR_IS_CURRENT:
+        # 2.53-2.59: a history this release's repair_messages gets wrong comes out as the walk's
+        history = load_history(CASES_BY_NAME["G3_toolless_retry_not_hoisted_in_merge"])
+        assert dump(histfix.repair(history)) != dump(upstream(history))
