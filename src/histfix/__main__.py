@@ -4,4 +4,6 @@ import sys
 
 from ._cli import main
 
+__all__: list[str] = []  # run as a program; it exports nothing
+
 sys.exit(main())

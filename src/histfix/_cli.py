@@ -22,6 +22,8 @@ from . import __version__
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+__all__ = ["build_parser", "main", "write_atomically"]
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 
 
