@@ -149,7 +149,7 @@ def repair(
     return repair_walk(history, repair_last_response=repair_last_response)
 
 
-def _upstream_repair(history: list[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
+def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
     """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
     from . import _compat, _release
 
