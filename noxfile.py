@@ -40,7 +40,7 @@ release_pins = _releases.release_pins
 release_requirements = _releases.release_requirements
 
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
-TEST_TOOLS = ["pytest", "hypothesis"]
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
@@ -58,6 +58,11 @@ SWEEP_RECORD = ROOT / "tests" / "data" / "sweep.json"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
+#: pytest-xdist inside each tests(X) session: one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS
+#: overrides; `-- -n 0` after the session name runs serially). worksteal keeps both cores busy
+#: while the five 500-example fuzz properties (most of a session's time) run. The controller
+#: writes the --record-outcome record (tests/conftest.py), identical to a serial run's.
+PARALLEL = ["-n", "auto", "--dist", "worksteal"]
 #: Tests of the tools/ programs: release-independent, so `tools` runs them once and `tests(X)` skips them.
 TOOL_TESTS = "tests/tools"
 
@@ -231,7 +236,7 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
-    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", f"--ignore={TOOL_TESTS}"]
+    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", f"--ignore={TOOL_TESTS}", *PARALLEL]
     session.run(*pytest, *session.posargs)
 
 

@@ -55,7 +55,31 @@ FACTS: dict[str, str] = {}
 PROVIDERS: dict[str, Any] = {}
 
 
+#: user_properties key under which a test's new MEASURED/FACTS entries travel with its report, so
+#: that under pytest-xdist (`-n`) the controller, which writes the record, sees what workers measured.
+_MEASURED_KEY, _FACTS_KEY = "histfix-measured", "histfix-facts"
+_sent: dict[str, dict[str, str]] = {_MEASURED_KEY: {}, _FACTS_KEY: {}}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.when != "teardown":
+        return
+    for key, values in ((_MEASURED_KEY, MEASURED), (_FACTS_KEY, FACTS)):
+        new = {name: value for name, value in values.items() if _sent[key].get(name) != value}
+        if new:
+            report.user_properties.append((key, new))
+            _sent[key].update(new)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for key, values in report.user_properties:
+        if key == _MEASURED_KEY:
+            MEASURED.update(values)
+        elif key == _FACTS_KEY:
+            FACTS.update(values)
     if report.when == "call" or report.outcome != "passed":
         key = "xfailed" if hasattr(report, "wasxfail") else report.outcome
         _outcomes[key] = _outcomes.get(key, 0) + 1
@@ -66,8 +90,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     target = session.config.getoption("--record-outcome")
-    if not target:
-        return
+    if not target or hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller saw every report and writes the one record
     import json
     from pathlib import Path
 
