@@ -1,26 +1,32 @@
 """Test histfix against every pinned pydantic-ai-slim release, offline (no provider is ever called).
 
-`nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once;
-a no-op while it is up to date), one `tests` session per pinned release, `tools` (the tests of the
-programs in tools/, which do not depend on the release: run once, on the newest, and left out of
-every `tests` session), `lint`, `typecheck`, and `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
+`nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
+no-op while it is up to date), one `tests` session per pinned release (on pytest-xdist, one worker
+per CPU: see PARALLEL), `tools` (the tests of the programs in tools/, which do not depend on the
+release: run once, on the newest, and left out of every `tests` session), `lint`, `typecheck`, and
+`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
 committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
-Opt-in sessions: `sweep` (the suite on every release on PyPI, resumable), `latest` (canary: the
-differential suite on the newest release, unpinned), `compare -- FILE [--json]` (what each pinned
-release does with a stored history), `bench` (the benchmark).
+Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
+(the suite on every release on PyPI, resumable), `latest` (canary: the differential suite on the
+newest release, unpinned), `compare -- FILE [--json]` (what each pinned release does with a stored
+history), `bench` (the benchmark).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import platform
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import nox
+import nox.command
 import nox.project
 from nox.virtualenv import UV  # the uv nox itself uses (PATH, or the `uv` package beside nox)
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -38,6 +44,10 @@ PYDANTIC_AI_RELEASES: list[str] = _releases.PINNED_RELEASES
 NEWEST: str = _releases.NEWEST
 release_pins = _releases.release_pins
 release_requirements = _releases.release_requirements
+#: The Pythons pyproject.toml claims, for the opt-in `pythons` session.
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+#: Extra (Python, release) runs of `pythons`: the newest 1.x on the oldest Python.
+PYTHONS_EXTRA = [("3.10", "1.107.10")]
 
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
@@ -324,3 +334,78 @@ def bench(session: nox.Session) -> None:
     """Time our walk against upstream repair_messages on the newest release (not a test)."""
     install_release(session, NEWEST)
     session.run("python", "tests/bench_repair.py", *session.posargs)
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter for `version` ("3.12"): `pythonX.Y` on PATH, else pyenv's newest X.Y.*, else None.
+
+    A pyenv shim on PATH for a version that is installed but not selected fails when run, so a
+    candidate counts only once it has run and reported the right version.
+    """
+    candidates = [shutil.which(f"python{version}")]
+    pyenv = shutil.which("pyenv")
+    root = os.environ.get("PYENV_ROOT")
+    if pyenv and not root:
+        found = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30, check=False)
+        root = found.stdout.strip() or None
+    if root:
+        installed = Path(root, "versions").glob(f"{version}.*/bin/python{version}")
+        newest_first = sorted(
+            installed, key=lambda p: Version(p.parent.parent.name.split("-")[0]), reverse=True
+        )
+        candidates += [str(p) for p in newest_first]
+    for candidate in filter(None, candidates):
+        code = "import sys; print('%d.%d' % sys.version_info[:2])"
+        try:
+            ran = subprocess.run(
+                [candidate, "-c", code], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if ran.returncode == 0 and ran.stdout.strip() == version:
+            return candidate
+    return None
+
+
+@nox.session(python=False)
+def pythons(session: nox.Session) -> None:
+    """The suite on the newest pinned release under every Python 3.10-3.13 found (and 1.107.10 on 3.10).
+
+    Opt-in, never part of CI: an interpreter it cannot find (on PATH as pythonX.Y, or through
+    pyenv), or a release that does not install on it (2.68.0 needs Python >= 3.11, hence the
+    1.107.10 run on 3.10), is skipped and named in the summary; only a failing suite fails it. Each run gets its own uv venv in .nox/pythons-*,
+    installed from the package index (the wheelhouse holds wheels for one Python only), and runs
+    pytest serially, like the `tests` sessions minus the tools' tests. Posargs go to pytest.
+    """
+    runs = [(python, NEWEST) for python in PYTHONS] + PYTHONS_EXTRA
+    summary = []
+    failed = False
+    for python, release in runs:
+        interpreter = find_python(python)
+        if interpreter is None:
+            summary.append(f"Python {python}: not found, skipped (pydantic-ai-slim {release})")
+            continue
+        venv = ROOT / ".nox" / f"pythons-{python}-{release}"
+        bin_python = venv / "bin" / "python"
+        session.run(
+            UV, "venv", "--quiet", "--allow-existing", "--python", interpreter, str(venv), external=True
+        )
+        install = [UV, "pip", "install", "--quiet", "--python", str(bin_python), "-e", "."]
+        try:
+            session.run(*install, *release_requirements(release, *TEST_TOOLS), external=True)
+        except nox.command.CommandFailed:  # e.g. 2.x releases need Python >= 3.11: uv said why, above
+            summary.append(
+                f"Python {python} ({interpreter}): pydantic-ai-slim {release} does not install, skipped"
+            )
+            continue
+        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--ignore={TOOL_TESTS}"]
+        try:
+            session.run(*pytest, *session.posargs, external=True)
+            summary.append(f"Python {python} ({interpreter}): pydantic-ai-slim {release}: pass")
+        except nox.command.CommandFailed:
+            failed = True
+            summary.append(f"Python {python} ({interpreter}): pydantic-ai-slim {release}: FAIL")
+    for line in summary:
+        session.log(line)
+    if failed:
+        session.error("the suite failed under at least one Python (see above)")
