@@ -135,7 +135,12 @@ def _outcome_values() -> frozenset[str]:
     names = {f.name for f in fields(pai.ToolReturnPart)}
     if "outcome" not in names:
         return frozenset()
-    return frozenset(typing.get_args(typing.get_type_hints(pai.ToolReturnPart)["outcome"]))
+    # The field's own annotation: typing.get_type_hints(ToolReturnPart) fails on Python 3.10 (KW_ONLY).
+    (outcome,) = [f for f in fields(pai.ToolReturnPart) if f.name == "outcome"]
+    hint = typing.get_type_hints(
+        type("Outcome", (), {"__annotations__": {"outcome": outcome.type}}), vars(pai)
+    )
+    return frozenset(typing.get_args(hint["outcome"]))
 
 
 OUTCOMES = _outcome_values()

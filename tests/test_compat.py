@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from packaging.version import Version
 from pydantic_ai import messages as pai
 
 from histfix import _compat
@@ -25,3 +26,7 @@ def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.TOOL_AVAILABILITY_DELTA is getattr(pai, "ToolAvailabilityDeltaPart", None)
     assert _compat.HAS_RETRY_FEEDBACK_PART is hasattr(pai, "RetryFeedbackPart")
     assert features()["repair_messages"] is HAS_UPSTREAM_REPAIR
+    # releases from upstream-behaviour.md; detected by probe, so on every Python (3.10 included)
+    assert _compat.OUTCOME_INTERRUPTED is (Version("2.10.0") <= PYDANTIC_AI)
+    assert _compat.OUTCOME_RETRIED is (Version("2.60.0") <= PYDANTIC_AI)
+    assert _compat.RETURN_HAS_OUTCOME is (Version("1.67.0") <= PYDANTIC_AI)

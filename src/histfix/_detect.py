@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import typing
 from typing import Any
 
 from . import _compat
-from ._load_probes import field_names
+from ._load_probes import field_names, part_value_kept
 from ._release import VERSION, pydantic_ai_messages
 
 __all__ = ["DETECTED", "features", "switches"]
@@ -16,22 +15,15 @@ __all__ = ["DETECTED", "features", "switches"]
 DETECTED = frozenset(_compat.__annotations__)
 
 
-def _literal_values(cls: type, field: str) -> frozenset[Any]:
-    """The values allowed by a ``Literal[...]`` field annotation (empty if not a Literal)."""
-    try:
-        hint = typing.get_type_hints(cls)[field]
-    except Exception:  # pragma: no cover - unresolvable annotations on an unknown release
-        return frozenset()
-    return frozenset(typing.get_args(hint)) if typing.get_origin(hint) is typing.Literal else frozenset()
-
-
 @functools.cache
 def switches() -> dict[str, Any]:
     """Inspect the imported pydantic-ai once and return every detected switch by name."""
     messages = pydantic_ai_messages()
     returns = field_names(messages.ToolReturnPart)
     requests = field_names(messages.ModelRequest)
-    outcomes = _literal_values(messages.ToolReturnPart, "outcome") if "outcome" in returns else frozenset()
+    # Probed, not read from the Literal: typing.get_type_hints fails on Python 3.10 for these
+    # dataclasses (their KW_ONLY marker field), which would hide every value there.
+    outcomes = {v for v in ("interrupted", "retried") if part_value_kept("tool-return", "outcome", v)}
     has_repair = callable(getattr(messages, "repair_messages", None))
     return {
         "HAS_REPAIR_MESSAGES": has_repair,
