@@ -9,6 +9,7 @@ adapts it to the fields the installed release has (see contract.md's table).
 from __future__ import annotations
 
 import json
+import sys
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -131,16 +132,21 @@ def real(*parts: Json, at: int = 1, **fields_: Any) -> Json:
 
 
 # --- loading on the installed release -----------------------------------------------------------------
-def _outcome_values() -> frozenset[str]:
-    names = {f.name for f in fields(pai.ToolReturnPart)}
-    if "outcome" not in names:
+def literal_values(cls: type, name: str) -> frozenset[Any]:
+    """The values a ``Literal`` dataclass field allows (empty if the class has no such field).
+
+    Resolves that one annotation: ``typing.get_type_hints(cls)`` fails on Python 3.10 for
+    pydantic-ai's dataclasses (their ``KW_ONLY`` marker field).
+    """
+    found = [f for f in fields(cls) if f.name == name]
+    if not found:
         return frozenset()
-    # The field's own annotation: typing.get_type_hints(ToolReturnPart) fails on Python 3.10 (KW_ONLY).
-    (outcome,) = [f for f in fields(pai.ToolReturnPart) if f.name == "outcome"]
-    hint = typing.get_type_hints(
-        type("Outcome", (), {"__annotations__": {"outcome": outcome.type}}), vars(pai)
-    )
-    return frozenset(typing.get_args(hint["outcome"]))
+    holder = type("Holder", (), {"__annotations__": {name: found[0].type}})
+    return frozenset(typing.get_args(typing.get_type_hints(holder, vars(sys.modules[cls.__module__]))[name]))
+
+
+def _outcome_values() -> frozenset[str]:
+    return literal_values(pai.ToolReturnPart, "outcome")
 
 
 OUTCOMES = _outcome_values()

@@ -6,9 +6,7 @@ suite's shared strict checker and recording it.
 
 from __future__ import annotations
 
-import typing
 import warnings
-from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ from pydantic_ai.models.function import FunctionModel
 import histfix
 
 from conftest import FACTS, MEASURED, PYDANTIC_AI
-from dsl import INTERRUPTED, MARKER, call, load, req, resp, ret, text, user
+from dsl import INTERRUPTED, MARKER, call, literal_values, load, req, resp, ret, text, user
 from strict import StrictModel, StrictProviderError, assert_provider_valid
 
 # What an aborted run leaves behind: a prompt, a tool call, and the user's next prompt.
@@ -127,9 +125,7 @@ def test_slice_starting_on_a_tool_result() -> None:
 
 def _response_can_be_interrupted() -> bool:
     """``ModelResponse.state`` (1.92.0+) exists and allows ``'interrupted'``."""
-    if "state" not in {f.name for f in fields(pai.ModelResponse)}:
-        return False
-    return "interrupted" in typing.get_args(typing.get_type_hints(pai.ModelResponse)["state"])
+    return "interrupted" in literal_values(pai.ModelResponse, "state")
 
 
 def test_new_prompt_after_an_interrupted_response() -> None:
