@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 
 from . import _compat
 from ._folding import Folder, FoldEvent
-from ._pairing import Pairing, pair
+from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 
 __all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_MARKER", "dangling_calls", "repair_walk"]
@@ -54,16 +54,16 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
     )
 
 
-def dangling_calls(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolCallPart]:
-    """The response's dangling calls: for each (id, n, _), its last n calls with that id."""
+def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[ToolCallPart]:
+    """The response's dangling calls: for each entry, its last ``count`` calls with that id."""
     found: list[ToolCallPart] = []
-    for call_id, count, _shadowed in dangling:
-        calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == call_id]
-        found.extend(calls[-count:])
+    for entry in dangling:
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == entry.call_id]
+        found.extend(calls[-entry.count :])
     return found
 
 
-def _closing_returns(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolReturnPart]:
+def _closing_returns(response: ModelResponse, dangling: list[Dangling]) -> list[ToolReturnPart]:
     """Synthesized returns for the response's dangling calls, in upstream's order."""
     return [_synthesized_return(call, response) for call in dangling_calls(response, dangling)]
 
