@@ -22,25 +22,25 @@ __all__ = ["FoldEvent", "Folder", "is_synthetic", "results_gathered"]
 _FRAMEWORK_NAMESPACE = "__pydantic_ai__"
 
 
+def _moves(part: object) -> bool:
+    """Sort key: False for parts that keep their place among results, True for those moved after."""
+    return not stays_between_results(part)
+
+
 def results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart] | None:
     """Parts with whatever sits between the first and last result moved after the last one.
 
-    Tool-availability deltas keep their place among the results. None when nothing moves.
+    Only the span from the first result to the last changes: a stable sort on ``_moves`` puts
+    the results (and tool-availability deltas, which keep their place among them) first and the
+    parts they enclosed after, each group in its original order. None when nothing moves.
     """
-    first = last = -1
-    for i, part in enumerate(parts):
-        if is_result(part):
-            if first < 0:
-                first = i
-            last = i
-    if first < 0:
+    where = [i for i, part in enumerate(parts) if is_result(part)]
+    if not where:
         return None
-    middle = parts[first : last + 1]
-    moved = [p for p in middle if not stays_between_results(p)]
-    if not moved:
+    span = parts[where[0] : where[-1] + 1]
+    if not any(map(_moves, span)):
         return None
-    kept = [p for p in middle if stays_between_results(p)]
-    return [*parts[:first], *kept, *moved, *parts[last + 1 :]]
+    return [*parts[: where[0]], *sorted(span, key=_moves), *parts[where[-1] + 1 :]]
 
 
 def is_synthetic(response: ModelResponse) -> bool:
