@@ -57,7 +57,10 @@ class Pairing:
         self.orphans: dict[int, set[int]] = {}
         #: indices of requests with other parts between their results
         self.scattered: set[int] = set()
-        #: every index the building walk must look at; all other messages pass through as they are
+        #: every index where the output can differ from the message there passed through as it
+        #: is (a part dropped, added or moved, or a merge with the message before); the building
+        #: walk copies everything else wholesale, so a rule that forgets its index corrupts output
+        #: silently (``_walk.repair_walk`` states the invariant, tests/test_invariant.py checks it)
         self.events: set[int] = set()
 
 
