@@ -105,6 +105,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                     open_calls[call_id] = index
         elif isinstance(message, ModelRequest):
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+            previous = index - 1
             for piece in message.parts:
                 if isinstance(piece, ToolReturnPart) or (
                     isinstance(piece, RetryPromptPart) and piece.tool_name is not None
@@ -118,9 +119,9 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                     if answering == _ANSWERED:
                         found.duplicates.setdefault(index, set()).add(id(piece))
                     else:
-                        if answering != index - 1:
+                        if answering != previous:
                             found.late.setdefault(index, set()).add(id(piece))
-                        spare = extra_open.get(call_id)
+                        spare = extra_open.get(call_id) if extra_open else None  # almost always empty
                         if spare is None:
                             open_calls[call_id] = _ANSWERED
                         elif spare == 1:

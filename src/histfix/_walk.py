@@ -23,7 +23,7 @@ from pydantic_ai.messages import (
 )
 
 from . import _compat
-from ._folding import Folder, FoldEvent
+from ._folding import Folder, FoldEvent, with_parts
 from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 
@@ -112,8 +112,8 @@ class _Builder:
             if not kept and index != self.last:
                 self.dropped = True  # an emptied interior request disappears
                 return
-            request = replace(message, parts=kept)
-        if self.closing:
+            request = with_parts(message, kept)
+        if self.closing:  # the constructor, so the synthesized returns get the release's own checks
             request = replace(request, parts=_with_closing_returns(request.parts, self.closing))
             self.closing = []
         self.folder.request(request, index in pairing.scattered, index)
