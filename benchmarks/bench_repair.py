@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._pairing import pair
 from histfix._walk import repair_walk
 
 from dsl import Json, call, req, resp, ret, retry, text, to_json, user
@@ -96,7 +97,11 @@ def dense(size: int, seed: int = 0) -> History:
         return calls
 
     def answer(name: str, id_: str) -> Json:
-        return retry("fix the args", name=name, id=id_, at=at) if rng.random() < 0.08 else ret(name, id_, "r", at=at)
+        return (
+            retry("fix the args", name=name, id=id_, at=at)
+            if rng.random() < 0.08
+            else ret(name, id_, "r", at=at)
+        )
 
     while len(raw) < size:
         at = turn * 10 % 3000  # dsl timestamps count seconds within one hour
@@ -216,14 +221,14 @@ def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], Hist
     for size in sizes:
         history = make(size)
         parts = sum(len(m.parts) for m in history)
-        events = len(histfix._pairing.pair(history, True).events)
+        events = len(pair(history, True).events)
         contenders: dict[str, Callable[[], object]] = {
-            "floor": lambda: floor(history),
-            "histfix": lambda: repair_walk(history),
+            "floor": lambda h=history: floor(h),
+            "histfix": lambda h=history: repair_walk(h),
         }
         if upstream is not None:
             assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
-            contenders["upstream"] = lambda: upstream(history)
+            contenders["upstream"] = lambda h=history: upstream(h)
         times = measure(contenders, 9 if size <= 100_000 else 3)
         low = {k: min(v) for k, v in times.items()}
         mid = {k: statistics.median(v) for k, v in times.items()}
@@ -249,7 +254,9 @@ def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], Hist
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000, 100_000, 1_000_000])
-    parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES))
+    parser.add_argument(
+        "--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES)
+    )
     parser.add_argument("--extras", action="store_true", help="also time trim/check, memory and import cost")
     args = parser.parse_args(argv)
     upstream = getattr(pai, "repair_messages", None)
@@ -263,8 +270,13 @@ def main(argv: list[str]) -> None:
     extras = measure(
         {"trim": lambda: histfix.keep_last_turns(history, 50), "check": lambda: histfix.check(history)}, 9
     )
-    print(f"\nsparse, {len(history)} messages: " + ", ".join(f"{k} {min(v) * 1e3:.2f} ms" for k, v in extras.items()))
-    print(f"peak extra memory per part: histfix {peak_extra_bytes_per_part(history, repair_walk):.1f} B", end="")
+    print(
+        f"\nsparse, {len(history)} messages: "
+        + ", ".join(f"{k} {min(v) * 1e3:.2f} ms" for k, v in extras.items())
+    )
+    print(
+        f"peak extra memory per part: histfix {peak_extra_bytes_per_part(history, repair_walk):.1f} B", end=""
+    )
     if upstream is not None:
         print(f", upstream {peak_extra_bytes_per_part(history, upstream):.1f} B", end="")
     print(" (one reference is 8 B)")

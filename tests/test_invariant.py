@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
+from fuzz_strategies import histories
 from histfix._pairing import Pairing, pair
 from histfix._walk import repair_walk
 
 from corpus import CASES
 from dsl import Case, Json, load, load_history
-from fuzz_strategies import histories
 
 fuzz = settings(
     max_examples=int(os.environ.get("HISTFIX_FUZZ_EXAMPLES", "500")),

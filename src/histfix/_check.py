@@ -18,9 +18,7 @@ from ._walk import dangling_calls
 __all__ = ["check_history"]
 
 
-def _call_problems(
-    messages: Sequence[ModelMessage], dangling: dict[int, list[Dangling]]
-) -> list[Problem]:
+def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Dangling]]) -> list[Problem]:
     problems = []
     for index, entries in dangling.items():
         response = messages[index]

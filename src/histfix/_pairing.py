@@ -101,7 +101,9 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                 elif owner == index:
                     extra_open[call_id] = extra_open.get(call_id, 0) + 1
                 else:  # reused while calls from an earlier response are open: those dangle
-                    dangling.setdefault(owner, []).append(Dangling(call_id, 1 + extra_open.pop(call_id, 0), True))
+                    dangling.setdefault(owner, []).append(
+                        Dangling(call_id, 1 + extra_open.pop(call_id, 0), True)
+                    )
                     open_calls[call_id] = index
         elif isinstance(message, ModelRequest):
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
