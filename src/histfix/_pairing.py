@@ -29,10 +29,10 @@ _ANSWERED = -1
 
 
 class Dangling(NamedTuple):
-    """Calls of one response that no result answers: its last ``count`` calls with ``call_id``."""
+    """Calls of one response that no result answers: its last ``n`` calls with ``call_id``."""
 
     call_id: str
-    count: int
+    n: int
     #: True when a later response reused the id while these calls were open (which left them
     #: dangling), False when they are still open at the end of the history
     shadowed: bool

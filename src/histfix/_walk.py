@@ -55,11 +55,11 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
 
 
 def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[ToolCallPart]:
-    """The response's dangling calls: for each entry, its last ``count`` calls with that id."""
+    """The response's dangling calls: for each entry, its last ``n`` calls with that id."""
     found: list[ToolCallPart] = []
     for entry in dangling:
         calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == entry.call_id]
-        found.extend(calls[-entry.count :])
+        found.extend(calls[-entry.n :])
     return found
 
 
