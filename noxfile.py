@@ -331,9 +331,9 @@ def compare(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Time our walk against upstream repair_messages on the newest release (not a test)."""
+    """Time our walk beside upstream repair_messages and the floor on four shapes, newest release (not a test)."""
     install_release(session, NEWEST)
-    session.run("python", "tests/bench_repair.py", *session.posargs)
+    session.run("python", "benchmarks/bench_repair.py", *session.posargs)
 
 
 def find_python(version: str) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
 from ._folding import is_synthetic
-from ._pairing import Pairing, pair
+from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 from ._problems import Problem
 from ._walk import dangling_calls
@@ -18,14 +18,12 @@ from ._walk import dangling_calls
 __all__ = ["check_history"]
 
 
-def _call_problems(
-    messages: Sequence[ModelMessage], dangling: dict[int, list[tuple[str, int, bool]]]
-) -> list[Problem]:
+def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Dangling]]) -> list[Problem]:
     problems = []
     for index, entries in dangling.items():
         response = messages[index]
         assert isinstance(response, ModelResponse)
-        shadowed_ids = {call_id for call_id, _, shadowed in entries if shadowed}
+        shadowed_ids = {entry.call_id for entry in entries if entry.shadowed}
         flagged = {id(call) for call in dangling_calls(response, entries)}
         for part_index, part in enumerate(response.parts):
             if id(part) not in flagged:

@@ -8,39 +8,54 @@ the parts between its results moved after them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
 
 from . import _compat
 from ._parts import is_result, not_result, stays_between_results
 
-__all__ = ["FoldEvent", "Folder", "is_synthetic", "results_gathered"]
+__all__ = ["FoldEvent", "Folder", "is_synthetic", "results_gathered", "with_parts"]
+
+_M = TypeVar("_M", ModelRequest, ModelResponse)
 
 #: The metadata namespace that survives a request merge (upstream since 2.42.0).
 _FRAMEWORK_NAMESPACE = "__pydantic_ai__"
 
 
+def with_parts(message: _M, parts: list[Any]) -> _M:
+    """``message`` with other ``parts``, every one of them taken from validated messages of its class.
+
+    The same as ``dataclasses.replace(message, parts=parts)`` for such parts, at a fifth of the
+    cost: the message classes are plain dataclasses on every release, and their ``__post_init__``
+    (2.59.0+) only re-checks and re-promotes parts, which these parts already went through. Parts
+    histfix creates (synthesized returns) must go through the class's constructor instead.
+    """
+    clone = object.__new__(type(message))
+    clone.__dict__.update(message.__dict__)
+    clone.parts = parts
+    return clone
+
+
+def _moves(part: object) -> bool:
+    """Sort key: False for parts that keep their place among results, True for those moved after."""
+    return not stays_between_results(part)
+
+
 def results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart] | None:
     """Parts with whatever sits between the first and last result moved after the last one.
 
-    Tool-availability deltas keep their place among the results. None when nothing moves.
+    Only the span from the first result to the last changes: a stable sort on ``_moves`` puts
+    the results (and tool-availability deltas, which keep their place among them) first and the
+    parts they enclosed after, each group in its original order. None when nothing moves.
     """
-    first = last = -1
-    for i, part in enumerate(parts):
-        if is_result(part):
-            if first < 0:
-                first = i
-            last = i
-    if first < 0:
+    where = [i for i, part in enumerate(parts) if is_result(part)]
+    if not where:
         return None
-    middle = parts[first : last + 1]
-    moved = [p for p in middle if not stays_between_results(p)]
-    if not moved:
+    span = parts[where[0] : where[-1] + 1]
+    if not any(map(_moves, span)):
         return None
-    kept = [p for p in middle if stays_between_results(p)]
-    return [*parts[:first], *kept, *moved, *parts[last + 1 :]]
+    return [*parts[: where[0]], *sorted(span, key=_moves), *parts[where[-1] + 1 :]]
 
 
 def is_synthetic(response: ModelResponse) -> bool:
@@ -150,7 +165,7 @@ class Folder:
             gathered = results_gathered(only.parts) if self.scattered else None
             if gathered is not None:
                 self._record("moved_parts", self.indices)
-            self.out.append(only if gathered is None else replace(only, parts=gathered))
+            self.out.append(only if gathered is None else with_parts(only, gathered))
         else:
             self._record("merged_requests", self.indices)
             self.out.append(_merged_request(run, self.scattered))
@@ -166,6 +181,6 @@ class Folder:
             self.out.append(run[0])
         else:
             self._record("merged_responses", self.indices)
-            self.out.append(replace(run[0], parts=[p for r in run for p in r.parts]))
+            self.out.append(with_parts(run[0], [p for r in run for p in r.parts]))
         self.responses = []
         self.indices = []

@@ -7,6 +7,7 @@ untouched stretches between them wholesale.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -20,11 +21,21 @@ from pydantic_ai.messages import (
 from . import _compat
 from ._inputs import not_a_message
 
-__all__ = ["Pairing", "pair"]
+__all__ = ["Dangling", "Pairing", "pair"]
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 #: ``open_calls`` value of an id whose calls are all answered.
 _ANSWERED = -1
+
+
+class Dangling(NamedTuple):
+    """Calls of one response that no result answers: its last ``n`` calls with ``call_id``."""
+
+    call_id: str
+    n: int
+    #: True when a later response reused the id while these calls were open (which left them
+    #: dangling), False when they are still open at the end of the history
+    shadowed: bool
 
 
 class Pairing:
@@ -33,10 +44,8 @@ class Pairing:
     __slots__ = ("called", "dangling", "duplicates", "events", "late", "orphans", "scattered")
 
     def __init__(self) -> None:
-        #: response index -> [(tool_call_id, n, shadowed)]: the last n calls with that id in that
-        #: response dangle (``shadowed``: because a later response reused the id), in the order
-        #: upstream synthesizes their returns
-        self.dangling: dict[int, list[tuple[str, int, bool]]] = {}
+        #: response index -> its dangling calls, in the order upstream synthesizes their returns
+        self.dangling: dict[int, list[Dangling]] = {}
         #: every id any response called (the keys), for telling early results from orphans
         self.called: dict[str, int] = {}
         # The next three hold ``id()``s of parts (alive as long as the history is), by request index.
@@ -48,7 +57,10 @@ class Pairing:
         self.orphans: dict[int, set[int]] = {}
         #: indices of requests with other parts between their results
         self.scattered: set[int] = set()
-        #: every index the building walk must look at; all other messages pass through as they are
+        #: every index where the output can differ from the message there passed through as it
+        #: is (a part dropped, added or moved, or a merge with the message before); the building
+        #: walk copies everything else wholesale, so a rule that forgets its index corrupts output
+        #: silently (``_walk.repair_walk`` states the invariant, tests/test_invariant.py checks it)
         self.events: set[int] = set()
 
 
@@ -89,10 +101,13 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                 elif owner == index:
                     extra_open[call_id] = extra_open.get(call_id, 0) + 1
                 else:  # reused while calls from an earlier response are open: those dangle
-                    dangling.setdefault(owner, []).append((call_id, 1 + extra_open.pop(call_id, 0), True))
+                    dangling.setdefault(owner, []).append(
+                        Dangling(call_id, 1 + extra_open.pop(call_id, 0), True)
+                    )
                     open_calls[call_id] = index
         elif isinstance(message, ModelRequest):
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+            previous = index - 1
             for piece in message.parts:
                 if isinstance(piece, ToolReturnPart) or (
                     isinstance(piece, RetryPromptPart) and piece.tool_name is not None
@@ -106,9 +121,9 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                     if answering == _ANSWERED:
                         found.duplicates.setdefault(index, set()).add(id(piece))
                     else:
-                        if answering != index - 1:
+                        if answering != previous:
                             found.late.setdefault(index, set()).add(id(piece))
-                        spare = extra_open.get(call_id)
+                        spare = extra_open.get(call_id) if extra_open else None  # almost always empty
                         if spare is None:
                             open_calls[call_id] = _ANSWERED
                         elif spare == 1:
@@ -125,7 +140,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
             raise not_a_message(index, message)
     for call_id, owner in open_calls.items():
         if owner != _ANSWERED:
-            dangling.setdefault(owner, []).append((call_id, 1 + extra_open.get(call_id, 0), False))
+            dangling.setdefault(owner, []).append(Dangling(call_id, 1 + extra_open.get(call_id, 0), False))
     if not repair_last_response:
         dangling.pop(last_response, None)
     found.called = open_calls

@@ -9,7 +9,7 @@ through as the same objects; the caller's list and messages are never mutated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,8 +23,8 @@ from pydantic_ai.messages import (
 )
 
 from . import _compat
-from ._folding import Folder, FoldEvent
-from ._pairing import Pairing, pair
+from ._folding import Folder, FoldEvent, with_parts
+from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 
 __all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_MARKER", "dangling_calls", "repair_walk"]
@@ -54,16 +54,16 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
     )
 
 
-def dangling_calls(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolCallPart]:
-    """The response's dangling calls: for each (id, n, _), its last n calls with that id."""
+def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[ToolCallPart]:
+    """The response's dangling calls: for each entry, its last ``n`` calls with that id."""
     found: list[ToolCallPart] = []
-    for call_id, count, _shadowed in dangling:
-        calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == call_id]
-        found.extend(calls[-count:])
+    for entry in dangling:
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == entry.call_id]
+        found.extend(calls[-entry.n :])
     return found
 
 
-def _closing_returns(response: ModelResponse, dangling: list[tuple[str, int, bool]]) -> list[ToolReturnPart]:
+def _closing_returns(response: ModelResponse, dangling: list[Dangling]) -> list[ToolReturnPart]:
     """Synthesized returns for the response's dangling calls, in upstream's order."""
     return [_synthesized_return(call, response) for call in dangling_calls(response, dangling)]
 
@@ -112,8 +112,8 @@ class _Builder:
             if not kept and index != self.last:
                 self.dropped = True  # an emptied interior request disappears
                 return
-            request = replace(message, parts=kept)
-        if self.closing:
+            request = with_parts(message, kept)
+        if self.closing:  # the constructor, so the synthesized returns get the release's own checks
             request = replace(request, parts=_with_closing_returns(request.parts, self.closing))
             self.closing = []
         self.folder.request(request, index in pairing.scattered, index)
@@ -135,16 +135,27 @@ def repair_walk(
     repair_last_response: bool = True,
     pairing: Pairing | None = None,
     log: list[FoldEvent] | None = None,
+    every_index: bool = False,
 ) -> list[ModelMessage]:
     """Repair ``messages`` exactly as the newest upstream ``repair_messages`` does.
 
     Pass a ``pairing`` already made for these messages to reuse it, and a ``log`` list to have
-    every merge and move recorded. Raises ``TypeError`` for an element that is not a
-    ``ModelRequest``/``ModelResponse``.
+    every merge and move recorded. ``every_index=True`` treats every index as an event, so no
+    stretch is copied: the slow reference the fast path must equal (see the invariant below).
+    Raises ``TypeError`` for an element that is not a ``ModelRequest``/``ModelResponse``.
+
+    The invariant the fast path rests on: ``pairing.events`` holds every index ``i`` where the
+    output can differ from ``messages[i]`` passed through as it is, that is where ``messages[i]``
+    loses a part, gains one, moves parts, or merges with ``messages[i - 1]``. Then a message
+    outside the events whose successor is outside them too is untouched, and so is everything
+    after a message the builder has settled (nothing pending) up to the event before the next
+    one: those stretches are copied in one slice. A rule that changes a message must record
+    its index in ``_pairing.pair``; tests/test_invariant.py checks the fast path against
+    ``every_index=True`` and fails when a rule forgets its events.
     """
     if pairing is None:
         pairing = pair(messages, repair_last_response)
-    events = pairing.events
+    events: Collection[int] = range(len(messages)) if every_index else pairing.events
     out: list[ModelMessage] = []
     builder = _Builder(out, pairing, len(messages) - 1, log)
     copied_to = 0  # messages before this index are in ``out`` or in the builder
@@ -159,6 +170,8 @@ def repair_walk(
         while index < len(messages):
             builder.add(index, messages[index])
             index += 1
+            # Past the event, stop at the first index that is not one, once nothing is pending:
+            # a settled builder hands that message on unchanged, as the copy does.
             if index > event and builder.settled() and index not in events:
                 break
         if index < len(messages):

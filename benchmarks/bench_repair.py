@@ -1,0 +1,287 @@
+"""Benchmark: histfix's walk beside upstream ``repair_messages`` and the floor, on four shapes of damage.
+
+Not a test: run with ``nox -s bench`` (newest pinned release) or ``python benchmarks/bench_repair.py``
+with a release installed. Shapes (see the functions below): ``clean`` (nothing to repair),
+``sparse`` (10% of conversations lost a result request, 5% lost their head), ``dense`` (a third of
+all turns broken, three rotating breaks) and ``adversarial`` (every message an event). The
+``floor`` is a bare loop over every part: the least any repair must do.
+
+For every shape and size the outputs are asserted equal first; then floor, histfix and upstream
+are timed in interleaved runs with GC off (so drift on a shared machine hits all three alike) and
+the minimum and median of the runs are printed, then the growth of each from one size to the next.
+Arguments: ``--shapes clean,dense`` and sizes (default 1000 10000 100000 1000000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from pydantic_ai import messages as pai
+
+import histfix
+from histfix._pairing import pair
+from histfix._walk import repair_walk
+
+from dsl import Json, call, req, resp, ret, retry, text, to_json, user
+from generate import random_conversation
+
+History = list[pai.ModelMessage]
+
+
+def _load(raw: list[Json], size: int) -> History:
+    return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw[:size]))
+
+
+def clean(size: int) -> History:
+    """Provider-valid conversations back to back: nothing to repair."""
+    raw: list[Json] = []
+    n = 0
+    while len(raw) < size:
+        raw += random_conversation(n)
+        n += 1
+    # cut after a final answer, so the cut itself leaves no dangling call
+    while raw[size - 1]["kind"] != "response" or raw[size - 1]["parts"][0]["part_kind"] != "text":
+        size -= 1
+    return _load(raw, size)
+
+
+def sparse(size: int, seed: int = 0) -> History:
+    """The README's original shape: 10% of conversations lost a result request, 5% their head."""
+    rng = random.Random(seed)
+    raw: list[Json] = []
+    n = 0
+    while len(raw) < size:
+        chunk = random_conversation(n)
+        n += 1
+        roll = rng.random()
+        if roll < 0.1 and len(chunk) > 3:  # a crash lost one request of tool results
+            del chunk[rng.randrange(2, len(chunk) - 1)]
+        elif roll < 0.15:  # an eviction cut the head off: orphaned results
+            chunk = chunk[2:]
+        raw += chunk
+    return _load(raw, size)
+
+
+def dense(size: int, seed: int = 0) -> History:
+    """A third of all turns broken, rotating three breaks; instructions on every request.
+
+    Breaks: a call group followed directly by the next prompt; a partly answered parallel group
+    followed by the next prompt; a stale result whose call was evicted. 1-3 parallel calls per
+    group, about 8% of the answers tool retries.
+    """
+    rng = random.Random(seed)
+    raw: list[Json] = []
+    serial = turn = 0
+    at = 0
+
+    def group() -> list[tuple[str, str]]:
+        nonlocal serial
+        calls = []
+        for _ in range(rng.randint(1, 3)):
+            serial += 1
+            calls.append((rng.choice(["get", "put"]), f"c{serial}"))
+        return calls
+
+    def answer(name: str, id_: str) -> Json:
+        return (
+            retry("fix the args", name=name, id=id_, at=at)
+            if rng.random() < 0.08
+            else ret(name, id_, "r", at=at)
+        )
+
+    while len(raw) < size:
+        at = turn * 10 % 3000  # dsl timestamps count seconds within one hour
+        broken = turn % 3 == 0
+        kind = (turn // 3) % 3
+        raw.append(req(user(f"question {turn}", at), instructions="be brief"))
+        if broken and kind == 2:  # the call before this result was evicted
+            raw.append(req(ret("get", f"evicted{turn}", "stale", at=at), instructions="be brief"))
+        for step in range(rng.randint(1, 3)):
+            at += 1
+            calls = group()
+            if broken and kind == 1 and len(calls) == 1:
+                calls += group()
+            raw.append(resp(*(call(n, i, {"n": at}) for n, i in calls), at=at, model_name="m"))
+            last = step == 0
+            if broken and kind == 0 and last:
+                break  # the result request is lost: the next prompt follows the calls
+            answers = [answer(n, i) for n, i in calls]
+            if broken and kind == 1 and last:
+                answers = answers[: rng.randint(1, len(answers) - 1)]
+                raw.append(req(*answers, instructions="be brief"))
+                break  # a partial answer, then the next prompt
+            raw.append(req(*answers, instructions="be brief"))
+        else:
+            at += 1
+            raw.append(resp(text(f"answer {turn}"), at=at, model_name="m"))
+        turn += 1
+    return _load(raw, size)
+
+
+def adversarial(size: int) -> History:
+    """Every message an event: orphans, dangling calls and mergeable runs, alternating."""
+    raw: list[Json] = []
+    n = 0
+    while len(raw) < size:
+        n += 1
+        raw += [
+            req(ret("get", f"gone{n}", "stale"), user(f"q{n}")),  # an orphan
+            resp(call("get", f"a{n}"), at=n % 3000),  # dangles
+            req(user("more")),  # takes the synthesized return
+            req(user("and more")),  # merges with the one before
+            resp(call("put", f"b{n}"), at=n % 3000),  # dangles
+            resp(text("done"), at=n % 3000),  # merges with the one before, after the return
+        ]
+    return _load(raw, size)
+
+
+SHAPES: dict[str, Callable[[int], History]] = {
+    "clean": clean,
+    "sparse": sparse,
+    "dense": dense,
+    "adversarial": adversarial,
+}
+
+
+def floor(messages: History) -> None:
+    """The least any repair must do: touch every part once."""
+    for message in messages:
+        for part in message.parts:
+            part.part_kind  # noqa: B018
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(contenders: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Interleaved runs of every contender, GC off while timing."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            for name, fn in contenders.items():
+                times[name].append(timed(fn))
+    finally:
+        gc.enable()
+    return times
+
+
+def import_cost_ms(runs: int = 5) -> float:
+    """Cumulative ``-X importtime`` of ``import histfix`` with pydantic-ai already imported (best of runs)."""
+    best_us = float("inf")
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "import pydantic_ai.messages; import histfix"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        line = next(row for row in reversed(done.stderr.splitlines()) if row.rstrip().endswith("| histfix"))
+        best_us = min(best_us, int(line.split("|")[1]))
+    return best_us / 1000
+
+
+def peak_extra_bytes_per_part(history: History, repair: Callable[[History], object]) -> float:
+    """Peak memory a repair allocates beyond its output list, per part (8 bytes = one reference)."""
+    gc.collect()
+    tracemalloc.start()
+    out = repair(history)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    parts = sum(len(m.parts) for m in history)
+    return (peak - sys.getsizeof(out)) / parts
+
+
+def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], History] | None) -> None:
+    make = SHAPES[shape]
+    print(f"\n{shape}")
+    print(
+        f"{'messages':>9} {'parts':>9} {'events':>8} {'floor ms':>9} {'histfix ms':>11} "
+        f"{'(median)':>9} {'upstream ms':>12} {'(median)':>9} {'speed-up':>9} {'vs floor':>9}"
+    )
+    mins: dict[int, dict[str, float]] = {}
+    for size in sizes:
+        history = make(size)
+        parts = sum(len(m.parts) for m in history)
+        events = len(pair(history, True).events)
+        contenders: dict[str, Callable[[], object]] = {
+            "floor": lambda h=history: floor(h),
+            "histfix": lambda h=history: repair_walk(h),
+        }
+        if upstream is not None:
+            assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
+            contenders["upstream"] = lambda h=history: upstream(h)
+        times = measure(contenders, 9 if size <= 100_000 else 3)
+        low = {k: min(v) for k, v in times.items()}
+        mid = {k: statistics.median(v) for k, v in times.items()}
+        mins[size] = low
+        up, up_mid = low.get("upstream", float("nan")), mid.get("upstream", float("nan"))
+        print(
+            f"{len(history):>9} {parts:>9} {events:>8} {low['floor'] * 1e3:>9.2f} {low['histfix'] * 1e3:>11.2f} "
+            f"{mid['histfix'] * 1e3:>9.2f} {up * 1e3:>12.2f} {up_mid * 1e3:>9.2f} "
+            f"{up / low['histfix']:>8.2f}x {low['histfix'] / low['floor']:>8.2f}x"
+        )
+        del history, contenders
+    for a, b in itertools.pairwise(sizes):
+        growth = {k: mins[b][k] / mins[a][k] for k in mins[a]}
+        ratio = growth["histfix"] / growth["floor"]
+        print(
+            f"growth {a} -> {b}: "
+            + ", ".join(f"{k} {v:.2f}x" for k, v in growth.items())
+            + f" (histfix/floor growth {ratio:.2f})"
+        )
+    print(json.dumps({"shape": shape, "min": {str(k): v for k, v in mins.items()}}))
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000, 100_000, 1_000_000])
+    parser.add_argument(
+        "--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES)
+    )
+    parser.add_argument("--extras", action="store_true", help="also time trim/check, memory and import cost")
+    args = parser.parse_args(argv)
+    upstream = getattr(pai, "repair_messages", None)
+    info = histfix.backend_info()
+    print(f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}")
+    for shape in args.shapes.split(","):
+        bench_shape(shape, args.sizes, upstream)
+    if not args.extras:
+        return
+    history = sparse(min(max(args.sizes), 100_000))
+    extras = measure(
+        {"trim": lambda: histfix.keep_last_turns(history, 50), "check": lambda: histfix.check(history)}, 9
+    )
+    print(
+        f"\nsparse, {len(history)} messages: "
+        + ", ".join(f"{k} {min(v) * 1e3:.2f} ms" for k, v in extras.items())
+    )
+    print(
+        f"peak extra memory per part: histfix {peak_extra_bytes_per_part(history, repair_walk):.1f} B", end=""
+    )
+    if upstream is not None:
+        print(f", upstream {peak_extra_bytes_per_part(history, upstream):.1f} B", end="")
+    print(" (one reference is 8 B)")
+    print(f"import histfix (pydantic-ai already imported): {import_cost_ms():.1f} ms")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
