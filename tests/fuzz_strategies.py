@@ -70,23 +70,21 @@ tools = st.sampled_from(TOOLS)
 args = st.one_of(st.just({}), st.fixed_dictionaries({"q": st.integers(0, 9)}), st.just('{"q": "cut off'))
 
 
-@st.composite
-def request_parts(draw: st.DrawFn) -> list[Json]:
-    at = draw(ats)
-    choices = [
-        st.builds(lambda: user("hello", at)),
-        st.builds(lambda: system("sys", at)),
-        st.builds(lambda i, n: ret(n, i, "ok", at=at), ids, tools),
-        st.builds(lambda i, n: retry("fix args", name=n, id=i, at=at), ids, tools),
-        st.builds(lambda i: retry("validation feedback", id=i, at=at), ids),
-        *(st.just(p) for p in _EXTRA_REQUEST),
-    ]
-    return draw(st.lists(st.one_of(*choices), max_size=4))
+# Every strategy is built once, here: hypothesis validates a strategy on first use, and building
+# them inside the composites below would redo that on every draw (most of the suite's fuzz time).
 
-
-@st.composite
-def response_parts(draw: st.DrawFn) -> list[Json]:
-    choices = [
+#: A request part waits for its timestamp, drawn once per request, so it is drawn as a maker.
+_request_part = st.one_of(
+    st.just(lambda at: user("hello", at)),
+    st.just(lambda at: system("sys", at)),
+    st.builds(lambda i, n: lambda at: ret(n, i, "ok", at=at), ids, tools),
+    st.builds(lambda i, n: lambda at: retry("fix args", name=n, id=i, at=at), ids, tools),
+    st.builds(lambda i: lambda at: retry("validation feedback", id=i, at=at), ids),
+    *(st.just(lambda at, p=p: p) for p in _EXTRA_REQUEST),
+)
+_request_part_makers = st.lists(_request_part, max_size=4)
+_response_parts = st.lists(
+    st.one_of(
         st.builds(call, tools, ids, args),
         st.builds(call, tools, ids, args),  # calls twice as likely
         st.builds(lambda: text("answer")),
@@ -94,46 +92,55 @@ def response_parts(draw: st.DrawFn) -> list[Json]:
         st.builds(lambda i: native_call("web_search", f"n{i}"), ids),
         st.builds(lambda i: native_return("web_search", f"n{i}"), ids),
         *(st.just(p) for p in _EXTRA_RESPONSE),
-    ]
-    return draw(st.lists(st.one_of(*choices), max_size=4))
+    ),
+    max_size=4,
+)
+_one_in_5 = st.integers(0, 4)
+_one_in_6 = st.integers(0, 5)
+_instructions = st.sampled_from([None, "", "be brief", "be verbose"])
+_metadata = st.sampled_from([{"k": 1}, {"__pydantic_ai__": {"a": 1}}, {"__pydantic_ai__": {"a": 2, "b": 3}}])
+_provider_fields = st.sampled_from(
+    [{}, {}, {"model_name": "m"}, {"provider_name": "p"}, {"provider_response_id": "r1"}]
+)
 
 
 @st.composite
 def message(draw: st.DrawFn) -> Json:
     if draw(st.booleans()):
         fields: dict[str, Any] = {}
-        if draw(st.integers(0, 4)) == 0:
-            fields["instructions"] = draw(st.sampled_from([None, "", "be brief", "be verbose"]))
-        if draw(st.integers(0, 5)) == 0:
-            fields["metadata"] = draw(
-                st.sampled_from(
-                    [{"k": 1}, {"__pydantic_ai__": {"a": 1}}, {"__pydantic_ai__": {"a": 2, "b": 3}}]
-                )
-            )
-        if draw(st.integers(0, 4)) == 0:
+        if draw(_one_in_5) == 0:
+            fields["instructions"] = draw(_instructions)
+        if draw(_one_in_6) == 0:
+            fields["metadata"] = draw(_metadata)
+        if draw(_one_in_5) == 0:
             fields["timestamp"] = draw(ats)
-        return req(*draw(request_parts()), **fields)
-    provider = draw(
-        st.sampled_from([{}, {}, {"model_name": "m"}, {"provider_name": "p"}, {"provider_response_id": "r1"}])
-    )
-    return resp(*draw(response_parts()), at=draw(ats), **provider)
+        at = draw(ats)
+        return req(*(make(at) for make in draw(_request_part_makers)), **fields)
+    provider = draw(_provider_fields)
+    return resp(*draw(_response_parts), at=draw(ats), **provider)
+
+
+_turns = st.integers(1, 4)
+_steps = st.integers(0, 3)
+_parallel = st.integers(1, 3)
+_drops = st.integers(0, 2)
 
 
 @st.composite
 def conversation(draw: st.DrawFn) -> list[Json]:
     """A realistic tool conversation: calls answered in the next request, sometimes damaged."""
     history: list[Json] = []
-    for turn in range(draw(st.integers(1, 4))):
+    for turn in range(draw(_turns)):
         history.append(req(user(f"q{turn}")))
-        for step in range(draw(st.integers(0, 3))):
-            n = draw(st.integers(1, 3))
+        for step in range(draw(_steps)):
+            n = draw(_parallel)
             calls = [call(draw(tools), f"t{turn}_{step}_{k}", draw(args)) for k in range(n)]
             history.append(resp(*calls, at=turn * 10 + step, model_name="m"))
             answers = [ret(c["tool_name"], c["tool_call_id"], "ok") for c in calls]
             history.append(req(*draw(st.permutations(answers))))
         history.append(resp(text(f"a{turn}"), at=turn * 10 + 9, model_name="m"))
     # damage: drop some messages, as crashes and evictions do, and slice at a random point
-    for _ in range(draw(st.integers(0, 2))):
+    for _ in range(draw(_drops)):
         if history:
             del history[draw(st.integers(0, len(history) - 1))]
     start = draw(st.integers(0, len(history)))
