@@ -2,8 +2,8 @@
 
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
 no-op while it is up to date), one `tests` session per pinned release (on pytest-xdist, one worker
-per CPU: see PARALLEL), `tools` (the tests of the programs in tools/, which do not depend on the
-release: run once, on the newest, and left out of every `tests` session), `lint`, `typecheck`, and
+per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/ and the
+provider emulators' selftests, run once, on the newest, and left out of every `tests` session), `lint`, `typecheck`, and
 `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
 committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
@@ -67,14 +67,19 @@ SWEEP_RECORD = ROOT / "tests" / "data" / "sweep.json"
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
+# Bytecode caches are what make a warm run warm: a session imports pydantic-ai and five provider
+# SDKs, and compiling them anew every run costs seconds per session. Some machines export
+# PYTHONDONTWRITEBYTECODE; the sessions (and the .pyc files they leave in the venvs) ignore it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
 #: pytest-xdist inside each tests(X) session: one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS
 #: overrides; `-- -n 0` after the session name runs serially). worksteal keeps both cores busy
 #: while the five 500-example fuzz properties (most of a session's time) run. The controller
 #: writes the --record-outcome record (tests/conftest.py), identical to a serial run's.
 PARALLEL = ["-n", "auto", "--dist", "worksteal"]
-#: Tests of the tools/ programs: release-independent, so `tools` runs them once and `tests(X)` skips them.
-TOOL_TESTS = "tests/tools"
+#: Release-independent tests (the tools/ programs' and the provider emulators' selftests, which
+#: speak raw HTTP and the newest SDKs): `tools` runs them once and `tests(X)` skips them.
+RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py"]
 
 
 def provider_pins(release: str) -> list[str]:
@@ -246,15 +251,16 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
-    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", f"--ignore={TOOL_TESTS}", *PARALLEL]
+    ignored = [f"--ignore={path}" for path in RELEASE_INDEPENDENT_TESTS]
+    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *ignored, *PARALLEL]
     session.run(*pytest, *session.posargs)
 
 
 @nox.session
 def tools(session: nox.Session) -> None:
-    """The tests of tools/ (sweep, matrix report): release-independent, so run once, on the newest."""
-    install_release(session, NEWEST, *TEST_TOOLS)
-    session.run("python", "-m", "pytest", TOOL_TESTS, *session.posargs)
+    """The release-independent tests (tools/ and the emulators' selftests), once, on the newest release."""
+    install(session, "-e", ".", *test_requirements(NEWEST, *TEST_TOOLS))
+    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *session.posargs)
 
 
 @nox.session
@@ -398,7 +404,8 @@ def pythons(session: nox.Session) -> None:
                 f"Python {python} ({interpreter}): pydantic-ai-slim {release} does not install, skipped"
             )
             continue
-        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--ignore={TOOL_TESTS}"]
+        ignored = [f"--ignore={path}" for path in RELEASE_INDEPENDENT_TESTS]
+        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *ignored]
         try:
             session.run(*pytest, *session.posargs, external=True)
             summary.append(f"Python {python} ({interpreter}): pydantic-ai-slim {release}: pass")

@@ -44,8 +44,9 @@ PYPI_JSON = "https://pypi.org/pypi/pydantic-ai-slim/json"
 FIRST = Version("1.0.0")
 #: A suite run longer than this is stopped and recorded as timed out (a normal run takes seconds).
 TIMEOUT_SECONDS = 900
-#: The release-independent tests (of these tools), which the per-release runs leave out.
-RELEASE_INDEPENDENT = "tests/tools"
+#: The release-independent tests (these tools' and the emulators' selftests), which the
+#: per-release runs leave out (`nox -s tools` runs them once).
+RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py")
 #: Keys of a `--record-outcome` record worth keeping per release (the rest is in compat-matrix.md).
 KEPT = (
     "pydantic_ai",
@@ -137,7 +138,7 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report, log = WORK / f"{release}.json", WORK / f"{release}.log"
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
-    command.append(f"--ignore={RELEASE_INDEPENDENT}")  # the tools' own tests run once, in `nox -s tools`
+    command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
     # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py).
     env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
     try:
