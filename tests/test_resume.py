@@ -16,6 +16,8 @@ with and without ``histfix.agent_options()``.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pydantic_ai
@@ -66,6 +68,9 @@ class Weather:
         self.runs: list[str] = []
         self.second = second
         self.crash = crash
+        #: Set once the Paris tool has returned: Rome crashes only after it, as the stored shape
+        #: assumes (pydantic-ai runs the parallel calls concurrently, so otherwise it is a race).
+        self.paris_done = threading.Event()
 
     def agent(
         self, wiring: str, output_type: Any = str, model: StrictModel | None = None
@@ -78,7 +83,11 @@ class Weather:
         def weather(city: str) -> str:
             self.runs.append(city)
             if self.crash and city == "Rome":
+                self.paris_done.wait(timeout=10)
+                time.sleep(0.1)  # let pydantic-ai record Paris's result before the crash
                 raise RuntimeError("worker crashed")
+            if city == "Paris":
+                self.paris_done.set()
             return f"{city}: 14C"
 
         if self.second == "approved":
