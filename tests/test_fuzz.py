@@ -17,6 +17,7 @@ from pydantic_ai import messages as pai
 import histfix
 from fuzz_strategies import histories
 from histfix import _compat
+from test_invariant import fast_path_equals_every_index_walk
 
 from dsl import MARKER, Json, load
 from strict import pairing_problems
@@ -131,6 +132,7 @@ PROPERTIES = [
     calls_and_content_survive,
     synthesized_returns_answer_unanswered_calls,
     check_agrees_with_repair,
+    fast_path_equals_every_index_walk,  # the walk's copy-between-events invariant (test_invariant.py)
     *([equals_upstream] if UPSTREAM_IS_ORACLE else []),
 ]
 
