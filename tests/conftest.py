@@ -88,10 +88,62 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _failed[report.nodeid] = (crash.message if crash else str(report.longrepr)).split("\n")[0][:300]
 
 
+#: Under pytest-xdist: what each worker's provider measurement found (its PROVIDERS), sent to the
+#: controller when the worker shuts down; each case runs on one worker, so the parts add up.
+_worker_providers: list[dict[str, Any]] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    found = getattr(node, "workeroutput", {}).get("histfix-providers")
+    if found:
+        _worker_providers.append(found)
+
+
+def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One PROVIDERS from the workers' parts: details unite, counts and seconds add up."""
+    if len(parts) == 1:
+        return parts[0]
+    detail: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for api, cases in part["detail"].items():
+            detail.setdefault(api, {}).update(cases)
+    summaries = [part["summary"] for part in parts]
+    apis: dict[str, Any] = {}
+    for summary in summaries:
+        for api, entry in summary["apis"].items():
+            into = apis.setdefault(api, {"client": None, "unavailable": None, "cases": 0, "seconds": 0.0})
+            into["client"] = into["client"] or entry["client"]
+            into["unavailable"] = into["unavailable"] or entry["unavailable"]
+            into["cases"] += entry["cases"]
+            into["seconds"] = round(into["seconds"] + entry["seconds"], 2)
+            for way in ("stored", "histfix", "upstream"):
+                counts = into.setdefault(way, {"measured": 0, "accepted": 0, "not_accepted": {}})
+                counts["measured"] += entry[way]["measured"]
+                counts["accepted"] += entry[way]["accepted"]
+                counts["not_accepted"] = dict(
+                    sorted({**counts["not_accepted"], **entry[way]["not_accepted"]}.items())
+                )
+    summary = {
+        "sample": summaries[0]["sample"],
+        "selected": summaries[0]["selected"],
+        "measured": sorted({name for s in summaries for name in s["measured"]}),
+        "apis": apis,
+        "seconds": max(s.get("seconds", 0.0) for s in summaries),
+    }
+    return {"summary": summary, "detail": detail}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):  # an xdist worker: hand the controller its part
+        if PROVIDERS:
+            session.config.workeroutput["histfix-providers"] = dict(PROVIDERS)  # type: ignore[attr-defined]
+        return  # the controller saw every report and writes the one record
+    if _worker_providers:
+        PROVIDERS.update(merge_providers(_worker_providers))
     target = session.config.getoption("--record-outcome")
-    if not target or hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the controller saw every report and writes the one record
+    if not target:
+        return
     import json
     from pathlib import Path
 
