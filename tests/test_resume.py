@@ -30,7 +30,7 @@ from pydantic_ai.models.function import AgentInfo
 import histfix
 
 from conftest import MEASURED
-from dsl import call, load, real, req, ret, user
+from dsl import MemoryStore, call, load, readme_block, real, req, ret, user
 from strict import StrictModel, pairing_problems
 
 WIRINGS = ["plain", "agent_options"]
@@ -355,31 +355,11 @@ def test_interrupted_is_recovered_by_repair(wiring: str, where: str, prompt: str
 # --- the README's resume pattern, as written ---------------------------------------------------------
 
 
-def readme_block(marker: str) -> str:
-    import re
-    from pathlib import Path
-
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if marker in b]
-    return code
-
-
-class Store:
-    def __init__(self, **conversations: bytes) -> None:
-        self.data = dict(conversations)
-
-    def load(self, conversation_id: str) -> bytes:
-        return self.data[conversation_id]
-
-    def save(self, conversation_id: str, data: bytes) -> None:
-        self.data[conversation_id] = data
-
-
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_readme_resume_pattern_runs(wiring: str) -> None:
     deferred_features("approved")
     crash = crashed_mid_tool()
-    store = Store(
+    store = MemoryStore(
         deferred=histfix.dump_json(deferred_run("approved")),
         killed=histfix.dump_json(crash[:2]),
         crashed=histfix.dump_json(crash),
