@@ -27,7 +27,9 @@ __all__ = [
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
+    "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "interrupted_state",
+    "openai_prefix_api",
     "return_tool_kind_loads",
 ]
 
@@ -39,6 +41,10 @@ __all__ = [
 #: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
 #: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
 UPSTREAM_CURRENT_SINCE = Version("2.60.0")
+
+#: ``infer_model("openai:...")`` builds ``OpenAIResponsesModel`` from 2.0.0 and ``OpenAIChatModel``
+#: before it: ``provider="openai"`` names the API the installed release sends ``openai:`` models to.
+OPENAI_PREFIX_IS_RESPONSES_SINCE = Version("2.0.0")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -85,6 +91,15 @@ OUTCOME_RETRIED: bool
 def interrupted_state(message_kind: str) -> bool:  # issue 11: where classify() can see 'interrupted'
     """``state='interrupted'`` on a ``ModelResponse`` (first in 1.92.0) or ``ModelRequest`` (2.0.0)."""
     return message_value_kept(message_kind, "state", "interrupted")
+
+
+def openai_prefix_api() -> str:  # issue 10: which profile provider="openai" means
+    """The API ``openai:`` model strings go to on the installed release (newest when unknown)."""
+    from ._release import VERSION
+
+    if VERSION is not None and VERSION < OPENAI_PREFIX_IS_RESPONSES_SINCE:
+        return "openai-chat"
+    return "openai-responses"
 
 
 def __getattr__(name: str) -> Any:
