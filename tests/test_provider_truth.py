@@ -2,12 +2,13 @@
 
 Each history goes through ``Agent(model).run`` with the installed release's model class for every
 provider API it can reach (``tests/wire.py``), to that API's strict loopback emulator
-(``tests/emulators/``), three ways: as stored, after ``histfix.repair``, and (where the release
-has it) after upstream ``repair_messages``. One round trip per distinct history; one server and one
+(``tests/emulators/``), five ways: as stored, after ``histfix.repair``, (where the release
+has it) after upstream ``repair_messages``, after ``histfix.repair(h, provider=<the API>)`` and after
+``histfix.repair(h, provider="any")``. One round trip per distinct history; one server and one
 model per API for the whole session. On 2.10+ "as stored" already includes pydantic-ai's own
 repair before each request: what a user of that release sends.
 
-Asserted: where histfix delegates to upstream (``histfix.backend_info().backend == "upstream"``),
+Asserted: both profile ways are accepted, every case, every API; where histfix delegates to upstream (``histfix.backend_info().backend == "upstream"``),
 histfix's outcome equals upstream's per case and API; the seeds' scenarios are accepted by every
 API after ``histfix.repair`` (except the documented provider rules repair does not cover, below).
 Everything else is data: the outcomes go to ``conftest.PROVIDERS`` and from there into the
@@ -193,7 +194,7 @@ class Bench:
                 "cases": len(results),
                 "seconds": round(self.seconds[api], 2),
             }
-            for way in ("stored", "histfix", "upstream"):
+            for way in WAYS:
                 measured = {name: ways[way] for name, ways in results.items() if way in ways}
                 entry[way] = {
                     "measured": len(measured),
@@ -245,11 +246,20 @@ def _load(named: Named) -> list[pai.ModelMessage]:
     return load_history(named)  # type: ignore[arg-type]  # a Named has a Case's history and needs
 
 
-def _ways(named: Named, history: list[pai.ModelMessage]) -> dict[str, list[pai.ModelMessage]]:
+#: The ways a history is sent: as stored, the default repairs, and the provider profiles ("profile"
+#: is ``repair(h, provider=<this API>)``, "any" is ``repair(h, provider="any")``, both with the
+#: default ``repair_last_response=True``: a profile promises a history the provider accepts).
+WAYS = ("stored", "histfix", "upstream", "profile", "any")
+PROFILE_WAYS = ("profile", "any")
+
+
+def _ways(named: Named, history: list[pai.ModelMessage], api: str) -> dict[str, list[pai.ModelMessage]]:
     last = named.repair_last_response
     ways = {"stored": history, "histfix": histfix.repair(history, repair_last_response=last)}
     if UPSTREAM is not None:
         ways["upstream"] = UPSTREAM(history, repair_last_response=last)
+    ways["profile"] = histfix.repair(history, provider=api)
+    ways["any"] = histfix.repair(history, provider="any")
     return ways
 
 
@@ -257,7 +267,7 @@ def _ways(named: Named, history: list[pai.ModelMessage]) -> dict[str, list[pai.M
 @pytest.mark.parametrize("named", SELECTED, ids=[h.name for h in SELECTED])
 def test_provider_truth(named: Named, api: str, bench: Bench) -> None:
     history = _load(named)
-    outcomes = {way: bench.send(api, h) for way, h in _ways(named, history).items()}
+    outcomes = {way: bench.send(api, h) for way, h in _ways(named, history, api).items()}
     bench.results[api][named.name] = outcomes
     for way, outcome in outcomes.items():
         assert outcome.kind != "client-error", (
@@ -265,6 +275,11 @@ def test_provider_truth(named: Named, api: str, bench: Bench) -> None:
         )
     if DELEGATES:
         assert outcomes["histfix"].label() == outcomes["upstream"].label()
+    for way in PROFILE_WAYS:
+        assert outcomes[way].kind == "accepted", (
+            f"{api} refuses repair(h, provider={api if way == 'profile' else 'any'!r}) of {named.name!r}: "
+            f"{outcomes[way]}"
+        )
     if named.seed:
         fixed = outcomes["histfix"]
         reason = NOT_COVERED.get((api, named.name, fixed.rule))

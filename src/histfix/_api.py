@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Literal
 from ._changes import Change, RepairReport
 from ._inputs import as_history, check_messages
 from ._problems import Problem
+from ._providers import ProviderTarget
 from ._state import HistoryState
 from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models import Model
 
 __all__ = [
     "Backend",
@@ -115,6 +117,7 @@ def repair(
     repair_last_response: bool = True,
     backend: Backend = "auto",
     orphans: Orphans = "drop",
+    provider: str | Model | None = None,
 ) -> list[ModelMessage]:
     """Return a provider-valid copy of ``messages``, as the newest pydantic-ai repairs it.
 
@@ -125,14 +128,26 @@ def repair(
     user note carrying the tool name and content, instead of dropping it (upstream's ``"drop"``).
     ``backend`` forces upstream's ``repair_messages`` or histfix's own walk; ``"auto"`` picks as
     :func:`backend_info` says. The input is never mutated.
+
+    ``provider`` (a model-name prefix such as ``"anthropic"``, a model string, a pydantic-ai
+    ``Model``, or ``"any"``) runs that provider's profile around this repair, so that what the
+    installed release's model class sends is accepted (see the README's provider table); ``None``
+    is exactly the default repair. Raises ValueError for an unknown name, and when the history has
+    nothing sendable (no messages, or only system prompts).
     """
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
     _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair")
+    target = _target(provider)
     _require_pydantic_ai()
     if backend == "auto":
         backend = _auto_backend(_forced_backend())
+    if target is not None:
+        report = _profiled_report(history, target, repair_last_response, backend, orphans)
+        for change in report.changes:
+            logger.debug("%s", change)
+        return report.messages
     history, notes = _noted(history, orphans)
     if logger.isEnabledFor(logging.DEBUG):
         from ._report import repair_with_changes
@@ -147,6 +162,37 @@ def repair(
     from ._walk import repair_walk
 
     return repair_walk(history, repair_last_response=repair_last_response)
+
+
+def _target(provider: object) -> ProviderTarget | None:
+    if provider is None:
+        return None
+    from ._providers import resolve_provider
+
+    return resolve_provider(provider)
+
+
+def _profiled_report(
+    history: Sequence[ModelMessage],
+    target: ProviderTarget,
+    repair_last_response: bool,
+    backend: str,
+    orphans: str,
+) -> RepairReport:
+    """The profile's passes around the default repair, with every change (see ``_profiles``)."""
+    from ._profile_run import run_profile
+    from ._report import repair_with_changes
+
+    def default_repair(current: Sequence[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+        noted, notes = _noted(current, orphans)
+        report = repair_with_changes(noted, repair_last_response)
+        repaired = report.messages
+        if backend == "upstream":
+            repaired = _upstream_repair(noted, repair_last_response)
+        return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
+
+    messages, changes = run_profile(history, target, default_repair)
+    return RepairReport(messages, tuple(changes))
 
 
 def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
@@ -245,7 +291,11 @@ def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
 
 
 def repair_report(
-    messages: Sequence[ModelMessage], *, repair_last_response: bool = True, orphans: Orphans = "drop"
+    messages: Sequence[ModelMessage],
+    *,
+    repair_last_response: bool = True,
+    orphans: Orphans = "drop",
+    provider: str | Model | None = None,
 ) -> RepairReport:
     """Repair ``messages`` and say what changed: dropped results, synthesized returns, merges, moves.
 
@@ -255,11 +305,17 @@ def repair_report(
     (deprecated there): upstream's merge moves it forward with the tool results. The same results
     are dropped, returns synthesized and messages merged either way; only the order of parts inside
     that merged request differs, and ``.messages`` has upstream's. With ``orphans="note"`` it lists
-    each orphaned result kept as a note (with its content's preview) instead of dropped.
+    each orphaned result kept as a note (with its content's preview) instead of dropped. With
+    ``provider``, the profile's changes follow the repair's (each with what it removed).
     """
     _check_flags(repair_last_response, orphans)
     history = as_history(messages, function="repair_report")
+    target = _target(provider)
     _require_pydantic_ai()
+    if target is not None:
+        return _profiled_report(
+            history, target, repair_last_response, _auto_backend(_forced_backend()), orphans
+        )
     from ._report import repair_with_changes
 
     history, notes = _noted(history, orphans)

@@ -18,6 +18,7 @@ from ._load_probes import message_value_kept, return_tool_kind_loads
 __all__ = [
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
+    "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "OUTCOME_INTERRUPTED",
     "OUTCOME_RETRIED",
     "REQUEST_HAS_METADATA",
@@ -27,7 +28,6 @@ __all__ = [
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
-    "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "interrupted_state",
     "openai_prefix_api",
     "return_tool_kind_loads",

@@ -33,6 +33,11 @@ PROVIDER_APIS: tuple[str, ...] = (
 #: One history every profile accepts.
 ANY = "any"
 
+_CHAT_COMPATIBLE = (
+    *("alibaba", "azure", "cerebras", "crusoe", "deepseek", "fireworks", "github", "github-copilot"),
+    *("grok", "heroku", "litellm", "moonshotai", "nebius", "ollama", "openrouter", "ovhcloud"),
+    *("sambanova", "snowflake", "together", "vercel", "vllm", "zai"),
+)
 # pydantic-ai model-name prefixes (``infer_model``'s names, 1.0.0-2.68.0) -> the API their model
 # class sends. "openai" is not here: which API it names depends on the release (see _compat).
 _PREFIXES: dict[str, str] = {
@@ -51,14 +56,7 @@ _PREFIXES: dict[str, str] = {
     "bedrock": "bedrock",
     "mistral": "mistral",
     # OpenAI Chat Completions compatible servers (OpenAIChatModel or a subclass of it).
-    **dict.fromkeys(
-        (
-            "alibaba", "azure", "cerebras", "crusoe", "deepseek", "fireworks", "github",
-            "github-copilot", "grok", "heroku", "litellm", "moonshotai", "nebius", "ollama",
-            "openrouter", "ovhcloud", "sambanova", "snowflake", "together", "vercel", "vllm", "zai",
-        ),
-        "openai-chat",
-    ),  # fmt: skip
+    **dict.fromkeys(_CHAT_COMPATIBLE, "openai-chat"),
     # Own model classes whose wire is Chat Completions shaped (tool messages answer tool_calls by
     # id); they get that API's profile. No emulator covers them: not proven over the wire.
     **dict.fromkeys(("groq", "huggingface", "cohere", "xai"), "openai-chat"),
@@ -177,8 +175,8 @@ def resolve_provider(provider: object) -> ProviderTarget:
             f"no provider profile for {type(provider).__name__}: pass provider= one of "
             f"{', '.join(PROVIDER_NAMES)} (or 'any')"
         )
-    model_name = _model_name(provider)
-    label = f"{type(provider).__name__}({model_name or ''})"
+    named = _model_name(provider)
+    label = f"{type(provider).__name__}({named or ''})"
     if any(cls.__name__ == "FallbackModel" for cls in type(provider).__mro__):
-        model_name = None  # several models: no one name applies
-    return ProviderTarget(label, _ordered(apis), model_name)
+        named = None  # several models: no one name applies
+    return ProviderTarget(label, _ordered(apis), named)

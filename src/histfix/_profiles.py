@@ -1,0 +1,65 @@
+"""Provider profiles: the default repair, then the extra passes the target provider's API needs.
+
+Upstream's repair guarantees call/result pairing only; each provider API enforces more. A profile
+is the list of :class:`ProfileRule` whose ``apis`` include the target's API. Each rule is one
+provider rule (named for it), with a pure ``fix`` pass and a ``detect`` for :func:`histfix.check`.
+
+Order: the ``"before"`` rules run on the input, before the default repair (they only rewrite
+identities, such as tool call ids, so that the default repair pairs what the wire will pair; they
+never add, drop or reorder messages). Then the default repair runs, exactly as ``provider=None``
+does. Then the ``"after"`` rules run, in the order of :data:`RULES`, each on the previous one's
+output. A rule's ``Change`` and ``Problem`` indices point into the history that rule received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ._changes import Change
+from ._problems import Problem
+from ._providers import ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["RULES", "Detect", "Fix", "ProfileRule", "rules_for"]
+
+#: A pass: the history (never mutated) -> the fixed history and what it changed. A pass that finds
+#: nothing to do returns the list it was given (the same object) and no changes.
+Fix = Callable[["list[ModelMessage]", ProviderTarget], "tuple[list[ModelMessage], list[Change]]"]
+#: What a provider would reject in a history, one Problem per finding, worded as that provider words it.
+Detect = Callable[["Sequence[ModelMessage]", ProviderTarget], "list[Problem]"]
+
+
+@dataclass(frozen=True)
+class ProfileRule:
+    """One provider rule the default repair does not cover, with the pass that satisfies it."""
+
+    #: short snake_case name, also the pass's function name (``one_result_per_call``)
+    name: str
+    #: the APIs (``_providers.PROVIDER_APIS``) that enforce it
+    apis: frozenset[str]
+    #: one line: what the provider rejects and where that is documented (providers.md)
+    why: str
+    stage: Literal["before", "after"]
+    fix: Fix
+    detect: Detect | None = None
+    #: api -> the provider's own error text for this rule
+    wording: Mapping[str, str] = field(default_factory=dict)
+
+
+def _registered() -> tuple[ProfileRule, ...]:
+    """Every rule, in the order the passes run (rule modules append theirs here)."""
+    return ()
+
+
+#: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.
+RULES: tuple[ProfileRule, ...] = _registered()
+
+
+def rules_for(target: ProviderTarget, stage: Literal["before", "after"]) -> tuple[ProfileRule, ...]:
+    """The rules of ``stage`` that apply to ``target``, in pass order."""
+    wanted = set(target.apis)
+    return tuple(rule for rule in RULES if rule.stage == stage and wanted & rule.apis)
