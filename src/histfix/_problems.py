@@ -34,6 +34,11 @@ class Problem:
     tool_call_id: str | None
     tool_name: str | None
     description: str
+    #: the provider APIs (``histfix.PROVIDER_APIS`` names) that reject this; empty when no provider
+    #: does and ``repair`` only normalizes it (two requests in a row, say)
+    rejected_by: tuple[str, ...] = ()
+    #: from ``check(..., provider=...)``: that provider's own error text for this problem
+    provider_error: str | None = None
 
     def __str__(self) -> str:
         where = f"messages[{self.message_index}]" + (
