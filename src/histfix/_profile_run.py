@@ -22,9 +22,9 @@ def run_profile(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """The ``before`` passes, the default repair, then the ``after`` passes; every change, in order.
 
-    Raises ValueError when the result has nothing a provider could be sent (no message with a part
-    other than a system prompt): every API rejects an empty conversation, and sending one would
-    fail far from the cause.
+    Raises ValueError when the result has messages but nothing a provider could be sent (no part
+    other than a system prompt): sent as it is, that is an empty conversation, which every API
+    rejects far from the cause. An empty list is a new conversation, not a broken one: it stays [].
     """
     current = list(history)
     changes: list[Change] = []
@@ -36,16 +36,17 @@ def run_profile(
     for rule in rules_for(target, "after"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    if nothing_sendable(current):
+    if history and nothing_sendable(current):
         raise ValueError(
-            f"nothing in this history can be sent to {target.name}: it has no prompt, result or "
-            "response (only system prompts, or no messages); add the user's prompt first"
+            f"nothing in this history can be sent to {target.name}: it holds only system prompts "
+            "(no prompt, result or response); add the user's prompt to it, or start the run with "
+            "the prompt and without this history"
         )
     return current, changes
 
 
 def nothing_sendable(history: Sequence[ModelMessage]) -> bool:
-    """Whether every message is empty or holds only system prompts."""
+    """Whether no message holds anything but system prompts (an empty list counts as nothing)."""
     from pydantic_ai.messages import SystemPromptPart
 
     return all(isinstance(part, SystemPromptPart) for message in history for part in message.parts)
