@@ -46,7 +46,18 @@ def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Da
     return problems
 
 
-def _result_problems(index: int, request: ModelRequest, pairing: Pairing) -> list[Problem]:
+def _called_ids(messages: Sequence[ModelMessage]) -> set[str]:
+    """Every id any response calls, for telling a result that comes early from an orphan."""
+    return {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+
+
+def _result_problems(index: int, request: ModelRequest, pairing: Pairing, called: set[str]) -> list[Problem]:
     orphans = pairing.orphans.get(index, set())
     duplicates = pairing.duplicates.get(index, set())
     late = pairing.late.get(index, set())
@@ -57,7 +68,7 @@ def _result_problems(index: int, request: ModelRequest, pairing: Pairing) -> lis
         call_id, name = part.tool_call_id, part.tool_name
         label = f"tool result {call_id!r} ({name})"
         if id(part) in orphans:
-            if call_id in pairing.called:
+            if call_id in called:
                 problems.append(
                     Problem(
                         "result_before_call",
@@ -163,10 +174,11 @@ def check_history(messages: Sequence[ModelMessage], repair_last_response: bool =
     """
     pairing = pair(messages, repair_last_response=repair_last_response)
     problems = _call_problems(messages, pairing.dangling)
+    called = _called_ids(messages) if pairing.orphans else set()
     for index in sorted({*pairing.orphans, *pairing.duplicates, *pairing.late}):
         request = messages[index]
         assert isinstance(request, ModelRequest)
-        problems += _result_problems(index, request, pairing)
+        problems += _result_problems(index, request, pairing, called)
     problems += _shape_problems(messages, pairing.events, pairing.scattered, pairing.orphans)
     problems.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
     return problems

@@ -10,7 +10,6 @@ through as the same objects; the caller's list and messages are never mutated.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -44,7 +43,7 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
         kind = getattr(call, "tool_kind", None)
         if kind is not None and _compat.return_tool_kind_loads(kind):
             extra["tool_kind"] = kind
-    return ToolReturnPart(
+    part = ToolReturnPart(
         tool_name=call.tool_name,
         content=SYNTHESIZED_CONTENT,
         tool_call_id=call.tool_call_id,
@@ -52,6 +51,12 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
         timestamp=response.timestamp,
         **extra,
     )
+    if "tool_kind" in extra:
+        # A request's constructor promotes a part by its tool_kind (2.59.0+): give this one those
+        # checks here, once, so it can join a request by cloning (``with_parts``). A return
+        # without a tool_kind has nothing to promote.
+        (part,) = ModelRequest(parts=[part]).parts
+    return part
 
 
 def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[ToolCallPart]:
@@ -69,7 +74,7 @@ def _closing_returns(response: ModelResponse, dangling: list[Dangling]) -> list[
 
 
 def _with_closing_returns(
-    parts: Sequence[ModelRequestPart], closing: list[ToolReturnPart]
+    parts: Sequence[ModelRequestPart], closing: Sequence[ModelRequestPart]
 ) -> list[ModelRequestPart]:
     """Insert synthesized returns straight after the last existing result (or first)."""
     at = len(parts)
@@ -113,8 +118,10 @@ class _Builder:
                 self.dropped = True  # an emptied interior request disappears
                 return
             request = with_parts(message, kept)
-        if self.closing:  # the constructor, so the synthesized returns get the release's own checks
-            request = replace(request, parts=_with_closing_returns(request.parts, self.closing))
+        if self.closing:
+            # A clone is enough: the request's own parts and the returns have had the checks a
+            # constructor makes (2.59.0+), and those look at each part on its own.
+            request = with_parts(request, _with_closing_returns(request.parts, self.closing))
             self.closing = []
         self.folder.request(request, index in pairing.scattered, index)
 
