@@ -166,12 +166,18 @@ def repair_walk(
     out: list[ModelMessage] = []
     builder = _Builder(out, pairing, len(messages) - 1, log)
     copied_to = 0  # messages before this index are in ``out`` or in the builder
+    orphans = pairing.orphans
     for event in sorted(events):
         if event < copied_to:
             continue  # already handled while working through an earlier event
-        # Copy the untouched stretch, then work from the message before the event, which may
-        # merge with it (a message never merges with an untouched neighbour of another kind).
-        start = max(event - 1, copied_to)
+        # Copy the untouched stretch, then work from the event, or from the message before it
+        # when the two may end up as one: the same kind (a merge), or a request whose orphans
+        # may all go, which brings its neighbours together. A message never merges with an
+        # untouched neighbour of another kind.
+        joins = event >= len(messages) or (
+            event > 0 and (messages[event].__class__ is messages[event - 1].__class__ or event in orphans)
+        )
+        start = max(event - 1 if joins else event, copied_to)
         out.extend(messages[copied_to:start])
         index = start
         while index < len(messages):
