@@ -264,14 +264,19 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument("--extras", action="store_true", help="also time trim/check, memory and import cost")
     parser.add_argument(
-        "--clock", choices=["wall", "cpu"], default="wall", help="cpu: process CPU time (for a shared machine)"
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: process CPU time (for a shared machine)",
     )
     args = parser.parse_args(argv)
-    global CLOCK  # noqa: PLW0603 - one switch for the whole run, read by timed()
+    global CLOCK  # one switch for the whole run, read by timed()
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     upstream = getattr(pai, "repair_messages", None)
     info = histfix.backend_info()
-    print(f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {args.clock} clock")
+    print(
+        f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {args.clock} clock"
+    )
     for shape in args.shapes.split(","):
         bench_shape(shape, args.sizes, upstream)
     if not args.extras:

@@ -149,7 +149,9 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
     return found
 
 
-def _by_first_call(messages: Sequence[ModelMessage], open_calls: dict[str, int], answered: set[str]) -> list[str]:
+def _by_first_call(
+    messages: Sequence[ModelMessage], open_calls: dict[str, int], answered: set[str]
+) -> list[str]:
     """The ids still open at the end, in the order they were first called (as upstream lists them).
 
     ``open_calls`` holds them in the order they were last opened, the same order unless an id was

@@ -34,7 +34,7 @@ SYNTHESIZED_CONTENT = "The tool call was interrupted before a result was produce
 SYNTHESIZED_MARKER = "pydantic_ai_synthesized_tool_return"
 
 
-def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolReturnPart:
+def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ModelRequestPart:
     """The placeholder result for a dangling call, with the fields the installed release has."""
     extra: dict[str, Any] = {}
     if _compat.OUTCOME_INTERRUPTED:
@@ -43,7 +43,7 @@ def _synthesized_return(call: ToolCallPart, response: ModelResponse) -> ToolRetu
         kind = getattr(call, "tool_kind", None)
         if kind is not None and _compat.return_tool_kind_loads(kind):
             extra["tool_kind"] = kind
-    part = ToolReturnPart(
+    part: ModelRequestPart = ToolReturnPart(
         tool_name=call.tool_name,
         content=SYNTHESIZED_CONTENT,
         tool_call_id=call.tool_call_id,
@@ -68,7 +68,7 @@ def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[To
     return found
 
 
-def _closing_returns(response: ModelResponse, dangling: list[Dangling]) -> list[ToolReturnPart]:
+def _closing_returns(response: ModelResponse, dangling: list[Dangling]) -> list[ModelRequestPart]:
     """Synthesized returns for the response's dangling calls, in upstream's order."""
     return [_synthesized_return(call, response) for call in dangling_calls(response, dangling)]
 
@@ -94,7 +94,7 @@ class _Builder:
         self.folder = Folder(out, log)
         self.pairing = pairing
         self.last = last  # index of the input's last message
-        self.closing: list[ToolReturnPart] = []  # synthesized returns waiting for the next message
+        self.closing: list[ModelRequestPart] = []  # synthesized returns waiting for the next message
         self.dropped = False  # whether the message just handled was dropped
 
     def add(self, index: int, message: ModelMessage) -> None:
