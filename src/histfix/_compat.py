@@ -16,11 +16,13 @@ from packaging.version import Version
 from ._load_probes import message_value_kept, return_tool_kind_loads
 
 __all__ = [
+    "ARGS_AS_DICT_TOLERATES_INVALID",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
     "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "OUTCOME_INTERRUPTED",
     "OUTCOME_RETRIED",
+    "PROFILE_FITS_TOOL_CALL_IDS",
     "REQUEST_HAS_METADATA",
     "REQUEST_HAS_TIMESTAMP",
     "RETURN_HAS_OUTCOME",
@@ -74,6 +76,15 @@ HAS_RETRY_FEEDBACK_PART: bool
 #: ``tool_name`` (1.67.0-2.59.x reject the value; 1.0.0-1.66.x have no ``outcome`` and would load
 #: the retry as a successful return).
 OUTCOME_RETRIED: bool
+#: ``ToolCallPart.args_as_dict`` returns ``{'INVALID_JSON': raw}`` for args that are not a JSON
+#: object (its ``raise_if_invalid`` parameter; 1.95.0 has it, 1.67.0 does not). Before, it raises
+#: (``ValueError: EOF while parsing ...``), and the model classes that send args as an object
+#: (Anthropic, Google, Bedrock) fail before sending a history with a truncated call (issue 10).
+ARGS_AS_DICT_TOLERATES_INVALID: bool
+#: ``ModelProfile`` key ``tool_call_id_length``: the model rewrites ids that do not fit it (the
+#: Mistral profile sets 9), first in 2.59.0 (2.55.0 has none). Before, MistralModel sends ids as
+#: stored and Mistral rejects every id that is not nine letters or digits (code 3280; issue 10).
+PROFILE_FITS_TOOL_CALL_IDS: bool
 
 # --- probed per value (where a whole release range cannot be named in advance) ------------------------
 
