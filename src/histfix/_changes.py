@@ -18,6 +18,12 @@ ChangeKind = Literal[
     "merged_responses",
     "moved_parts",
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
+    # issue 10, provider profiles (_rules_calls):
+    "renamed_call_id",  # a call and its results carry a new id (reused, empty, or a format the API rejects)
+    "dropped_duplicate_result",  # a second result for a call answered in the same request
+    "dropped_late_result",  # a second result for a call answered in an earlier request
+    "moved_late_result",  # a call's only result, moved from a later request to right after the call
+    "wrapped_tool_args",  # args that are not a JSON object, kept as {'INVALID_JSON': raw}
 ]
 
 
@@ -39,10 +45,10 @@ class Change:
     preview: str | None = None
 
     def __str__(self) -> str:
-        """``messages[i]: what changed``; a dropped result also shows what it held, since a person
-        deciding whether the drop was safe needs to see it."""
+        """``messages[i]: what changed``; whatever was removed also shows what it held, since a
+        person deciding whether the drop was safe needs to see it."""
         text = f"messages[{self.message_index}]: {self.description}"
-        if self.kind == "dropped_result" and self.preview is not None:
+        if self.preview is not None:
             text += f"; its content was: {self.preview}"
         return text
 

@@ -17,6 +17,11 @@ ProblemKind = Literal[
     "consecutive_requests",
     "consecutive_responses",
     "parts_between_results",
+    # issue 10, provider profiles (_rules_calls):
+    "reused_call_id",  # a call id an earlier call already has (same or earlier response)
+    "missing_call_id",  # an empty tool_call_id: the wire gives call and result different random ids
+    "invalid_call_id",  # an id outside the API's format (Anthropic's pattern, Mistral's 9 characters)
+    "invalid_tool_args",  # args that are not a JSON object, which the release's serializer cannot send
 ]
 
 
