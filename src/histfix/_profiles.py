@@ -52,7 +52,10 @@ class ProfileRule:
 
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
-    return ()
+    # Tool calls, ids and results (_rules_calls): before-stage renames, then after-stage results/args.
+    from ._rules_calls import CALL_RULES
+
+    return (*CALL_RULES,)
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.
