@@ -24,8 +24,9 @@ from ._parts import is_result
 
 __all__ = ["Misplaced", "ResultKind", "misplaced_results", "without_misplaced"]
 
-#: ``duplicate``: another result for a call already answered in the same request;
-#: ``late_duplicate``: the same, the call having been answered in an earlier request;
+#: ``duplicate``: another result for a call answered in the same request, right after the call;
+#: ``late_duplicate``: any other result for a call already answered (in an earlier request, or
+#: late itself);
 #: ``late``: the call's only answer, but in a request that does not directly follow the response
 #: holding the call (an intervening response saw no result for it).
 ResultKind = Literal["duplicate", "late_duplicate", "late"]
@@ -66,7 +67,7 @@ def misplaced_results(history: Sequence[ModelMessage]) -> list[Misplaced]:
                     answered_in[call_id] = i
                     if owner[call_id] != i - 1:
                         found.append(Misplaced("late", i, j, owner[call_id]))
-                elif answered_in.get(call_id) == i:
+                elif answered_in.get(call_id) == i and owner[call_id] == i - 1:
                     found.append(Misplaced("duplicate", i, j, owner[call_id]))
                 else:
                     found.append(Misplaced("late_duplicate", i, j, owner[call_id]))

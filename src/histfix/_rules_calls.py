@@ -480,7 +480,13 @@ def detect_tool_args_sendable(history: Sequence[ModelMessage], target: ProviderT
 def _rule(
     name: str, stage: Stage, fix: Fix, detect: Detect, wording: dict[str, str], *, why: str
 ) -> ProfileRule:
-    return ProfileRule(name, frozenset(wording), why, stage, fix, detect, wording)
+    apis = frozenset(wording)
+
+    def only_where_enforced(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+        return detect(history, target) if apis & set(target.apis) else []
+
+    only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__
+    return ProfileRule(name, apis, why, stage, fix, only_where_enforced, wording)
 
 
 #: In pass order: ids first (empty, then reused, then format, which must see the final set), then
