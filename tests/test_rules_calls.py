@@ -23,7 +23,7 @@ from histfix import _compat
 from histfix._call_results import misplaced_results
 from histfix._profiles import rules_for
 from histfix._providers import PROVIDER_APIS, resolve_provider
-from histfix._rules_calls import CALL_RULES
+from histfix._rules_calls import call_rules
 
 from corpus import CASES
 from dsl import call, load, load_history, real, req, resp, ret, text, user
@@ -32,6 +32,7 @@ from generate import random_history
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
 PROVIDERS = [*PROVIDER_APIS, "any"]
+CALL_RULES = call_rules()
 RULES = {rule.name: rule for rule in CALL_RULES}
 
 

@@ -53,9 +53,9 @@ class ProfileRule:
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
     # Tool calls, ids and results (_rules_calls): before-stage renames, then after-stage results/args.
-    from ._rules_calls import CALL_RULES
+    from ._rules_calls import call_rules
 
-    return (*CALL_RULES,)
+    return (*call_rules(),)
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.

@@ -8,12 +8,12 @@ work on the default repair's output. Nothing here imports pydantic-ai until a ru
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._changes import Change
 from ._problems import Problem, ProblemKind
-from ._profiles import Detect, Fix, ProfileRule
 from ._providers import ProviderTarget
 
 if TYPE_CHECKING:
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
     from ._call_ids import Renames
     from ._call_results import Misplaced
+    from ._profiles import Detect, Fix, ProfileRule
 
-__all__ = ["CALL_RULES"]
+__all__ = ["call_rules"]
 
 Stage = Literal["before", "after"]
 
@@ -485,60 +486,64 @@ def _rule(
     def only_where_enforced(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
         return detect(history, target) if apis & set(target.apis) else []
 
+    from ._profiles import ProfileRule  # here, not at import: _profiles imports this module
+
     only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__
     return ProfileRule(name, apis, why, stage, fix, only_where_enforced, wording)
 
 
-#: In pass order: ids first (empty, then reused, then format, which must see the final set), then
-#: results (duplicates in one request, then late ones), then args.
-CALL_RULES: tuple[ProfileRule, ...] = (
-    _rule(
-        "call_ids_present",
-        "before",
-        call_ids_present,
-        detect_call_ids_present,
-        PRESENT_WORDING,
-        why="an empty tool_call_id goes on the wire as two different random ids (call, result): never paired",
-    ),
-    _rule(
-        "unique_call_ids",
-        "before",
-        unique_call_ids,
-        detect_unique_call_ids,
-        UNIQUE_WORDING,
-        why="Anthropic: tool_use ids unique (unverified) and one tool_result per id (verified)",
-    ),
-    _rule(
-        "call_id_format",
-        "before",
-        call_id_format,
-        detect_call_id_format,
-        FORMAT_WORDING,
-        why="Anthropic: ids match ^[a-zA-Z0-9_-]+$; Mistral: 9 characters a-zA-Z0-9, code 3280 (both verified)",
-    ),
-    _rule(
-        "one_result_per_call",
-        "after",
-        one_result_per_call,
-        detect_one_result_per_call,
-        ONE_RESULT_WORDING,
-        why="one result per call (Anthropic, Gemini, Bedrock, Mistral, verified); repair keeps duplicates",
-    ),
-    _rule(
-        "results_follow_their_call",
-        "after",
-        results_follow_their_call,
-        detect_results_follow_their_call,
-        LATE_WORDING,
-        why="a result answers a call of the message just before it (OpenAI Chat, Anthropic, Gemini, Bedrock, "
-        "Mistral, verified); repair leaves late results by design",
-    ),
-    _rule(
-        "tool_args_sendable",
-        "after",
-        tool_args_sendable,
-        detect_tool_args_sendable,
-        ARGS_WORDING,
-        why="before 1.95.0 the object-args model classes raise on args that are not a JSON object (measured)",
-    ),
-)
+@functools.cache
+def call_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules, in pass order: ids first (empty, then reused, then format, which must
+    see the final set), then results (duplicates in one request, then late ones), then args."""
+    return (
+        _rule(
+            "call_ids_present",
+            "before",
+            call_ids_present,
+            detect_call_ids_present,
+            PRESENT_WORDING,
+            why="an empty tool_call_id goes on the wire as two different random ids (call, result): never paired",
+        ),
+        _rule(
+            "unique_call_ids",
+            "before",
+            unique_call_ids,
+            detect_unique_call_ids,
+            UNIQUE_WORDING,
+            why="Anthropic: tool_use ids unique (unverified) and one tool_result per id (verified)",
+        ),
+        _rule(
+            "call_id_format",
+            "before",
+            call_id_format,
+            detect_call_id_format,
+            FORMAT_WORDING,
+            why="Anthropic: ids match ^[a-zA-Z0-9_-]+$; Mistral: 9 characters a-zA-Z0-9, code 3280 (both verified)",
+        ),
+        _rule(
+            "one_result_per_call",
+            "after",
+            one_result_per_call,
+            detect_one_result_per_call,
+            ONE_RESULT_WORDING,
+            why="one result per call (Anthropic, Gemini, Bedrock, Mistral, verified); repair keeps duplicates",
+        ),
+        _rule(
+            "results_follow_their_call",
+            "after",
+            results_follow_their_call,
+            detect_results_follow_their_call,
+            LATE_WORDING,
+            why="a result answers a call of the message just before it (OpenAI Chat, Anthropic, Gemini, Bedrock, "
+            "Mistral, verified); repair leaves late results by design",
+        ),
+        _rule(
+            "tool_args_sendable",
+            "after",
+            tool_args_sendable,
+            detect_tool_args_sendable,
+            ARGS_WORDING,
+            why="before 1.95.0 the object-args model classes raise on args that are not a JSON object (measured)",
+        ),
+    )
