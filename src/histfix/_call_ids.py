@@ -23,9 +23,11 @@ from pydantic_ai.messages import (
     ModelResponse,
     RetryPromptPart,
     ToolCallPart,
+    ToolReturnPart,
 )
 
 from ._folding import with_parts
+from ._memo import last_history_only
 from ._parts import is_result
 
 __all__ = [
@@ -52,12 +54,12 @@ Renames = dict[tuple[int, int], str]
 
 
 def hashed_id(seed: str, taken: set[str], also: Collection[str] = ()) -> str:
-    """A 9-character base62 id from the SHA-256 of ``seed``, in neither ``taken`` nor ``also``
-    (then added to ``taken``); a collision rehashes with a counter."""
+    """A 9-character base62 id from a 64-bit BLAKE2b hash of ``seed``, in neither ``taken`` nor
+    ``also`` (then added to ``taken``); a collision rehashes with a counter."""
     attempt = 0
     while True:
-        digest = hashlib.sha256(f"{seed}#{attempt}".encode() if attempt else seed.encode()).digest()
-        number = int.from_bytes(digest, "big")
+        text = f"{seed}#{attempt}" if attempt else seed
+        number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
         chars = []
         for _ in range(_LENGTH):
             number, digit = divmod(number, 62)
@@ -75,6 +77,19 @@ def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]
         for j, part in enumerate(message.parts):
             if isinstance(getattr(part, "tool_call_id", None), str):
                 yield i, j, part
+
+
+@last_history_only
+def call_ids(history: Sequence[ModelMessage]) -> list[str]:
+    """The ids of every regular call, in order: whether a rename pass has anything to do at all
+    depends on these alone (a result whose id no call has is an orphan, whatever its id)."""
+    return [
+        part.tool_call_id
+        for message in history
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
 
 
 def all_ids(history: Sequence[ModelMessage]) -> set[str]:
@@ -135,16 +150,23 @@ def _pairing_renames(
 
 def reused_id_renames(history: Sequence[ModelMessage]) -> Renames:
     """A fresh id for every call whose id an earlier call (same or earlier response) already had."""
+    ids = call_ids(history)
+    if len(set(ids)) == len(ids):
+        return {}
     return _pairing_renames(history, lambda call_id, reused: reused, "reused")
 
 
 def empty_id_renames(history: Sequence[ModelMessage]) -> Renames:
     """A fresh id for every call with an empty id, shared with the results the repair pairs it with."""
+    if "" not in call_ids(history):
+        return {}
     return _pairing_renames(history, lambda call_id, reused: not call_id, "empty")
 
 
 def _mapped_ids(
-    history: Sequence[ModelMessage], fits: Callable[[str], bool], fitted: Callable[[str, set[str]], str]
+    history: Sequence[ModelMessage],
+    fits: Callable[[str], bool],
+    fitted: Callable[[str, set[str], set[str]], str],
 ) -> Renames:
     """Renames from one id-to-id mapping applied to every call and result (a bijection on the ids).
 
@@ -152,10 +174,11 @@ def _mapped_ids(
     id's replacement already took it. Results (and tool-less retries) follow their call's id; a
     result whose id no call has is left as it is (the default repair drops it as an orphan).
     """
-    ids = list(_id_parts(history))
-    calls = [part.tool_call_id for _, _, part in ids if isinstance(part, ToolCallPart)]
+    calls = call_ids(history)
     if all(map(fits, calls)):
         return {}
+    named = _calls_and_results(history)
+    every = {part.tool_call_id for _, _, part in named}
     mapping: dict[str, str] = {}
     taken: set[str] = set()
     for call_id in calls:
@@ -164,32 +187,36 @@ def _mapped_ids(
                 mapping[call_id] = call_id
                 taken.add(call_id)
             else:
-                mapping[call_id] = fitted(call_id, taken)
+                mapping[call_id] = fitted(call_id, taken, every)
     renames: Renames = {}
-    for i, j, part in ids:
-        if isinstance(part, (ToolCallPart, RetryPromptPart)) or is_result(part):
-            new = mapping.get(part.tool_call_id)
-            if new is not None and new != part.tool_call_id:
-                renames[(i, j)] = new
+    for i, j, part in named:
+        new = mapping.get(part.tool_call_id)
+        if new is not None and new != part.tool_call_id:
+            renames[(i, j)] = new
     return renames
+
+
+def _calls_and_results(history: Sequence[ModelMessage]) -> list[tuple[int, int, Any]]:
+    """(message, part, part) for every regular call, result and retry prompt, in history order."""
+    found: list[tuple[int, int, Any]] = []
+    for i, message in enumerate(history):
+        kinds = (ToolCallPart,) if isinstance(message, ModelResponse) else (ToolReturnPart, RetryPromptPart)
+        for j, part in enumerate(message.parts):
+            if isinstance(part, kinds):
+                found.append((i, j, part))
+    return found
 
 
 def mistral_ids(history: Sequence[ModelMessage]) -> Renames:
     """Every call/result id that is not 9 ASCII letters or digits, mapped to one that is."""
-    every = all_ids(history)
-    return _mapped_ids(
-        history,
-        lambda call_id: bool(MISTRAL_ID.match(call_id)),
-        lambda call_id, taken: hashed_id(call_id, taken, every),
-    )
+    return _mapped_ids(history, lambda call_id: bool(MISTRAL_ID.match(call_id)), hashed_id)
 
 
 def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
     """Every call/result id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters
     become ``_``, with a hash suffix where that would equal another id of the history."""
-    every = all_ids(history)
 
-    def fitted(call_id: str, taken: set[str]) -> str:
+    def fitted(call_id: str, taken: set[str], every: set[str]) -> str:
         readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
         if readable and readable not in taken and readable not in every:
             taken.add(readable)
@@ -199,6 +226,17 @@ def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
         return f"{readable}_{suffix}" if readable else suffix
 
     return _mapped_ids(history, lambda call_id: bool(ANTHROPIC_ID.match(call_id)), fitted)
+
+
+def _with_id(part: Any, new: str) -> Any:
+    """``part`` with another ``tool_call_id``: ``dataclasses.replace`` at a tenth of the cost (the
+    part classes are plain dataclasses; their validation has nothing to say about an id)."""
+    if not hasattr(part, "__dict__"):
+        return replace(part, tool_call_id=new)
+    clone = object.__new__(type(part))
+    clone.__dict__.update(part.__dict__)
+    clone.tool_call_id = new
+    return clone
 
 
 def apply_renames(history: list[ModelMessage], renames: Renames) -> list[ModelMessage]:
@@ -213,6 +251,6 @@ def apply_renames(history: list[ModelMessage], renames: Renames) -> list[ModelMe
         message: Any = out[i]  # a request or a response: with_parts keeps its class
         parts: list[Any] = list(message.parts)
         for j, new in changed.items():
-            parts[j] = replace(parts[j], tool_call_id=new)
+            parts[j] = _with_id(parts[j], new)
         out[i] = with_parts(message, parts)
     return out

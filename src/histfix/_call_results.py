@@ -20,6 +20,7 @@ from pydantic_ai.messages import (
 )
 
 from ._folding import is_synthetic, with_parts
+from ._memo import last_history_only
 from ._parts import is_result
 
 __all__ = ["Misplaced", "ResultKind", "misplaced_results", "without_misplaced"]
@@ -42,8 +43,29 @@ class Misplaced(NamedTuple):
     call_index: int
 
 
+def _all_in_place(history: Sequence[ModelMessage]) -> bool:
+    """A cheap sufficient test: every request's results answer calls of the response just before
+    it, at most once per call (then nothing is late or duplicate). Almost every history passes."""
+    previous: list[str] = []
+    for message in history:
+        if isinstance(message, ModelResponse):
+            previous = [p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)]
+            continue
+        answered = [p.tool_call_id for p in message.parts if is_result(p)]
+        if answered and answered != previous:
+            if len(set(answered)) != len(answered) or not set(answered) <= set(previous):
+                return False
+            if len(set(previous)) != len(previous):  # an id called twice: counting needed
+                return False
+        previous = []
+    return True
+
+
+@last_history_only
 def misplaced_results(history: Sequence[ModelMessage]) -> list[Misplaced]:
     """Every duplicate and late result, in history order (orphans are the default repair's)."""
+    if _all_in_place(history):
+        return []
     found: list[Misplaced] = []
     open_calls: dict[str, int] = {}  # id -> how many calls with it are open
     owner: dict[str, int] = {}  # id -> the response its open calls (or its last calls) are in

@@ -83,7 +83,8 @@ OUTCOME_RETRIED: bool
 ARGS_AS_DICT_TOLERATES_INVALID: bool
 #: ``ModelProfile`` key ``tool_call_id_length``: the model rewrites ids that do not fit it (the
 #: Mistral profile sets 9), first in 2.59.0 (2.55.0 has none). Before, MistralModel sends ids as
-#: stored and Mistral rejects every id that is not nine letters or digits (code 3280; issue 10).
+#: stored and Mistral rejects every id that is not nine letters or digits (code 3280; issue 10):
+#: the Mistral profile renames ids only there.
 PROFILE_FITS_TOOL_CALL_IDS: bool
 
 # --- probed per value (where a whole release range cannot be named in advance) ------------------------

@@ -121,11 +121,14 @@ def _renamed(
         return history, []
     first: dict[tuple[str, str], tuple[int, Any]] = {}
     results: dict[tuple[str, str], int] = {}
-    for (i, j), new in sorted(renames.items()):
-        part = history[i].parts[j]
-        key = (str(getattr(part, "tool_call_id", "")), new)
-        first.setdefault(key, (i, part))
-        results[key] = results.get(key, 0) + (getattr(part, "part_kind", "") != "tool-call")
+    for (i, j), new in renames.items():  # in history order: the passes add them walking it
+        part: Any = history[i].parts[j]
+        key = (part.tool_call_id, new)
+        if key not in first:
+            first[key] = (i, part)
+            results[key] = 0
+        if part.part_kind != "tool-call":
+            results[key] += 1
     changes: list[Change] = []
     for (old, new), (i, part) in first.items():
         name = getattr(part, "tool_name", None)
@@ -182,8 +185,6 @@ def call_ids_present(
     its result, so they never pair (measured; the APIs that pair by id then reject both)."""
     from ._call_ids import empty_id_renames
 
-    if not any(_empty_ids(history)):
-        return history, []
     return _renamed(history, empty_id_renames(history), "its id was empty, which the wire cannot pair")
 
 
@@ -221,14 +222,30 @@ def detect_call_ids_present(history: Sequence[ModelMessage], target: ProviderTar
 def call_id_format(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Mistral: ids are 9 characters a-zA-Z0-9 (code 3280, verified; releases before 2.59.0 send
-    ids as stored); Anthropic: tool_use ids match ^[a-zA-Z0-9_-]+$ (verified). Mistral's format
-    satisfies both; it is applied on every release (2.59.0+ keeps ids that already fit)."""
-    from ._call_ids import anthropic_ids, mistral_ids
+    """Mistral: ids are 9 characters a-zA-Z0-9 (code 3280, verified); Anthropic: tool_use ids match
+    ^[a-zA-Z0-9_-]+$ (verified). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
+    to it itself (stable hashes, call and result alike), so the pass renames for Mistral only on
+    older releases, which send ids as stored (renaming every id of a long history is not free, and
+    2.59.0+ puts equally valid ids on the wire from the ids as stored)."""
+    from . import _compat
+    from ._call_ids import anthropic_ids, apply_renames, mistral_ids
 
-    if "mistral" in target.apis:
-        return _renamed(history, mistral_ids(history), "Mistral takes only ids of 9 letters or digits")
-    return _renamed(history, anthropic_ids(history), "Anthropic takes only ids matching ^[a-zA-Z0-9_-]+$")
+    if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
+        renames, why = mistral_ids(history), "Mistral's format (9 letters or digits)"
+    elif "anthropic" in target.apis:
+        renames, why = anthropic_ids(history), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
+    else:
+        return history, []  # MistralModel fits ids to Mistral's format itself on this release
+    if not renames:
+        return history, []
+    # One change for the pass (it may rename every id of a long history): which ids, and to what.
+    ((i, j), first), count = next(iter(renames.items())), len(set(renames.values()))
+    old = history[i].parts[j]
+    description = (
+        f"renamed {count} tool call id{'s' if count != 1 else ''} to {why}, each call with its results "
+        f"(the first: {getattr(old, 'tool_call_id', None)!r} -> {first!r})"
+    )
+    return apply_renames(history, renames), [Change("renamed_call_id", i, description)]
 
 
 def detect_call_id_format(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
