@@ -18,6 +18,8 @@ ChangeKind = Literal[
     "merged_responses",
     "moved_parts",
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
+    "inserted_prompt",  # a profile put histfix.STARTER_PROMPT before a history opening on a response
+    "dropped_empty",  # a profile dropped empty text, an empty prompt, or a message with nothing to send
 ]
 
 
@@ -26,8 +28,8 @@ class Change:
     """One thing repair changed. ``message_index`` points into the input history.
 
     For merges, ``merged`` lists the input indices that became one message (a request that
-    repair itself created has no input index and is left out). ``preview`` shows the start of a
-    dropped result's content.
+    repair itself created has no input index and is left out). ``preview`` shows the start of what
+    was removed (a dropped result's content, a dropped part's text).
     """
 
     kind: ChangeKind
@@ -39,10 +41,10 @@ class Change:
     preview: str | None = None
 
     def __str__(self) -> str:
-        """``messages[i]: what changed``; a dropped result also shows what it held, since a person
+        """``messages[i]: what changed``; anything removed also shows what it held, since a person
         deciding whether the drop was safe needs to see it."""
         text = f"messages[{self.message_index}]: {self.description}"
-        if self.kind == "dropped_result" and self.preview is not None:
+        if self.preview is not None:
             text += f"; its content was: {self.preview}"
         return text
 

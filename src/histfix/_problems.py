@@ -17,6 +17,10 @@ ProblemKind = Literal[
     "consecutive_requests",
     "consecutive_responses",
     "parts_between_results",
+    "starts_with_response",  # the first turn is the model's (provider profiles)
+    "empty_message",  # a request or response with no parts
+    "empty_text",  # empty (or, for Bedrock, whitespace-only) text or prompt
+    "results_not_first",  # a part before the tool results of a request
 ]
 
 
