@@ -13,11 +13,27 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix import _rules_native as histfix_native
 from histfix import _rules_shape as shape
 from histfix._providers import PROVIDER_APIS, resolve_provider
 
 from corpus import CASES
-from dsl import call, dump, load, load_history, real, req, resp, ret, system, text, user
+from dsl import (
+    call,
+    dump,
+    load,
+    load_history,
+    native_call,
+    native_return,
+    real,
+    req,
+    resp,
+    ret,
+    system,
+    text,
+    thinking,
+    user,
+)
 
 PROFILES = [*PROVIDER_APIS, "any"]
 
@@ -236,3 +252,86 @@ def test_profiles_are_pure_deterministic_idempotent_and_keep_text(
 
 def test_the_starter_prompt_is_exported() -> None:
     assert "STARTER_PROMPT" in histfix.__all__ and histfix.STARTER_PROMPT == shape.STARTER_PROMPT
+
+
+# --- native_calls_paired ----------------------------------------------------------------------------
+
+RESULTS = [{"type": "web_search_result", "url": "https://ai.pydantic.dev", "title": "Pydantic AI"}]
+
+
+def test_a_native_call_without_its_result_is_dropped_and_reported() -> None:
+    history = load(
+        [req(user("search")), real(native_call("web_search", "n1", {"q": "pydantic"}), text("hm"), at=4)]
+    )
+    report = histfix.repair_report(history, provider="anthropic")
+    assert [p.part_kind for p in report.messages[1].parts] == ["text"]
+    (change,) = report.changes
+    assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "pydantic" in str(change)
+    (found,) = histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"))
+    assert found.provider_error == (
+        "web_search tool use with id n1 was found without a corresponding web_search_tool_result block"
+    )
+
+
+def test_a_native_pair_the_api_accepts_is_kept() -> None:
+    pair = [native_call("web_search", "n1"), native_return("web_search", "n1", RESULTS), text("found")]
+    history = load([req(user("search")), real(*pair, at=4), req(user("thanks"))])
+    fixed = histfix.repair(history, provider="anthropic")
+    kinds_ = [p.part_kind for p in fixed[1].parts]
+    assert kinds_ == ["builtin-tool-call", "builtin-tool-return", "text"]
+    expected = "web_search" if histfix._compat.native_return_named_by_tool() else "web_search_tool_result"
+    assert fixed[1].parts[1].tool_name == expected
+    assert histfix.repair(fixed, provider="anthropic") == fixed
+
+
+def test_a_native_pair_whose_result_no_release_sends_goes_whole() -> None:
+    pair = [native_call("web_search", "n1"), native_return("web_search", "n1", "results"), text("found")]
+    report = histfix.repair_report(load([req(user("search")), real(*pair, at=4)]), provider="any")
+    assert [p.part_kind for p in report.messages[1].parts] == ["text"]
+    assert [c.preview for c in report.changes] == ["{}", "results"]
+
+
+def test_other_apis_keep_native_parts() -> None:
+    history = load([req(user("search")), real(native_call("web_search", "n1"), text("hm"), at=4)])
+    assert histfix.repair(history, provider="openai-responses") == histfix.repair(history)
+
+
+# --- thinking_transfers -----------------------------------------------------------------------------
+
+
+def _signed_by(provider: str) -> list[pai.ModelMessage]:
+    return load(
+        [
+            req(user("think")),
+            resp(thinking("let me see", signature="sig-x"), text("done"), at=4, provider_name=provider),
+            req(user("next")),
+        ]
+    )
+
+
+def test_a_foreign_signature_goes_and_the_thinking_text_stays() -> None:
+    report = histfix.repair_report(_signed_by("openai"), provider="anthropic")
+    part = report.messages[1].parts[0]
+    assert isinstance(part, pai.ThinkingPart) and part.content == "let me see" and part.signature is None
+    (change,) = report.changes
+    assert change.kind == "dropped_signature" and change.preview == "sig-x"
+    assert histfix.repair(report.messages, provider="anthropic") == report.messages
+    (found,) = histfix_native.detect_thinking_transfers(_signed_by("openai"), resolve_provider("anthropic"))
+    assert found.provider_error == "messages.1.content.0: Invalid signature in thinking block"
+
+
+@pytest.mark.parametrize(("provider", "api"), [("anthropic", "anthropic"), ("openai", "openai-responses")])
+def test_a_signature_stays_with_its_own_provider(provider: str, api: str) -> None:
+    history = _signed_by(provider)
+    assert histfix.repair(history, provider=api) == histfix.repair(history)
+
+
+def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text() -> None:
+    for provider in ("anthropic", "openai", "google-gla"):
+        fixed = histfix.repair(_signed_by(provider), provider="any")
+        assert fixed[1].parts[0].signature is None and fixed[1].parts[0].content == "let me see"
+
+
+def test_a_signature_of_unknown_origin_is_kept() -> None:
+    history = load([req(user("t")), real(thinking("x", signature="sig"), text("y"), at=4), req(user("n"))])
+    assert histfix.repair(history, provider="any")[1].parts[0].signature == "sig"

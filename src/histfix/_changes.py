@@ -20,6 +20,9 @@ ChangeKind = Literal[
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
     "inserted_prompt",  # a profile put histfix.STARTER_PROMPT before a history opening on a response
     "dropped_empty",  # a profile dropped empty text, an empty prompt, or a message with nothing to send
+    "dropped_native",  # a profile dropped a native (server) tool call the API gets without its result
+    "renamed_native_return",  # before 1.0.9: a native return renamed to the wire name the release sends
+    "dropped_signature",  # a profile dropped a thinking signature the target cannot verify (text kept)
 ]
 
 

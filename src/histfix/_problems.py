@@ -21,6 +21,8 @@ ProblemKind = Literal[
     "empty_message",  # a request or response with no parts
     "empty_text",  # empty (or, for Bedrock, whitespace-only) text or prompt
     "results_not_first",  # a part before the tool results of a request
+    "unpaired_native_call",  # a native (server) tool call without its result block
+    "foreign_signature",  # a thinking signature from a provider the target cannot verify
 ]
 
 

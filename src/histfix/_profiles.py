@@ -61,9 +61,30 @@ def _registered() -> tuple[ProfileRule, ...]:
 
 
 def _shape_rules() -> tuple[ProfileRule, ...]:
+    from . import _rules_native as native
     from . import _rules_shape as shape
 
     return (
+        ProfileRule(
+            "native_calls_paired",
+            native.NATIVE_CALLS_APIS,
+            "Anthropic server_tool_use_without_result: a native call needs its result block in the same "
+            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "after",
+            native.native_calls_paired,
+            native.detect_native_calls_paired,
+            native.NATIVE_CALL_WORDING,
+        ),
+        ProfileRule(
+            "thinking_transfers",
+            native.THINKING_APIS,
+            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
+            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
+            "after",
+            native.thinking_transfers,
+            native.detect_thinking_transfers,
+            native.THINKING_WORDING,
+        ),
         ProfileRule(
             "no_empty_content",
             shape.NO_EMPTY_CONTENT_APIS,

@@ -99,11 +99,15 @@ def problem(
     *,
     at: int,
     description: str,
+    apis: frozenset[str] | None = None,
     **fill: object,
 ) -> Problem:
-    """A Problem rejected by the target's APIs that enforce the rule, worded as the first of them."""
-    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in wording)
-    error = wording[rejected_by[0]].format(**fill) if rejected_by else None
+    """A Problem rejected by the target's APIs that enforce the rule (``apis``, by default the keys of
+    ``wording``), worded as the first of them (None where that API's wording is not documented)."""
+    enforcing = frozenset(wording) if apis is None else apis
+    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in enforcing)
+    found = wording.get(rejected_by[0]) if rejected_by else None
+    error = found.format(**fill) if found is not None else None
     return Problem(kind, at, None, None, None, description, rejected_by, error)
 
 
