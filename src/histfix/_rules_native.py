@@ -183,11 +183,9 @@ def _origin(part: object, response: ModelResponse) -> str | None:
     return getattr(part, "provider_name", None) or response.provider_name
 
 
-def _foreign(part: object, response: ModelResponse, target: ProviderTarget) -> bool:
+def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thinking: type) -> bool:
     """A signed thinking part that the target's APIs cannot verify (another provider made it)."""
-    from pydantic_ai.messages import ThinkingPart
-
-    if not isinstance(part, ThinkingPart) or not part.signature:
+    if not isinstance(part, thinking) or not getattr(part, "signature", None):
         return False
     origin = _origin(part, response)
     if origin is None:
@@ -203,19 +201,19 @@ def thinking_transfers(
     own provider can verify.
     The thinking text stays (every release sends unsigned thinking as text or drops it from the wire
     only); the foreign signature goes, and is reported."""
-    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
 
     fixed: list[ModelMessage] | None = None
     changes: list[Change] = []
     for index, message in enumerate(history):
         if not isinstance(message, ModelResponse):
             continue
-        if not any(_foreign(part, message, target) for part in message.parts):
+        if not any(_foreign(part, message, target, ThinkingPart) for part in message.parts):
             continue
         parts: list[Any] = []
         given: list[Any] = list(message.parts)
         for part in given:
-            if _foreign(part, message, target):
+            if _foreign(part, message, target, ThinkingPart):
                 changes.append(
                     Change(
                         "dropped_signature",
@@ -234,7 +232,7 @@ def thinking_transfers(
 
 
 def detect_thinking_transfers(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
 
     return [
         problem(
@@ -251,5 +249,5 @@ def detect_thinking_transfers(history: Sequence[ModelMessage], target: ProviderT
         for index, message in enumerate(history)
         if isinstance(message, ModelResponse)
         for at, part in enumerate(message.parts)
-        if _foreign(part, message, target)
+        if _foreign(part, message, target, ThinkingPart)
     ]

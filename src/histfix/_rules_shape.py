@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
@@ -323,10 +323,8 @@ def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTar
 # --- results_first ------------------------------------------------------------------------------------
 
 
-def _results_late(request: ModelRequest) -> bool:
+def _results_late(request: ModelRequest, is_result: Callable[[object], bool]) -> bool:
     """Whether a result follows some other part in the request."""
-    from ._parts import is_result
-
     other = False
     for part in request.parts:
         if not is_result(part):
@@ -345,12 +343,12 @@ def results_first(
     first gives the same wire on every release."""
     from pydantic_ai.messages import ModelRequest
 
-    from ._parts import not_result
+    from ._parts import is_result, not_result
 
     changes: list[Change] = []
     fixed: list[ModelMessage] | None = None
     for index, message in enumerate(history):
-        if isinstance(message, ModelRequest) and _results_late(message):
+        if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
                 fixed = list(history)
             fixed[index] = _replace(message, parts=sorted(message.parts, key=not_result))
@@ -363,22 +361,29 @@ def results_first(
 def detect_results_first(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     from pydantic_ai.messages import ModelRequest
 
-    return [
-        problem(
-            "results_not_first",
-            RESULTS_FIRST_WORDING,
-            target,
-            at=index,
-            description="a prompt or other part comes before the tool results in this request "
-            "(releases up to 2.30 send it in that order)",
-            n=index,
-            m=0,
-            count=0,
-            ids="",
+    from ._parts import is_result
+
+    found: list[Problem] = []
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelRequest) or not _results_late(message, is_result):
+            continue
+        results = [(at, part) for at, part in enumerate(message.parts) if is_result(part)]
+        late = next(at for at, _ in results if any(not is_result(p) for p in message.parts[:at]))
+        found.append(
+            problem(
+                "results_not_first",
+                RESULTS_FIRST_WORDING,
+                target,
+                at=index,
+                description="a prompt or other part comes before the tool results in this request "
+                "(releases up to 2.30 send it in that order)",
+                n=index,
+                m=late,
+                count=len(results),
+                ids=", ".join(str(part.tool_call_id) for _, part in results),
+            )
         )
-        for index, message in enumerate(history)
-        if isinstance(message, ModelRequest) and _results_late(message)
-    ]
+    return found
 
 
 # --- alternating_roles --------------------------------------------------------------------------------
