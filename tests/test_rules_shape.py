@@ -165,8 +165,8 @@ USER_BEFORE_RESULTS = [
 @pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat", "mistral", "any"])
 def test_results_come_first_and_every_other_order_is_kept(api: str) -> None:
     report = histfix.repair_report(load(USER_BEFORE_RESULTS), provider=api)
-    parts = report.messages[2].parts
-    assert [getattr(p, "tool_call_id", None) or p.content for p in parts] == ["c1", "c2", "x", "y"]
+    parts = report.messages[2].parts  # (ids may be renamed by the call rules: compare by tool name)
+    assert [getattr(p, "tool_name", None) or p.content for p in parts] == ["f", "g", "x", "y"]
     assert "moved_parts" in kinds(report)
 
 
