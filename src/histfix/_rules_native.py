@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._changes import Change
 from ._problems import Problem
 from ._providers import ProviderTarget
-from ._rules_shape import preview, problem
+from ._rules_shape import all_parts, preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -76,12 +76,14 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     return found
 
 
-def _any_native(history: Sequence[ModelMessage]) -> bool:
-    from pydantic_ai.messages import ModelResponse
+def _response_part_classes(history: Sequence[ModelMessage]) -> set[type]:
+    """The classes of every part (at C speed: the rules' cheap early exits)."""
+    return set(map(type, all_parts(history)))
 
-    return any(
-        isinstance(message, ModelResponse) and any(map(_native_kind, message.parts)) for message in history
-    )
+
+def _any_native(history: Sequence[ModelMessage]) -> bool:
+    """The cheap early exit: whether any response holds a native part (one set of part classes)."""
+    return any(_native_kind(kind) for kind in _response_part_classes(history))
 
 
 def native_calls_paired(
@@ -203,6 +205,8 @@ def thinking_transfers(
     only); the foreign signature goes, and is reported."""
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
+    if not any(issubclass(kind, ThinkingPart) for kind in _response_part_classes(history)):
+        return history, []  # the cheap early exit: no thinking at all
     fixed: list[ModelMessage] | None = None
     changes: list[Change] = []
     for index, message in enumerate(history):
