@@ -19,6 +19,7 @@ __all__ = [
     "ARGS_AS_DICT_TOLERATES_INVALID",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
+    "NATIVE_RETURN_NAMED_BY_TOOL_SINCE",
     "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "OUTCOME_INTERRUPTED",
     "OUTCOME_RETRIED",
@@ -31,6 +32,7 @@ __all__ = [
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
     "interrupted_state",
+    "native_return_named_by_tool",
     "openai_prefix_api",
     "return_tool_kind_loads",
 ]
@@ -47,6 +49,11 @@ UPSTREAM_CURRENT_SINCE = Version("2.60.0")
 #: ``infer_model("openai:...")`` builds ``OpenAIResponsesModel`` from 2.0.0 and ``OpenAIChatModel``
 #: before it: ``provider="openai"`` names the API the installed release sends ``openai:`` models to.
 OPENAI_PREFIX_IS_RESPONSES_SINCE = Version("2.0.0")
+
+#: AnthropicModel sends a native (builtin) tool return stored under the tool's own name
+#: (``web_search``, ``code_execution``) from 1.0.9, which also stores them so; 1.0.0-1.0.8 send only
+#: the wire block's name (``web_search_tool_result``) and raise ``Unsupported tool name`` otherwise.
+NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -112,6 +119,13 @@ def openai_prefix_api() -> str:  # issue 10: which profile provider="openai" mea
     if VERSION is not None and VERSION < OPENAI_PREFIX_IS_RESPONSES_SINCE:
         return "openai-chat"
     return "openai-responses"
+
+
+def native_return_named_by_tool() -> bool:  # issue 10: the Anthropic profile's native parts
+    """Whether the installed AnthropicModel sends native returns named by their tool (newest when unknown)."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= NATIVE_RETURN_NAMED_BY_TOOL_SINCE
 
 
 def __getattr__(name: str) -> Any:
