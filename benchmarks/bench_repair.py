@@ -215,7 +215,9 @@ def peak_extra_bytes_per_part(history: History, repair: Callable[[History], obje
     return (peak - sys.getsizeof(out)) / parts
 
 
-def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], History] | None) -> None:
+def bench_shape(
+    shape: str, sizes: list[int], upstream: Callable[[History], History] | None, runs: int | None = None
+) -> None:
     make = SHAPES[shape]
     print(f"\n{shape}")
     print(
@@ -234,7 +236,7 @@ def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], Hist
         if upstream is not None:
             assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
             contenders["upstream"] = lambda h=history: upstream(h)
-        times = measure(contenders, 9 if size <= 100_000 else 3)
+        times = measure(contenders, runs or (9 if size <= 100_000 else 3))
         low = {k: min(v) for k, v in times.items()}
         mid = {k: statistics.median(v) for k, v in times.items()}
         mins[size] = low
@@ -256,6 +258,27 @@ def bench_shape(shape: str, sizes: list[int], upstream: Callable[[History], Hist
     print(json.dumps({"shape": shape, "min": {str(k): v for k, v in mins.items()}}))
 
 
+def bench_profiles(shape: str, sizes: list[int], runs: int) -> None:
+    """Each provider profile's repair beside the default repair, as users call them (issue 10's bound:
+    ``repair(h, provider=P)`` at most 1.5x ``repair(h)`` at 100k messages)."""
+    from histfix._providers import ANY, PROVIDER_APIS
+
+    profiles = [*PROVIDER_APIS, ANY]
+    print(f"\n{shape}: repair(h, provider=P) beside repair(h)")
+    print(f"{'messages':>9} {'default ms':>11} " + " ".join(f"{p:>16}" for p in profiles))
+    for size in sizes:
+        history = SHAPES[shape](size)
+        contenders: dict[str, Callable[[], object]] = {"default": lambda h=history: histfix.repair(h)}
+        for name in profiles:
+            assert histfix.repair(history, provider=name) == histfix.repair(history, provider=name)
+            contenders[name] = lambda h=history, p=name: histfix.repair(h, provider=p)
+        low = {k: min(v) for k, v in measure(contenders, runs).items()}
+        cells = [f"{low[p] * 1e3:>8.1f} ({low[p] / low['default']:.2f}x)" for p in profiles]
+        print(f"{len(history):>9} {low['default'] * 1e3:>11.1f} " + " ".join(f"{c:>16}" for c in cells))
+        print(json.dumps({"shape": shape, "profiles": size, "min": low}))
+        del history, contenders
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000, 100_000, 1_000_000])
@@ -263,6 +286,15 @@ def main(argv: list[str]) -> None:
         "--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES)
     )
     parser.add_argument("--extras", action="store_true", help="also time trim/check, memory and import cost")
+    parser.add_argument(
+        "--profiles", action="store_true", help="also time every provider profile beside the default repair"
+    )
+    parser.add_argument(
+        "--only-profiles",
+        action="store_true",
+        help="time the provider profiles only (no floor/upstream table)",
+    )
+    parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
         choices=["wall", "cpu"],
@@ -278,7 +310,10 @@ def main(argv: list[str]) -> None:
         f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {args.clock} clock"
     )
     for shape in args.shapes.split(","):
-        bench_shape(shape, args.sizes, upstream)
+        if not args.only_profiles:
+            bench_shape(shape, args.sizes, upstream, args.runs)
+        if args.profiles or args.only_profiles:
+            bench_profiles(shape, args.sizes, args.runs or 5)
     if not args.extras:
         return
     history = sparse(min(max(args.sizes), 100_000))
