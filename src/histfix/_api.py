@@ -253,21 +253,39 @@ def trim_to_budget(
     return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)
 
 
-def check(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> list[Problem]:
+def check(
+    messages: Sequence[ModelMessage],
+    *,
+    provider: str | Model | None = None,
+    repair_last_response: bool = True,
+) -> list[Problem]:
     """Every problem in ``messages`` that a strict provider rejects or ``repair`` would change.
 
     Dangling and shadowed calls, orphaned, early, duplicate and late results, consecutive
     messages that repair merges, and parts sitting between tool results, each located by message
-    and part index, in order. The same rules on every release; an empty list means valid. With
-    ``repair_last_response=False`` the last response's open calls are left alone, as ``repair``
-    leaves them then (they may still run, or get deferred results).
+    and part index, in order. The same rules on every release; an empty list means valid. Each
+    problem's ``rejected_by`` names the provider APIs that reject it; empty means no provider
+    does and repair only normalizes it (two requests in a row). With ``repair_last_response=False``
+    the last response's open calls are left alone, as ``repair`` leaves them then (they may still
+    run, or get deferred results).
+
+    With ``provider`` (what :func:`repair` takes: a prefix, a model string, a ``Model`` or
+    ``"any"``): exactly what that provider's API rejects, the problems above it rejects plus what
+    its profile's rules find (reused or malformed ids, a history starting with a response, empty
+    text...), each with ``provider_error``, the API's own error text. ``check(repair(h,
+    provider=P), provider=P)`` is ``[]``. Raises ValueError for an unknown provider name.
     """
     _check_flags(repair_last_response, "drop")
     history = as_history(messages, function="check")
+    target = _target(provider)
     _require_pydantic_ai()
     from ._check import check_history
+    from ._check_provider import check_for, mark_rejections
 
-    return check_history(history, repair_last_response)
+    problems = check_history(history, repair_last_response)
+    if target is None:
+        return mark_rejections(history, problems)
+    return check_for(history, target, problems)
 
 
 def classify(messages: Sequence[ModelMessage]) -> HistoryState:
@@ -285,9 +303,13 @@ def classify(messages: Sequence[ModelMessage]) -> HistoryState:
     return classify_history(history)
 
 
-def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
-    """Whether ``check(messages)`` finds nothing: a strict provider accepts it and repair keeps it."""
-    return not check(messages)
+def is_provider_valid(messages: Sequence[ModelMessage], *, provider: str | Model | None = None) -> bool:
+    """Whether ``check(messages, provider=provider)`` finds nothing.
+
+    Without ``provider``: a strict provider accepts it and repair keeps it as it is. With one:
+    that provider's API accepts it as it is (repair may still normalize it).
+    """
+    return not check(messages, provider=provider)
 
 
 def repair_report(
