@@ -453,7 +453,9 @@ def test_check_with_a_provider_quotes_it(capsys: pytest.CaptureFixture[str], bro
     assert (code, err) == (1, "")
     assert "dangling_call" in out
     assert "what anthropic answers:\n  messages[1].parts[0]: messages.1: tool_use ids were found" in out
-    assert out.strip().endswith("1 problem anthropic rejects; `histfix repair --provider anthropic` fixes them")
+    assert out.strip().endswith(
+        "1 problem anthropic rejects; `histfix repair --provider anthropic` fixes them"
+    )
     code, out, _ = run(capsys, "check", str(broken), "--provider", "mistral:mistral-large-latest", "--json")
     (problem,) = json.loads(out)
     assert code == 1
@@ -495,7 +497,9 @@ def test_an_unknown_provider_is_one_line_naming_the_valid_ones(
     code, out, err = run(capsys, command, str(broken), "--provider", "opneai")
     assert (code, out) == (2, "")
     assert err.startswith("histfix: --provider: unknown provider 'opneai'") and err.count("\n") == 1
-    assert "valid names: any, openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, openai" in err
+    assert (
+        "valid names: any, openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, openai" in err
+    )
 
 
 def test_a_history_with_nothing_sendable_is_one_line_and_exit_2(
@@ -505,9 +509,10 @@ def test_a_history_with_nothing_sendable_is_one_line_and_exit_2(
     path.write_bytes(to_json([req(system("be brief"))]))
     code, out, err = run(capsys, "repair", str(path), "--provider", "any")
     assert (code, out) == (2, "")
-    assert err.startswith("histfix: cannot repair for any: nothing in this history can be sent") and err.count(
-        "\n"
-    ) == 1
+    assert (
+        err.startswith("histfix: cannot repair for any: nothing in this history can be sent")
+        and err.count("\n") == 1
+    )
     assert run(capsys, "repair", str(path))[0] == 0  # without a profile: today's repair, unchanged
 
 

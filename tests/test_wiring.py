@@ -6,6 +6,7 @@ do); tools are real agent tools. No provider, no network.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import warnings
@@ -311,10 +312,8 @@ def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
                 for provider in (None, "openai-chat", "auto"):
                     strict.clear()
                     agent: Agent[None, str] = Agent(model, **histfix.agent_options(provider=provider))
-                    try:
+                    with contextlib.suppress(Exception):  # the FallbackModel gave up: the verdicts say why
                         runner.run(agent.run("and tomorrow?", message_history=history))
-                    except Exception:  # the FallbackModel gave up: the verdicts say why
-                        pass
                     verdicts[provider] = strict.last()
         finally:
             runner.run(close_first())

@@ -130,10 +130,13 @@ def repair(
     :func:`backend_info` says. The input is never mutated.
 
     ``provider`` (a model-name prefix such as ``"anthropic"``, a model string, a pydantic-ai
-    ``Model``, or ``"any"``) runs that provider's profile around this repair, so that what the
-    installed release's model class sends is accepted (see the README's provider table); ``None``
-    is exactly the default repair. Raises ValueError for an unknown name, and when the history has
-    nothing sendable (no messages, or only system prompts).
+    ``Model``, or ``"any"``: one history every profile accepts) runs that provider's profile
+    around this repair: the passes for the rules its API enforces beyond pairing, so that what the
+    installed release's model class sends is accepted and ``check(result, provider=provider)`` is
+    ``[]``. What a pass removes is in :func:`repair_report` with its content. ``None`` is exactly
+    the default repair. For an Agent, ``agent_options(provider="auto")`` picks the profile from the
+    run's model. Raises ValueError for an unknown name, and when a non-empty history has nothing
+    sendable (only system prompts); ``[]`` stays ``[]``.
     """
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")

@@ -175,7 +175,9 @@ def _profiled(action: str, provider: str | None, run: Any) -> Any:
 def _provider_errors(problems: Sequence[Any]) -> str:
     lines = []
     for p in problems:
-        where = f"messages[{p.message_index}]" + (f".parts[{p.part_index}]" if p.part_index is not None else "")
+        where = f"messages[{p.message_index}]" + (
+            f".parts[{p.part_index}]" if p.part_index is not None else ""
+        )
         lines.append(f"  {where}: {p.provider_error}")
     return "\n".join(lines)
 
@@ -190,7 +192,9 @@ def _check(args: argparse.Namespace) -> int:
     if args.json:
         rows = [dataclasses.asdict(p) for p in problems]
         if provider is None:  # the record as it always was; rejected_by comes with --provider
-            rows = [{k: v for k, v in row.items() if k not in ("rejected_by", "provider_error")} for row in rows]
+            rows = [
+                {k: v for k, v in row.items() if k not in ("rejected_by", "provider_error")} for row in rows
+            ]
         print(json.dumps(rows, indent=2))
     elif problems:
         print(_problems_table(problems))

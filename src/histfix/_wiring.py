@@ -79,8 +79,9 @@ class RepairProcessor:
             )
         return self.process(messages, self.provider)
 
-    def process(self, messages: Sequence[ModelMessage], provider: str | Model | None) -> list[ModelMessage]:
-        """Trim as configured, then repair for ``provider`` (a Model: its profile, if one is known)."""
+    def process(self, messages: Sequence[ModelMessage], provider: object) -> list[ModelMessage]:
+        """Trim as configured, then repair for ``provider``: a name, None, or a model (its profile
+        if one is known for its class, else the default repair)."""
         from ._api import keep_last_turns, repair, trim_to_budget
 
         history: Sequence[ModelMessage] = messages
@@ -95,9 +96,8 @@ class RepairProcessor:
                 count_tokens=self.count_tokens,
                 keep_system_prompt=self.keep_system_prompt,
             )
-        if provider is not None and not isinstance(provider, str):
-            provider = _profile_of(provider)
-        return repair(history, provider=provider)
+        profile = provider if provider is None or isinstance(provider, str) else _profile_of(provider)
+        return repair(history, provider=profile)
 
     def for_run_context(self) -> Callable[[Any, list[Any]], list[Any]]:
         """This processor as one that takes the run context, and repairs for the run's model when
