@@ -17,6 +17,7 @@ ProblemKind = Literal[
     "consecutive_requests",
     "consecutive_responses",
     "parts_between_results",
+    "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
 ]
 
 
