@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from ._parts import is_result
-from ._profile_run import nothing_sendable
 from ._problems import Problem
+from ._profile_run import nothing_sendable
 from ._profiles import rules_for
 from ._providers import PROVIDER_APIS, ProviderTarget
 
