@@ -6,7 +6,9 @@ from it: every API rejects a call without a result and a result without a call; 
 pairs by ``call_id`` anywhere later in the input, so it accepts a late result, a second result and
 a call whose id a later answered call reuses; OpenAI Chat accepts a second result among the tool
 messages right after the call; two requests in a row are merged by every model class (only
-normalized). ``check(provider=)`` adds what each applicable profile rule's ``detect`` finds.
+normalized), except that a request of nothing but system prompts is an empty Gemini turn on some
+releases. Where releases' model classes differ, a problem counts as rejected if one release's
+wire rejects it (the repair that fixes it is the same). ``check(provider=)`` adds what each applicable profile rule's ``detect`` finds.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ WORDING: dict[str, str] = {
     "function call parts of the function call turn.",
     "gemini.response_position": "Please ensure that function response turn comes immediately after a "
     "function call turn.",
+    "gemini.empty_text": "Unable to submit request because it has an empty text parameter. Add a value to "
+    "the parameter and try again.",
     "bedrock.expected": "Expected toolResult blocks at messages.{n}.content for the following Ids: {ids}",
     "bedrock.too_many": "The number of toolResult blocks at messages.{n}.content exceeds the number of "
     "toolUse blocks of previous turn.",
@@ -148,9 +152,23 @@ def _scattered(history: Sequence[ModelMessage], problem: Problem) -> dict[str, s
         # Chat Completions and Mistral get one message per part, in order: a user message between tools
         "openai-chat": _say("openai-chat.no_call"),
         "anthropic": _say("anthropic.result_first", n=n, m=later_result),
+        # GoogleModel splits such a request into turns on some releases (2.9.1 measured): a user
+        # turn between function responses
+        "gemini": _say("gemini.response_position"),
         "bedrock": _say("bedrock.first", n=n, count=count),
         "mistral": _say("mistral.user_after_tool"),
     }
+
+
+def _consecutive(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
+    from pydantic_ai.messages import SystemPromptPart
+
+    before = history[problem.message_index - 1]
+    if before.parts and all(isinstance(part, SystemPromptPart) for part in before.parts):
+        # A request of nothing but system prompts becomes an empty user turn in GoogleModel on some
+        # releases (1.0.0 measured); every model class merges other requests in a row.
+        return {"gemini": _say("gemini.empty_text")}
+    return {}
 
 
 def rejections(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
@@ -164,7 +182,9 @@ def rejections(history: Sequence[ModelMessage], problem: Problem) -> dict[str, s
         return _scattered(history, problem)
     if kind == "consecutive_responses":  # Bedrock Converse gets two assistant messages in a row
         return {"bedrock": _say("bedrock.alternate")}
-    return {}  # consecutive requests: every model class merges them; repair only normalizes
+    if kind == "consecutive_requests":  # merged on the wire: repair only normalizes them, but
+        return _consecutive(history, problem)
+    return {}
 
 
 def _ordered(apis: Iterable[str]) -> tuple[str, ...]:
