@@ -323,4 +323,5 @@ def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
     assert not verdicts[None].accepted and verdicts[None].rule == "mistral.call_response_count"
     assert not verdicts["openai-chat"].accepted
     assert verdicts["auto"].accepted, verdicts["auto"].message
-    assert [str(w.message) for w in caught] == []
+    # ResourceWarnings come from whatever earlier test's garbage the collector meets meanwhile
+    assert [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)] == []
