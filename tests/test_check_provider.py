@@ -73,7 +73,9 @@ def test_each_api_rejects_what_its_wire_rejects() -> None:
         [
             req(user("q")),
             real(call("get", "abcDEF123"), at=1),  # an id every API's format takes
-            req(ret("get", "abcDEF123"), ret("get", "abcDEF123", "again")),  # a second result beside the first
+            req(
+                ret("get", "abcDEF123"), ret("get", "abcDEF123", "again")
+            ),  # a second result beside the first
             real(text("ok"), at=2),
             req(user("one")),
             req(user("two")),  # two requests in a row: merged by every model class
