@@ -18,6 +18,18 @@ ChangeKind = Literal[
     "merged_responses",
     "moved_parts",
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
+    # issue 10, provider profiles (_rules_calls):
+    "renamed_call_id",  # a call and its results carry a new id (reused, empty, or a format the API rejects)
+    "dropped_duplicate_result",  # a second result for a call answered in the same request
+    "dropped_late_result",  # a second result for a call answered in an earlier request
+    "moved_late_result",  # a call's only result, moved from a later request to right after the call
+    "wrapped_tool_args",  # args that are not a JSON object, kept as {'INVALID_JSON': raw}
+    # issue 10, provider profiles (_rules_shape, _rules_native):
+    "inserted_prompt",  # a profile put histfix.STARTER_PROMPT before a history opening on a response
+    "dropped_empty",  # a profile dropped empty text, an empty prompt, or a message with nothing to send
+    "dropped_native",  # a profile dropped a native (server) tool call the API gets without its result
+    "renamed_native_return",  # before 1.0.9: a native return renamed to the wire name the release sends
+    "dropped_signature",  # a profile dropped a thinking signature the target cannot verify (text kept)
 ]
 
 
@@ -26,8 +38,8 @@ class Change:
     """One thing repair changed. ``message_index`` points into the input history.
 
     For merges, ``merged`` lists the input indices that became one message (a request that
-    repair itself created has no input index and is left out). ``preview`` shows the start of a
-    dropped result's content.
+    repair itself created has no input index and is left out). ``preview`` shows the start of what
+    was removed (a dropped result's content, a dropped part's text).
     """
 
     kind: ChangeKind
@@ -39,10 +51,10 @@ class Change:
     preview: str | None = None
 
     def __str__(self) -> str:
-        """``messages[i]: what changed``; a dropped result also shows what it held, since a person
-        deciding whether the drop was safe needs to see it."""
+        """``messages[i]: what changed``; whatever was removed also shows what it held, since a
+        person deciding whether the drop was safe needs to see it."""
         text = f"messages[{self.message_index}]: {self.description}"
-        if self.kind == "dropped_result" and self.preview is not None:
+        if self.preview is not None:
             text += f"; its content was: {self.preview}"
         return text
 

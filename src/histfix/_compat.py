@@ -16,11 +16,14 @@ from packaging.version import Version
 from ._load_probes import message_value_kept, return_tool_kind_loads
 
 __all__ = [
+    "ARGS_AS_DICT_TOLERATES_INVALID",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
+    "NATIVE_RETURN_NAMED_BY_TOOL_SINCE",
     "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "OUTCOME_INTERRUPTED",
     "OUTCOME_RETRIED",
+    "PROFILE_FITS_TOOL_CALL_IDS",
     "REQUEST_HAS_METADATA",
     "REQUEST_HAS_TIMESTAMP",
     "RETURN_HAS_OUTCOME",
@@ -29,6 +32,7 @@ __all__ = [
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
     "interrupted_state",
+    "native_return_named_by_tool",
     "openai_prefix_api",
     "return_tool_kind_loads",
 ]
@@ -45,6 +49,11 @@ UPSTREAM_CURRENT_SINCE = Version("2.60.0")
 #: ``infer_model("openai:...")`` builds ``OpenAIResponsesModel`` from 2.0.0 and ``OpenAIChatModel``
 #: before it: ``provider="openai"`` names the API the installed release sends ``openai:`` models to.
 OPENAI_PREFIX_IS_RESPONSES_SINCE = Version("2.0.0")
+
+#: AnthropicModel sends a native (builtin) tool return stored under the tool's own name
+#: (``web_search``, ``code_execution``) from 1.0.9, which also stores them so; 1.0.0-1.0.8 send only
+#: the wire block's name (``web_search_tool_result``) and raise ``Unsupported tool name`` otherwise.
+NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -74,6 +83,16 @@ HAS_RETRY_FEEDBACK_PART: bool
 #: ``tool_name`` (1.67.0-2.59.x reject the value; 1.0.0-1.66.x have no ``outcome`` and would load
 #: the retry as a successful return).
 OUTCOME_RETRIED: bool
+#: ``ToolCallPart.args_as_dict`` returns ``{'INVALID_JSON': raw}`` for args that are not a JSON
+#: object (its ``raise_if_invalid`` parameter; 1.95.0 has it, 1.67.0 does not). Before, it raises
+#: (``ValueError: EOF while parsing ...``), and the model classes that send args as an object
+#: (Anthropic, Google, Bedrock) fail before sending a history with a truncated call (issue 10).
+ARGS_AS_DICT_TOLERATES_INVALID: bool
+#: ``ModelProfile`` key ``tool_call_id_length``: the model rewrites ids that do not fit it (the
+#: Mistral profile sets 9), first in 2.59.0 (2.55.0 has none). Before, MistralModel sends ids as
+#: stored and Mistral rejects every id that is not nine letters or digits (code 3280; issue 10):
+#: the Mistral profile renames ids only there.
+PROFILE_FITS_TOOL_CALL_IDS: bool
 
 # --- probed per value (where a whole release range cannot be named in advance) ------------------------
 
@@ -100,6 +119,13 @@ def openai_prefix_api() -> str:  # issue 10: which profile provider="openai" mea
     if VERSION is not None and VERSION < OPENAI_PREFIX_IS_RESPONSES_SINCE:
         return "openai-chat"
     return "openai-responses"
+
+
+def native_return_named_by_tool() -> bool:  # issue 10: the Anthropic profile's native parts
+    """Whether the installed AnthropicModel sends native returns named by their tool (newest when unknown)."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= NATIVE_RETURN_NAMED_BY_TOOL_SINCE
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 from typing import Any
 
 from . import _compat
@@ -38,7 +40,19 @@ def switches() -> dict[str, Any]:
         "TOOL_AVAILABILITY_DELTA": getattr(messages, "ToolAvailabilityDeltaPart", None),
         "HAS_RETRY_FEEDBACK_PART": hasattr(messages, "RetryFeedbackPart"),
         "OUTCOME_RETRIED": "retried" in outcomes,
+        "ARGS_AS_DICT_TOLERATES_INVALID": "raise_if_invalid"
+        in inspect.signature(messages.ToolCallPart.args_as_dict).parameters,
+        "PROFILE_FITS_TOOL_CALL_IDS": "tool_call_id_length" in _profile_keys(),
     }
+
+
+def _profile_keys() -> set[str]:
+    """The settings ``ModelProfile`` has (a dataclass up to 1.x, a TypedDict later)."""
+    from pydantic_ai.profiles import ModelProfile
+
+    if dataclasses.is_dataclass(ModelProfile):
+        return {f.name for f in dataclasses.fields(ModelProfile)}
+    return {*getattr(ModelProfile, "__required_keys__", ()), *getattr(ModelProfile, "__optional_keys__", ())}
 
 
 def features() -> dict[str, bool]:

@@ -17,6 +17,19 @@ ProblemKind = Literal[
     "consecutive_requests",
     "consecutive_responses",
     "parts_between_results",
+    # issue 10, provider profiles (_rules_calls):
+    "reused_call_id",  # a call id an earlier call already has (same or earlier response)
+    "missing_call_id",  # an empty tool_call_id: the wire gives call and result different random ids
+    "invalid_call_id",  # an id outside the API's format (Anthropic's pattern, Mistral's 9 characters)
+    "invalid_tool_args",  # args that are not a JSON object, which the release's serializer cannot send
+    # issue 10, provider profiles (_rules_shape, _rules_native):
+    "starts_with_response",  # the first turn is the model's
+    "empty_message",  # a request or response with no parts
+    "empty_text",  # empty (or, for Bedrock, whitespace-only) text or prompt
+    "results_not_first",  # a part before the tool results of a request
+    "unpaired_native_call",  # a native (server) tool call without its result block
+    "foreign_signature",  # a thinking signature from a provider the target cannot verify
+    # issue 10, check(provider=):
     "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
 ]
 

@@ -52,7 +52,84 @@ class ProfileRule:
 
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
-    return ()
+    from ._rules_calls import call_rules
+
+    return (
+        # --- tool calls, ids and results (_rules_calls): before-stage renames, then results/args.
+        *call_rules(),
+        # --- shape, order, content and native parts (_rules_shape), after the calls/results rules.
+        # Passes that remove parts run before no_empty_content (which drops what they empty);
+        # starts_with_user after it (an emptied first request is gone); alternation last.
+        *_shape_rules(),
+    )
+
+
+def _shape_rules() -> tuple[ProfileRule, ...]:
+    from . import _rules_native as native
+    from . import _rules_shape as shape
+
+    return (
+        ProfileRule(
+            "native_calls_paired",
+            native.NATIVE_CALLS_APIS,
+            "Anthropic server_tool_use_without_result: a native call needs its result block in the same "
+            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "after",
+            native.native_calls_paired,
+            native.detect_native_calls_paired,
+            native.NATIVE_CALL_WORDING,
+        ),
+        ProfileRule(
+            "thinking_transfers",
+            native.THINKING_APIS,
+            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
+            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
+            "after",
+            native.thinking_transfers,
+            native.detect_thinking_transfers,
+            native.THINKING_WORDING,
+        ),
+        ProfileRule(
+            "no_empty_content",
+            shape.NO_EMPTY_CONTENT_APIS,
+            "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
+            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls",
+            "after",
+            shape.no_empty_content,
+            shape.detect_no_empty_content,
+            shape.EMPTY_WORDING,
+        ),
+        ProfileRule(
+            "starts_with_user",
+            shape.STARTS_WITH_USER_APIS,
+            "the first turn must be the user's: Anthropic first_message_user (unverified), Bedrock "
+            "start_with_user (verified), Gemini (GoogleModel opens with an empty user text)",
+            "after",
+            shape.starts_with_user,
+            shape.detect_starts_with_user,
+            shape.FIRST_USER_WORDING,
+        ),
+        ProfileRule(
+            "results_first",
+            shape.RESULTS_FIRST_APIS,
+            "tool results first in a request: Anthropic tool_result_first, Bedrock tool_results_first, "
+            "OpenAI Chat and Mistral (a user message between calls and tool messages); serializers up to "
+            "2.30 keep part order",
+            "after",
+            shape.results_first,
+            shape.detect_results_first,
+            shape.RESULTS_FIRST_WORDING,
+        ),
+        ProfileRule(
+            "alternating_roles",
+            shape.ALTERNATION_APIS,
+            "Bedrock alternate_roles (verified): user and assistant turns alternate",
+            "after",
+            shape.alternating_roles,
+            shape.detect_alternating_roles,
+            shape.ALTERNATION_WORDING,
+        ),
+    )
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.

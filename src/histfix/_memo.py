@@ -1,0 +1,33 @@
+"""One-slot memo for scans that several profile passes make of the same history list.
+
+The passes of a profile run one after another on the same list object until one of them changes
+something (a pass that changes nothing returns the list it was given), and the runner never
+mutates a list it handed on. So a scan of "the list just scanned" can be reused: the memo keys on
+the list's identity and length and keeps only the last one (a strong reference, so the identity
+cannot be reused by another list while it is kept). Callers treat the result as read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["last_history_only"]
+
+_R = TypeVar("_R")
+
+
+def last_history_only(scan: Callable[[Sequence[Any]], _R]) -> Callable[[Sequence[Any]], _R]:
+    """``scan`` computed once for the last history it was given (same list object, same length)."""
+    last: list[Any] = [None, -1, None]
+
+    @functools.wraps(scan)
+    def remembered(history: Sequence[Any]) -> _R:
+        if last[0] is history and last[1] == len(history):
+            return last[2]  # type: ignore[no-any-return]
+        found = scan(history)
+        last[:] = [history, len(history), found]
+        return found
+
+    return remembered
