@@ -10,6 +10,7 @@ the wire), every case on the fully measured releases and a fixed sample elsewher
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -123,6 +124,35 @@ def test_only_system_prompts_is_an_empty_conversation_where_that_is_rejected() -
     assert histfix.check(history, provider="openai-responses") == []  # instructions, and no input
     with pytest.raises(ValueError, match="nothing in this history can be sent"):
         histfix.repair(history, provider="anthropic")
+
+
+def test_a_fallback_model_is_checked_for_every_model_it_may_use() -> None:
+    from pydantic_ai.models.fallback import FallbackModel
+
+    built = {api: client_for(api) for api in ("openai-chat", "mistral")}
+    clients = [found for found in built.values() if not isinstance(found, str)]
+    if len(clients) < 2:
+        pytest.skip(f"no client: {built}")
+    built_models = [client.build("http://127.0.0.1:9") for client in clients]  # nothing is ever sent
+    models = [model for model, _ in built_models]
+
+    async def close() -> None:
+        for _, closing in built_models:
+            await closing()
+
+    history = load(
+        [
+            req(user("q")),
+            real(call("get", "abcDEF123"), at=1),
+            req(ret("get", "abcDEF123"), ret("get", "abcDEF123", "again")),
+            real(text("ok"), at=2),
+        ]
+    )
+    assert histfix.check(history, provider=models[0]) == []  # OpenAI Chat takes the second result
+    (problem,) = histfix.check(history, provider=FallbackModel(*models))
+    assert problem.rejected_by == ("mistral",)
+    assert problem.provider_error == "Not the same number of function calls and responses"
+    asyncio.run(close())
 
 
 def test_bad_provider_and_flags() -> None:
