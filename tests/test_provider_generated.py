@@ -36,13 +36,13 @@ from pydantic_ai import messages as pai
 import histfix
 from emulators import PROVIDER_APIS
 from fuzz_strategies import _EXTRA_RESPONSE, _loads
-from generate import random_conversation, random_history
 from histfix._providers import PROVIDER_NAMES
 from provider_bench import Bench, tally
 from wire import Outcome
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from dsl import Json, load, req, resp, system, to_json, user
+from generate import random_conversation, random_history
 
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/test_provider_truth.py
 COUNT_ENV = "HISTFIX_PROVIDER_GENERATED"

@@ -9,7 +9,9 @@ histfix, pytest and `pydantic-ai-slim[<provider extras>]==X` with the noxfile's 
 inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
 The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
 counts and failing test ids, the measured scenarios, and with HISTFIX_PROVIDER_SAMPLE=all every
-provider case of tests/test_provider_truth.py) goes into the record file after every release.
+provider case of tests/test_provider_truth.py, each way including the provider profiles, and the
+500 generated histories per provider of tests/test_provider_generated.py) goes into the record
+file after every release.
 The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
 default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
 the sweep would take about 50 minutes instead of about 25 on two cores.
@@ -58,6 +60,7 @@ KEPT = (
     "failed",
     "exitstatus",
     "providers",
+    "providers_generated",
 )
 
 Entry = dict[str, Any]
@@ -139,7 +142,8 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
     command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
-    # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py).
+    # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py), and
+    # GENERATED_ALL generated histories per provider (tests/test_provider_generated.py).
     env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
     try:
         with log.open("w") as out:
