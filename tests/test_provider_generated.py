@@ -13,12 +13,15 @@ refuse one whose default repair leaves nothing but system prompts). The counts a
 what was not accepted go to ``conftest.PROVIDERS["generated"]`` and from there into the record
 (``providers_generated``) and compat-matrix.md.
 
-How many: ``GENERATED_DEFAULT`` per provider in the pinned matrix, seeds differing by release
-(14 pinned releases x 36 = 504 distinct histories in a `nox` run); ``GENERATED_ALL`` with
-``HISTFIX_PROVIDER_SAMPLE=all`` (the sweep sets it); ``HISTFIX_PROVIDER_GENERATED=N`` sends N
+How many: in the pinned matrix (the CI budget), ``GENERATED_DEFAULT`` histories per release,
+seeds differing by release (14 pinned releases x 36 = 504 distinct histories in a `nox` run),
+rotated: each goes to one API after its profile and to another after ``"any"`` (a round trip
+costs 13-20 ms of CPU, so the cross product, 12 per history, would not fit). The full cross
+product, every history to every API both ways: ``GENERATED_ALL`` histories with
+``HISTFIX_PROVIDER_SAMPLE=all`` (the sweep sets it), or ``HISTFIX_PROVIDER_GENERATED=N`` for N
 (the long campaign: ``HISTFIX_PROVIDER_GENERATED=5000 nox -s "tests(2.68.0)" --
-tests/test_provider_generated.py``). A failure names its seed: ``generated_history(seed)`` rebuilds
-the history on any release.
+tests/test_provider_generated.py``). A failure names its seed: ``generated_history(seed)``
+rebuilds the history on any release.
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ from generate import random_conversation, random_history
 
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/test_provider_truth.py
 COUNT_ENV = "HISTFIX_PROVIDER_GENERATED"
-#: Histories per provider in the pinned matrix (a `nox` run's budget), and with SAMPLE_ENV=all.
+#: Histories per release in the pinned matrix (rotated over the APIs), and per API with SAMPLE_ENV=all.
 GENERATED_DEFAULT = 36
 GENERATED_ALL = 500
-#: Histories per test item: small enough for pytest-xdist to share the work between its workers.
+#: Histories per test item at most: small enough for pytest-xdist to share the work between workers.
 BATCH = 25
 #: The ValueError ``repair`` raises for a history with nothing sendable (src/histfix/_profile_run.py).
 NOTHING_SENDABLE = "nothing in this history can be sent to"
@@ -57,20 +60,40 @@ TARGET_WAYS = ("profile", "any")
 
 
 def generated_count() -> tuple[int, str]:
-    """How many histories to send per provider, and why (for the record)."""
+    """How many histories to send, and how: ``rotated`` (the pinned matrix's sample) or the full
+    cross product (``all``, or an explicit count)."""
     wanted = os.environ.get(COUNT_ENV, "").strip()
     if wanted.isdigit() and int(wanted) > 0:
         return int(wanted), f"{COUNT_ENV}={int(wanted)}"
     if os.environ.get(SAMPLE_ENV, "").strip().lower() == "all":
         return GENERATED_ALL, "all"
-    return GENERATED_DEFAULT, "default"
+    return GENERATED_DEFAULT, ROTATED
 
 
+ROTATED = "rotated"
 COUNT, SAMPLE = generated_count()
 #: The first seed: a fixed function of the installed release, so every release sends other histories.
 FIRST_SEED = zlib.crc32(f"histfix generated {PYDANTIC_AI}".encode()) << 20
 SEEDS = range(FIRST_SEED, FIRST_SEED + COUNT)
-BATCHES = [SEEDS[i : i + BATCH] for i in range(0, COUNT, BATCH)]
+
+
+def assigned(api: str, way: str) -> list[int]:
+    """The seeds sent to ``api`` one ``way``: every seed, or (rotated) each seed to one API's
+    profile and, after ``"any"``, to the API three places on (every API gets a sixth each way)."""
+    if SAMPLE != ROTATED:
+        return list(SEEDS)
+    shift = 0 if way == "profile" else 3
+    return [seed for i, seed in enumerate(SEEDS) if PROVIDER_APIS[(i + shift) % len(PROVIDER_APIS)] == api]
+
+
+#: (api, way, seeds) per test item: BATCH seeds at most, so pytest-xdist shares the work.
+ITEMS = [
+    (api, way, seeds[i : i + BATCH])
+    for api in PROVIDER_APIS
+    for way in TARGET_WAYS
+    for seeds in [assigned(api, way)]
+    for i in range(0, len(seeds), BATCH)
+]
 
 
 #: Request parts only some releases load (probed): an image as bytes (a URL would be downloaded by
@@ -201,13 +224,13 @@ def _repaired(history: list[pai.ModelMessage], target: str) -> list[pai.ModelMes
     return repaired
 
 
-@pytest.mark.parametrize("batch", range(len(BATCHES)), ids=[f"seeds{b.start}+{len(b)}" for b in BATCHES])
-@pytest.mark.parametrize("way", TARGET_WAYS)
-@pytest.mark.parametrize("api", PROVIDER_APIS)
-def test_generated_histories_are_accepted(api: str, way: str, batch: int, generated: Generated) -> None:
+@pytest.mark.parametrize(
+    ("api", "way", "seeds"), ITEMS, ids=[f"{api}-{way}-{seeds[0]}+{len(seeds)}" for api, way, seeds in ITEMS]
+)
+def test_generated_histories_are_accepted(api: str, way: str, seeds: list[int], generated: Generated) -> None:
     target = api if way == "profile" else "any"
     stopped = []
-    for seed in BATCHES[batch]:
+    for seed in seeds:
         name = str(seed)
         repaired = _repaired(load(generated_history(seed)), target)
         if repaired is None:
@@ -218,7 +241,7 @@ def test_generated_histories_are_accepted(api: str, way: str, batch: int, genera
         if outcome.kind != "accepted":
             stopped.append(f"seed {seed}: {outcome.label()} {outcome.detail[:160]}")
     assert not stopped, (
-        f"{api} refuses repair(h, provider={target!r}) of {len(stopped)} of {len(BATCHES[batch])} "
+        f"{api} refuses repair(h, provider={target!r}) of {len(stopped)} of {len(seeds)} "
         f"generated histories (tests/test_provider_generated.py generated_history(seed)):\n"
         + "\n".join(stopped[:5])
     )
@@ -226,12 +249,18 @@ def test_generated_histories_are_accepted(api: str, way: str, batch: int, genera
 
 def test_the_seeds_differ_by_release_and_give_distinct_histories() -> None:
     """The pinned matrix covers other histories on every release (the seeds' start is the
-    release's), and a run's histories are mostly distinct (tiny ones can coincide)."""
+    release's), a run's histories are mostly distinct (tiny ones can coincide), and every seed
+    is sent both ways (each API gets its share when rotated)."""
     other = zlib.crc32(b"histfix generated 0.0.0") << 20
     assert not set(SEEDS) & set(range(other, other + COUNT))
     histories = {to_json(generated_history(seed)) for seed in SEEDS}
     assert len(histories) >= 0.9 * COUNT
     assert generated_history(SEEDS[0]) == generated_history(SEEDS[0])
+    for way in TARGET_WAYS:
+        sent = [seed for api, item_way, seeds in ITEMS if item_way == way for seed in seeds]
+        share = COUNT // len(PROVIDER_APIS) if SAMPLE == ROTATED else COUNT
+        assert sorted(sent) == sorted(list(SEEDS) * (1 if SAMPLE == ROTATED else len(PROVIDER_APIS)))
+        assert all(len(assigned(api, way)) >= share for api in PROVIDER_APIS)
 
 
 # --- nothing sendable ------------------------------------------------------------------------------
