@@ -5,7 +5,8 @@ provider API it can reach (``tests/wire.py``), to that API's strict loopback emu
 (``tests/emulators/``), five ways: as stored, after ``histfix.repair``, (where the release
 has it) after upstream ``repair_messages``, after ``histfix.repair(h, provider=<the API>)`` and after
 ``histfix.repair(h, provider="any")``. One round trip per distinct history; one server and one
-model per API for the whole session. On 2.10+ "as stored" already includes pydantic-ai's own
+model per API for the whole session (``tests/provider_bench.py``, shared with
+``tests/test_provider_generated.py``). On 2.10+ "as stored" already includes pydantic-ai's own
 repair before each request: what a user of that release sends.
 
 Asserted: both profile ways are accepted, every case, every API; where histfix delegates to upstream (``histfix.backend_info().backend == "upstream"``),

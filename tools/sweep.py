@@ -14,7 +14,9 @@ provider case of tests/test_provider_truth.py, each way including the provider p
 file after every release.
 The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
 default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
-the sweep would take about 50 minutes instead of about 25 on two cores.
+the sweep would take about 50 minutes instead of about 25 on two cores. The generated provider
+histories (500 to every API, both profile ways) cost about 45-90 s of CPU per release more
+(measured on 2.68.0), which makes a whole sweep two to three hours on two cores.
 
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
 is skipped, so an interrupted sweep continues where it stopped; `--fresh` re-runs everything.
