@@ -147,8 +147,8 @@ def _merge_generated(parts: list[dict[str, Any]]) -> dict[str, Any]:
                 add_tally(into.setdefault(way, {}), entry[way])
     refused = sorted({seed for part in parts for seed in part["refused"]})
     return {
-        **{key: parts[0][key] for key in ("sample", "histories", "seeds")},
-        "distinct": sum(part["distinct"] for part in parts),
+        # every worker counts the same seeds' histories (not only its own)
+        **{key: parts[0][key] for key in ("sample", "histories", "seeds", "distinct")},
         "refused": refused,
         "apis": apis,
         "seconds": max(part.get("seconds", 0.0) for part in parts),
