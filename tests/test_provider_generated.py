@@ -2,8 +2,9 @@
 
 Each history is drawn from a seed (``tests/generate.py``: damaged random histories and tool
 conversations cut by crashes and slicing, plus the part kinds only some releases have, probed as
-``tests/fuzz_strategies.py`` does; no URL, which a model class would download), loaded into the installed release's own types, repaired with
-``histfix.repair(h, provider=<API>)`` and sent to that API's emulator, and repaired with
+``tests/fuzz_strategies.py`` does; no URL, which a model class would download), loaded into the
+installed release's own types, repaired with ``histfix.repair(h, provider=<API>)`` and sent to
+that API's emulator, and repaired with
 ``provider="any"`` and sent to every API, through ``tests/wire.py`` on the session's shared
 ``provider_bench`` (one server and model per API, as for ``tests/test_provider_truth.py``).
 
@@ -57,6 +58,8 @@ BATCH = 25
 #: The ValueError ``repair`` raises for a history with nothing sendable (src/histfix/_profile_run.py).
 NOTHING_SENDABLE = "nothing in this history can be sent to"
 TARGET_WAYS = ("profile", "any")
+#: The pinned matrix's sample: each history sent once each way, to APIs in turn (see ``assigned``).
+ROTATED = "rotated"
 
 
 def generated_count() -> tuple[int, str]:
@@ -70,7 +73,6 @@ def generated_count() -> tuple[int, str]:
     return GENERATED_DEFAULT, ROTATED
 
 
-ROTATED = "rotated"
 COUNT, SAMPLE = generated_count()
 #: The first seed: a fixed function of the installed release, so every release sends other histories.
 FIRST_SEED = zlib.crc32(f"histfix generated {PYDANTIC_AI}".encode()) << 20
