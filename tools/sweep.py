@@ -135,6 +135,15 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
+def suite_env(fuzz_examples: int) -> dict[str, str]:
+    """The suite's environment per release: every provider case, not the pinned matrix's sample
+    (tests/test_provider_truth.py), and the cross product of GENERATED_ALL generated histories
+    (tests/test_provider_generated.py); `fuzz_examples` per fuzz property."""
+    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
+    env.pop("HISTFIX_PROVIDER_GENERATED", None)  # a count set for a campaign must not shrink the sweep
+    return env
+
+
 def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | None, str | None]:
     """The suite's `--record-outcome` record on one installed release (trimmed to KEPT), or an error.
 
@@ -144,9 +153,7 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
     command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
-    # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py), and
-    # GENERATED_ALL generated histories per provider (tests/test_provider_generated.py).
-    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
+    env = suite_env(fuzz_examples)
     try:
         with log.open("w") as out:
             subprocess.run(
