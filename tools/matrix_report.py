@@ -236,9 +236,11 @@ The same sends after `histfix.repair(h, provider=API)` (*profile*) and after
 `histfix.repair(h, provider="any")` (*any*, one history for every API). A cell is *profile · any*
 accepted out of the corpus histories above, then *gen* the same for the generated histories
 (`tests/test_provider_generated.py`: seeded damaged histories and conversations, other seeds on
-every release; *generated* says how many per API, `all` with `HISTFIX_PROVIDER_SAMPLE=all`).
+every release). *generated* says how many a release drew and how they were sent: `rotated` (the
+pinned matrix's budget: each one to one API after its profile and to another after `any`) or
+every one to every API both ways (`all`, with `HISTFIX_PROVIDER_SAMPLE=all`, as the sweep runs).
 A generated history `repair` refuses as having nothing sendable (only system prompts) is not
-sent; *generated* counts it as refused. The goal is N/N everywhere."""
+sent: *refused* counts those. The goal is N/N everywhere."""
 
 
 def _generated(record: Record) -> Record | None:
