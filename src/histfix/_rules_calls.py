@@ -354,9 +354,9 @@ def one_result_per_call(
     """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
     Bedrock too_many_tool_results, Mistral call_response_count (all verified); the default repair
     keeps duplicates by design."""
-    from ._call_results import misplaced_results, without_misplaced
+    from ._call_results import misplaced_for_pass, without_misplaced
 
-    drop = [m for m in misplaced_results(history) if m.kind == "duplicate"]
+    drop = [m for m in misplaced_for_pass(history) if m.kind == "duplicate"]
     if not drop:
         return history, []
     changes = _dropped(history, drop, "dropped_duplicate_result", "dropped a second result for call")
@@ -370,9 +370,9 @@ def results_follow_their_call(
     unexpected_tool_result, Gemini function_response_turn_position, Mistral unexpected_tool_role,
     Bedrock too_many_tool_results (all verified). A late copy of an answered call's result is
     dropped; a call's only result, late, is moved to right after the call."""
-    from ._call_results import misplaced_results, without_misplaced
+    from ._call_results import misplaced_for_pass, without_misplaced
 
-    found = misplaced_results(history)
+    found = misplaced_for_pass(history)
     drop = [m for m in found if m.kind == "late_duplicate"]
     move = [m for m in found if m.kind == "late"]
     if not drop and not move:
