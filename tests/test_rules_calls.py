@@ -20,7 +20,7 @@ from emulators import gemini as em_gemini
 from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
 from histfix import _compat
-from histfix._call_results import misplaced_results
+from histfix._call_results import classified, misplaced_results
 from histfix._profiles import rules_for
 from histfix._providers import PROVIDER_APIS, resolve_provider
 from histfix._rules_calls import call_rules
@@ -431,3 +431,17 @@ def test_after_a_profile_no_result_is_misplaced_and_detect_finds_nothing(provide
                 assert rule.detect(out, target) == [], (name, rule.name)
         if provider == "anthropic":
             assert_paired_on_the_wire(out)
+
+
+def test_the_cheap_in_place_test_never_hides_a_misplaced_result() -> None:
+    for name, history in HISTORIES:
+        assert misplaced_results(history) == classified(history), name
+        repaired = histfix.repair(history)
+        assert misplaced_results(repaired) == classified(repaired), name
+
+
+def test_detect_sees_a_list_changed_in_place_between_two_checks() -> None:
+    history = load([req(user("go")), real(call("f", "c1"), at=10), req(ret("f", "c1"), ret("f", "c1"))])
+    assert len(detected(history, "anthropic", "one_result_per_call")) == 1
+    history[2] = load([req(ret("f", "c1"))])[0]
+    assert detected(history, "anthropic", "one_result_per_call") == []

@@ -63,8 +63,11 @@ def _all_in_place(history: Sequence[ModelMessage]) -> bool:
 
 def misplaced_results(history: Sequence[ModelMessage]) -> list[Misplaced]:
     """Every duplicate and late result, in history order (orphans are the default repair's)."""
-    if _all_in_place(history):
-        return []
+    return [] if _all_in_place(history) else classified(history)
+
+
+def classified(history: Sequence[ModelMessage]) -> list[Misplaced]:
+    """:func:`misplaced_results` without the cheap test first (the full walk)."""
     found: list[Misplaced] = []
     open_calls: dict[str, int] = {}  # id -> how many calls with it are open
     owner: dict[str, int] = {}  # id -> the response its open calls (or its last calls) are in
