@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
@@ -215,29 +215,18 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
     return kept, removed
 
 
-def all_parts(history: Sequence[ModelMessage]) -> Iterator[Any]:
-    """Every part of every message, in order, chained at C speed (the rules' cheap early exits)."""
-    return itertools.chain.from_iterable([message.parts for message in history])
+def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cached: bool = True) -> bool:
+    """The cheap early exit: a message without parts, or a text part or user prompt that is blank
+    (the strings tested at C speed, multimodal prompts' strings too)."""
+    from ._profile_scan import scan
 
-
-def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget) -> bool:
-    """The cheap early exit: a message without parts, or a text part or user prompt that is blank.
-
-    Runs on every profile repair, so it collects the text parts' contents in one comprehension
-    and tests the strings at C speed.
-    """
-    from pydantic_ai.messages import TextPart, UserPromptPart
-
-    if not all(map(bool, [message.parts for message in history])):
+    found = scan(history, cached=cached)
+    if found.empty_message:
         return True
-    texts = {
-        kind for kind in set(map(type, all_parts(history))) if issubclass(kind, (TextPart, UserPromptPart))
-    }
-    contents = [part.content for part in all_parts(history) if type(part) in texts]
-    strings = [content for content in contents if type(content) is str]
-    if len(strings) != len(contents):  # multimodal prompts: their strings too
-        for content in contents:
-            if not isinstance(content, str):
+    strings = [content for content in found.text_contents if type(content) is str]
+    if len(strings) != len(found.text_contents):
+        for content in found.text_contents:
+            if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
     if "bedrock" in target.apis:
         return "" in map(str.strip, strings)
@@ -300,7 +289,7 @@ def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list
 def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target):
+    if not _has_blank(history, target, cached=False):
         return []
     found: list[Problem] = []
     for index, message in enumerate(history):
@@ -363,8 +352,9 @@ def results_first(
 
     changes: list[Change] = []
     fixed: list[ModelMessage] | None = None
-    several = [index for index, size in enumerate(map(len, [m.parts for m in history])) if size > 1]
-    for index in several:  # a one-part request never has a result after another part
+    from ._profile_scan import scan
+
+    for index in scan(history).several_parts:  # a one-part request never has a late result
         message = history[index]
         if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
@@ -414,8 +404,10 @@ def alternating_roles(
     responses no provider produced) become one, the parts of both in order, the first's fields."""
     from pydantic_ai.messages import ModelResponse
 
-    if "response,response" not in ",".join([message.kind for message in history]):
-        return history, []  # the cheap early exit, at C speed
+    from ._profile_scan import scan
+
+    if not scan(history).consecutive_responses:
+        return history, []  # the cheap early exit
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     run: list[int] = []
