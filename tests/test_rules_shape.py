@@ -127,6 +127,12 @@ def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> No
     assert change.kind == "dropped_empty" and change.preview == "instructions: Be brief"
 
 
+@pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat"])
+def test_an_empty_last_request_stays_where_gemini_is_not_a_target(api: str) -> None:
+    history = load([req(user("hi")), real(text("hello"), at=4), req(instructions="Be brief")])
+    assert histfix.repair_report(history, provider=api).changes == ()
+
+
 def test_dropping_an_empty_response_merges_the_requests_it_separated() -> None:
     history = load([req(user("hi")), resp(at=4), req(user("again")), real(text("ok"), at=5)])
     report = histfix.repair_report(history, provider="bedrock")
@@ -144,11 +150,13 @@ def test_apis_that_accept_empty_content_keep_it(api: str) -> None:
 
 def test_check_reports_empty_content_in_the_providers_words() -> None:
     history = load([req(user("hi")), real(text(" "), at=4), req()])
-    found = shape.detect_no_empty_content(history, resolve_provider("bedrock"))
-    assert [(p.kind, p.message_index) for p in found] == [("empty_text", 1), ("empty_message", 2)]
-    assert found[0].provider_error == shape.EMPTY_WORDING["bedrock"]
-    assert found[1].provider_error == shape.EMPTY_MESSAGE_WORDING["bedrock"].format(n=2)
-    assert shape.detect_no_empty_content(history, resolve_provider("anthropic"))[0].kind == "empty_message"
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("bedrock"))
+    assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("bedrock",))
+    assert found.provider_error == shape.EMPTY_WORDING["bedrock"]
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("gemini"))
+    assert (found.kind, found.message_index) == ("empty_message", 2)
+    assert found.provider_error == "Please ensure that the last turn is a user turn."
+    assert shape.detect_no_empty_content(history, resolve_provider("anthropic")) == []
 
 
 # --- results_first ----------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ def no_empty_content(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic empty_text/empty_message, Bedrock whitespace_text/empty_content, Gemini empty_text/
     empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls: drop empty text and prompts,
-    then messages left without parts (an empty last request sends no user turn at all)."""
+    then messages left without parts (an empty last request sends no user turn at all: dropped
+    where Gemini is a target, which wants the last turn from the user; elsewhere it stays)."""
     from pydantic_ai.messages import ModelRequest
 
     if not _has_blank(history, target):
@@ -246,6 +247,7 @@ def no_empty_content(
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     dropped_message = False
+    ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
     for index, message in enumerate(history):
         if isinstance(message, ModelRequest):
             parts, removed = _request_without_blanks(message, target)
@@ -255,6 +257,9 @@ def no_empty_content(
             changes.append(
                 Change("dropped_empty", index, f"dropped an empty {message.kind} part", preview=content)
             )
+        if not parts and index == len(history) - 1 and isinstance(message, ModelRequest) and not ends_on_user:
+            fixed.append(message)  # an empty last request sends nothing: only Gemini needs it gone
+            continue
         if not parts:
             held = message.instructions if isinstance(message, ModelRequest) else None
             changes.append(
@@ -292,8 +297,11 @@ def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTar
     if not _has_blank(history, target, cached=False):
         return []
     found: list[Problem] = []
+    last = len(history) - 1
     for index, message in enumerate(history):
         if not message.parts:
+            if index == last and isinstance(message, ModelRequest) and "gemini" not in target.apis:
+                continue  # an empty last request sends nothing; only Gemini rejects the result
             found.append(
                 problem(
                     "empty_message",
