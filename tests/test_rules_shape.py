@@ -217,7 +217,8 @@ def test_check_reports_consecutive_responses_for_bedrock() -> None:
     assert found.kind == "consecutive_responses" and found.rejected_by == ("bedrock",)
     assert found.provider_error == shape.ALTERNATION_WORDING["bedrock"]
     assert (
-        shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("gemini"))[0].rejected_by == ()
+        shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("anthropic"))[0].rejected_by
+        == ()
     )
 
 
@@ -297,6 +298,17 @@ def test_a_native_pair_whose_result_no_release_sends_goes_whole() -> None:
     report = histfix.repair_report(load([req(user("search")), real(*pair, at=4)]), provider="any")
     assert [p.part_kind for p in report.messages[1].parts] == ["text"]
     assert [c.preview for c in report.changes] == ["{}", "results"]
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "gemini", "bedrock"])
+def test_a_response_of_native_parts_only_goes_where_they_are_never_sent(api: str) -> None:
+    pair = [native_call("web_search", "n1"), native_return("web_search", "n1", RESULTS)]
+    history = load([req(user("search")), real(*pair, at=4), req(user("again")), real(text("ok"), at=5)])
+    report = histfix.repair_report(history, provider=api)
+    assert [type(m) for m in report.messages] == [pai.ModelRequest, pai.ModelResponse]
+    assert "web_search_result" in str(report.changes[1])  # the results are in the report
+    kept = histfix.repair(history, provider="anthropic")[1].parts  # Anthropic sends them: kept
+    assert [p.part_kind for p in kept] == ["builtin-tool-call", "builtin-tool-return"]
 
 
 def test_other_apis_keep_native_parts() -> None:

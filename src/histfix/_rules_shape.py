@@ -72,9 +72,15 @@ RESULTS_FIRST_WORDING = {
     "mistral": "Unexpected role 'tool' after role 'user'",
 }
 ALTERNATION_WORDING = {
+    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
+    "response turn.",
     "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
     "alternates between user and assistant roles and try again.",
 }
+#: The APIs that get an empty assistant message for a response of native (server) tool parts only,
+#: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
+NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
+_NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
 
 #: The APIs each rule is for (the keys of its wording).
 STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
@@ -212,6 +218,13 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
             removed.append(preview(part.content))
             continue
         kept.append(part)
+    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(p.part_kind in _NATIVE_KINDS for p in kept):
+        # nothing here is sent to those APIs: the message would go out empty
+        removed.extend(
+            f"{p.part_kind} {p.tool_name}: {preview(getattr(p, 'content', getattr(p, 'args', None)))}"
+            for p in kept
+        )
+        kept = []
     return kept, removed
 
 
@@ -223,6 +236,10 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cache
     found = scan(history, cached=cached)
     if found.empty_message:
         return True
+    if NATIVE_BLIND_APIS & set(target.apis) and any(
+        getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
+    ):
+        return True  # a response of native parts only may send nothing: the exact pass decides
     strings = [content for content in found.text_contents if type(content) is str]
     if len(strings) != len(found.text_contents):
         for content in found.text_contents:
