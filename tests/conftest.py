@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
 
@@ -51,7 +52,8 @@ MEASURED: dict[str, str] = {}
 #: Facts about the installed release the end-to-end tests measured, for compat-matrix.md (name -> value).
 FACTS: dict[str, str] = {}
 #: What tests/test_provider_truth.py measured: "summary" goes into the record (and the sweep),
-#: "detail" (every case's outcome per API and way) into RECORD.providers.json beside it.
+#: "detail" (every case's outcome per API and way) into RECORD.providers.json beside it; what
+#: tests/test_provider_generated.py measured, "generated", goes into the record beside "summary".
 PROVIDERS: dict[str, Any] = {}
 
 
@@ -100,15 +102,19 @@ def pytest_testnodedown(node: Any, error: object) -> None:
         _worker_providers.append(found)
 
 
-def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One PROVIDERS from the workers' parts: details unite, counts and seconds add up."""
-    if len(parts) == 1:
-        return parts[0]
-    detail: dict[str, dict[str, Any]] = {}
-    for part in parts:
-        for api, cases in part["detail"].items():
-            detail.setdefault(api, {}).update(cases)
-    summaries = [part["summary"] for part in parts]
+def add_tally(into: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add one worker's count of a way (``provider_bench.tally``) to another's: each history ran on
+    one worker, so the names of the histories not accepted are disjoint."""
+    into["measured"] = into.get("measured", 0) + part["measured"]
+    into["accepted"] = into.get("accepted", 0) + part["accepted"]
+    into["not_accepted"] = dict(sorted({**into.get("not_accepted", {}), **part["not_accepted"]}.items()))
+
+
+#: What an API's entry holds besides its ways' counts (tests/test_provider_truth.py's summary).
+_ENTRY_FIELDS = ("client", "unavailable", "cases", "seconds")
+
+
+def _merge_truth(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     apis: dict[str, Any] = {}
     for summary in summaries:
         for api, entry in summary["apis"].items():
@@ -117,21 +123,68 @@ def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
             into["unavailable"] = into["unavailable"] or entry["unavailable"]
             into["cases"] += entry["cases"]
             into["seconds"] = round(into["seconds"] + entry["seconds"], 2)
-            for way in ("stored", "histfix", "upstream"):
-                counts = into.setdefault(way, {"measured": 0, "accepted": 0, "not_accepted": {}})
-                counts["measured"] += entry[way]["measured"]
-                counts["accepted"] += entry[way]["accepted"]
-                counts["not_accepted"] = dict(
-                    sorted({**counts["not_accepted"], **entry[way]["not_accepted"]}.items())
-                )
-    summary = {
+            for way, counts in entry.items():
+                if way not in _ENTRY_FIELDS:
+                    add_tally(into.setdefault(way, {}), counts)
+    return {
         "sample": summaries[0]["sample"],
         "selected": summaries[0]["selected"],
         "measured": sorted({name for s in summaries for name in s["measured"]}),
         "apis": apis,
         "seconds": max(s.get("seconds", 0.0) for s in summaries),
     }
-    return {"summary": summary, "detail": detail}
+
+
+def _merge_generated(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    apis: dict[str, Any] = {}
+    for part in parts:
+        for api, entry in part["apis"].items():
+            into = apis.setdefault(api, {"client": None, "unavailable": None, "seconds": 0.0})
+            into["client"] = into["client"] or entry["client"]
+            into["unavailable"] = into["unavailable"] or entry["unavailable"]
+            into["seconds"] = round(into["seconds"] + entry["seconds"], 2)
+            for way in ("profile", "any"):
+                add_tally(into.setdefault(way, {}), entry[way])
+    refused = sorted({seed for part in parts for seed in part["refused"]})
+    return {
+        # every worker counts the same seeds' histories (not only its own)
+        **{key: parts[0][key] for key in ("sample", "histories", "seeds", "distinct")},
+        "refused": refused,
+        "apis": apis,
+        "seconds": max(part.get("seconds", 0.0) for part in parts),
+    }
+
+
+def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One PROVIDERS from the workers' parts: details unite, counts and seconds add up (the truth
+    summary under "summary", the generated histories' under "generated")."""
+    if len(parts) == 1:
+        return parts[0]
+    merged: dict[str, Any] = {}
+    truths = [part for part in parts if "summary" in part]
+    if truths:
+        detail: dict[str, dict[str, Any]] = {}
+        for part in truths:
+            for api, cases in part["detail"].items():
+                detail.setdefault(api, {}).update(cases)
+        merged["summary"] = _merge_truth([part["summary"] for part in truths])
+        merged["detail"] = detail
+    generated = [part["generated"] for part in parts if "generated" in part]
+    if generated:
+        merged["generated"] = _merge_generated(generated)
+    return merged
+
+
+@pytest.fixture(scope="session")
+def provider_bench() -> Iterator[Any]:
+    """The provider tests' one emulator, client and model per API (``tests/provider_bench.py``)."""
+    from provider_bench import Bench  # imported here: it imports this module (PYDANTIC_AI)
+
+    bench = Bench()
+    try:
+        yield bench
+    finally:
+        bench.close()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -161,6 +214,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "failed": _failed,
         "exitstatus": int(exitstatus),
         "providers": PROVIDERS.get("summary"),
+        "providers_generated": PROVIDERS.get("generated"),
     }
     Path(target).write_text(json.dumps(record, indent=2) + "\n")
     detail = Path(target).with_suffix(".providers.json")

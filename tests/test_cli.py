@@ -17,7 +17,7 @@ from histfix._cli import build_parser, main, write_atomically
 from histfix._trim import turn_starts
 
 from corpus import CASES
-from dsl import Case, call, load_history, real, req, ret, text, to_json, user
+from dsl import Case, call, load_history, real, req, ret, system, text, to_json, user
 from strict import pairing_problems
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -443,3 +443,82 @@ def test_a_document_broken_in_the_middle_is_not_called_truncated(document: str) 
         histfix.load_json(document)
     assert "truncated" not in str(info.value)
     assert not str(info.value).rstrip(")").endswith(" at")
+
+
+# --- --provider -----------------------------------------------------------------------------------------
+
+
+def test_check_with_a_provider_quotes_it(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
+    code, out, err = run(capsys, "check", str(broken), "--provider", "anthropic")
+    assert (code, err) == (1, "")
+    assert "dangling_call" in out
+    assert "what anthropic answers:\n  messages[1].parts[0]: messages.1: tool_use ids were found" in out
+    assert out.strip().endswith(
+        "1 problem anthropic rejects; `histfix repair --provider anthropic` fixes them"
+    )
+    code, out, _ = run(capsys, "check", str(broken), "--provider", "mistral:mistral-large-latest", "--json")
+    # (releases before 2.59 also send the id 'call_1' as stored, which is not Mistral's format)
+    (problem,) = [p for p in json.loads(out) if p["kind"] == "dangling_call"]
+    assert code == 1
+    assert problem["rejected_by"] == ["mistral"]
+    assert problem["provider_error"] == "Not the same number of function calls and responses"
+
+
+def test_repair_with_a_provider_gives_what_it_accepts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(call("get", "c1"), at=1),
+                req(ret("get", "c1"), ret("get", "c1", "again")),  # a second result: Mistral counts them
+                real(text("ok"), at=2),
+            ]
+        )
+    )
+    assert run(capsys, "check", str(path), "--provider", "openai-chat")[0] == 0  # Chat accepts it
+    assert run(capsys, "check", str(path), "--provider", "mistral")[0] == 1
+    fixed = tmp_path / "fixed.json"
+    code, _, err = run(capsys, "repair", str(path), "--provider", "mistral", "-o", str(fixed), "--report")
+    assert code == 0 and err
+    expected = histfix.repair(histfix.load_json(path.read_bytes()), provider="mistral")
+    assert histfix.load_json(fixed.read_bytes()) == expected
+    code, out, _ = run(capsys, "check", str(fixed), "--provider", "mistral")
+    assert (code, out) == (0, "valid for mistral: nothing it rejects\n")
+    code, out, _ = run(capsys, "show", str(path), "--provider", "mistral")
+    assert code == 0 and ", then the mistral profile" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("command", ["check", "repair", "show"])
+def test_an_unknown_provider_is_one_line_naming_the_valid_ones(
+    capsys: pytest.CaptureFixture[str], broken: Path, command: str
+) -> None:
+    code, out, err = run(capsys, command, str(broken), "--provider", "opneai")
+    assert (code, out) == (2, "")
+    assert err.startswith("histfix: --provider: unknown provider 'opneai'") and err.count("\n") == 1
+    assert (
+        "valid names: any, openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, openai" in err
+    )
+
+
+def test_a_history_with_nothing_sendable_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "system-only.json"
+    path.write_bytes(to_json([req(system("be brief"))]))
+    code, out, err = run(capsys, "repair", str(path), "--provider", "any")
+    assert (code, out) == (2, "")
+    assert (
+        err.startswith("histfix: cannot repair for any: nothing in this history can be sent")
+        and err.count("\n") == 1
+    )
+    assert run(capsys, "repair", str(path))[0] == 0  # without a profile: today's repair, unchanged
+
+
+def test_provider_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("check", "repair", "show"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--provider NAME" in capsys.readouterr().out

@@ -11,10 +11,13 @@ import copy
 import os
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic_ai import messages as pai
 
 import histfix
+from emulators import PROVIDER_APIS
 from fuzz_strategies import histories
 from histfix import _compat
 from test_invariant import fast_path_equals_every_index_walk
@@ -126,6 +129,27 @@ def check_agrees_with_repair(history: list[pai.ModelMessage]) -> None:
         assert histfix.check(repaired) == []
 
 
+#: The profiles a drawn history is repaired for, one per example: each API's, and "any".
+TARGETS = (*PROVIDER_APIS, "any")
+_targets = st.sampled_from(TARGETS)
+
+
+def profile_idempotent_deterministic_and_pure(history: list[pai.ModelMessage], target: str) -> None:
+    """``repair(h, provider=P)``: the same twice, a fixed point, and the input untouched; or, for a
+    history with nothing sendable, the same ValueError every time."""
+    snapshot = copy.deepcopy(history)
+    try:
+        once = histfix.repair(history, provider=target)
+    except ValueError as refused:
+        with pytest.raises(ValueError) as again:
+            histfix.repair(history, provider=target)
+        assert str(again.value) == str(refused)
+    else:
+        assert histfix.repair(history, provider=target) == once
+        assert histfix.repair(once, provider=target) == once
+    assert history == snapshot
+
+
 #: Every property above, checked on each drawn history (the oracle only where it is current).
 PROPERTIES = [
     idempotent_deterministic_and_pure,
@@ -138,11 +162,12 @@ PROPERTIES = [
 
 
 @fuzz
-@given(histories)
-def test_properties(raw: list[Json]) -> None:
+@given(histories, _targets)
+def test_properties(raw: list[Json], target: str) -> None:
     """Each property on the same EXAMPLES histories: drawing a history costs more than checking it,
-    so one draw serves every property; a failure names its property in the traceback and is
-    shrunk as usual."""
+    so one draw serves every property (and one drawn provider profile, of TARGETS, the profile
+    property); a failure names its property in the traceback and is shrunk as usual."""
     history = load(raw)
     for check_property in PROPERTIES:
         check_property(history)
+    profile_idempotent_deterministic_and_pure(history, target)

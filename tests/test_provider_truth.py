@@ -5,7 +5,8 @@ provider API it can reach (``tests/wire.py``), to that API's strict loopback emu
 (``tests/emulators/``), five ways: as stored, after ``histfix.repair``, (where the release
 has it) after upstream ``repair_messages``, after ``histfix.repair(h, provider=<the API>)`` and after
 ``histfix.repair(h, provider="any")``. One round trip per distinct history; one server and one
-model per API for the whole session. On 2.10+ "as stored" already includes pydantic-ai's own
+model per API for the whole session (``tests/provider_bench.py``, shared with
+``tests/test_provider_generated.py``). On 2.10+ "as stored" already includes pydantic-ai's own
 repair before each request: what a user of that release sends.
 
 Asserted: both profile ways are accepted, every case, every API; where histfix delegates to upstream (``histfix.backend_info().backend == "upstream"``),
@@ -22,7 +23,6 @@ Which cases run: every case on the releases in ``FULL_RELEASES``; elsewhere ever
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,8 +32,9 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from emulators import PROVIDER_APIS, serve
-from wire import Client, Driver, Outcome, client_for, prompt_for
+from emulators import PROVIDER_APIS
+from provider_bench import Bench, tally
+from wire import Outcome, client_for
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from corpus import CASES
@@ -131,78 +132,34 @@ def _upstream_repair() -> Callable[..., list[pai.ModelMessage]] | None:
 UPSTREAM = _upstream_repair()
 
 
-# --- the session's servers, clients and results ----------------------------------------------------
+# --- the session's results ------------------------------------------------------------------------
 
 
-class Bench:
-    """One emulator, client and outcome cache per API, started on first use and closed at the end."""
+class Truth:
+    """What this test measured, on the session's shared ``Bench`` (``tests/provider_bench.py``)."""
 
-    def __init__(self) -> None:
-        self.driver = Driver()
-        self.emulators: dict[str, Any] = {}
-        self.clients: dict[str, Client | str] = {}
-        self.cache: dict[tuple[str, bytes, str | None], Outcome] = {}
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
         #: api -> case -> way -> outcome
         self.results: dict[str, dict[str, dict[str, Outcome]]] = {api: {} for api in PROVIDER_APIS}
         self.seconds: dict[str, float] = dict.fromkeys(PROVIDER_APIS, 0.0)
-        self.unavailable: dict[str, str] = {}
-
-    def client(self, api: str) -> Client:
-        if api not in self.clients:
-            self.clients[api] = client_for(api)
-        found = self.clients[api]
-        if isinstance(found, str):
-            self.unavailable[api] = found
-            pytest.skip(found)
-        return found
-
-    def emulator(self, api: str) -> Any:
-        if api not in self.emulators:
-            try:
-                self.emulators[api] = serve(api)
-            except (RuntimeError, ValueError, OSError) as exc:
-                reason = f"{api} emulator on pydantic-ai-slim {PYDANTIC_AI}: {exc}"
-                self.unavailable[api] = reason
-                pytest.skip(reason)
-            _check_loopback(api, self.emulators[api].port)
-        return self.emulators[api]
 
     def send(self, api: str, history: list[pai.ModelMessage]) -> Outcome:
-        """The outcome of one history on one API (one round trip per distinct history and prompt)."""
-        key = (api, pai.ModelMessagesTypeAdapter.dump_json(history), prompt_for(history))
-        if key not in self.cache:
-            client, emulator = self.client(api), self.emulator(api)
-            started = time.perf_counter()
-            self.cache[key] = self.driver.send(client, emulator, history)
-            self.seconds[api] += time.perf_counter() - started
-        return self.cache[key]
-
-    def close(self) -> None:
-        self.driver.close()
-        for emulator in self.emulators.values():
-            emulator.close()
+        return self.bench.send(api, history, self.seconds)
 
     def summary(self) -> dict[str, Any]:
         """Per API: what ran, and the non-accepted outcomes per way (for compat-matrix.md)."""
         apis: dict[str, Any] = {}
         for api in PROVIDER_APIS:
             results = self.results[api]
-            client = self.clients.get(api)
             entry: dict[str, Any] = {
-                "client": client.via if isinstance(client, Client) else None,
-                "unavailable": self.unavailable.get(api),
+                "client": self.bench.via(api),
+                "unavailable": self.bench.unavailable.get(api),
                 "cases": len(results),
                 "seconds": round(self.seconds[api], 2),
             }
             for way in WAYS:
-                measured = {name: ways[way] for name, ways in results.items() if way in ways}
-                entry[way] = {
-                    "measured": len(measured),
-                    "accepted": sum(o.kind == "accepted" for o in measured.values()),
-                    "not_accepted": {
-                        n: o.label() for n, o in sorted(measured.items()) if o.kind != "accepted"
-                    },
-                }
+                entry[way] = tally({name: ways[way] for name, ways in results.items() if way in ways})
             apis[api] = entry
         measured = sorted({name for cases in self.results.values() for name in cases})
         return {"sample": SAMPLE, "selected": len(SELECTED), "measured": measured, "apis": apis}
@@ -214,27 +171,15 @@ class Bench:
         }
 
 
-def _check_loopback(api: str, port: int) -> None:
-    """Fail clearly when the emulator is listening but unreachable (a network namespace whose
-    loopback is down, as `unshare -n` leaves it), rather than with one connect error per case."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
-    except OSError as exc:
-        pytest.fail(
-            f"{api} emulator on 127.0.0.1:{port} unreachable ({exc}) on pydantic-ai-slim {PYDANTIC_AI}"
-        )
-
-
 @pytest.fixture(scope="session")
-def bench() -> Iterator[Bench]:
+def bench(provider_bench: Bench) -> Iterator[Truth]:
     started = time.perf_counter()
-    bench = Bench()
+    truth = Truth(provider_bench)
     try:
-        yield bench
+        yield truth
     finally:
-        bench.close()
-        PROVIDERS["summary"] = {**bench.summary(), "seconds": round(time.perf_counter() - started, 2)}
-        PROVIDERS["detail"] = bench.detail()
+        PROVIDERS["summary"] = {**truth.summary(), "seconds": round(time.perf_counter() - started, 2)}
+        PROVIDERS["detail"] = truth.detail()
 
 
 # --- the measurement -------------------------------------------------------------------------------
@@ -265,7 +210,7 @@ def _ways(named: Named, history: list[pai.ModelMessage], api: str) -> dict[str, 
 
 @pytest.mark.parametrize("api", PROVIDER_APIS)
 @pytest.mark.parametrize("named", SELECTED, ids=[h.name for h in SELECTED])
-def test_provider_truth(named: Named, api: str, bench: Bench) -> None:
+def test_provider_truth(named: Named, api: str, bench: Truth) -> None:
     history = _load(named)
     outcomes = {way: bench.send(api, h) for way, h in _ways(named, history, api).items()}
     bench.results[api][named.name] = outcomes

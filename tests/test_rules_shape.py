@@ -127,6 +127,12 @@ def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> No
     assert change.kind == "dropped_empty" and change.preview == "instructions: Be brief"
 
 
+@pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat"])
+def test_an_empty_last_request_stays_where_gemini_is_not_a_target(api: str) -> None:
+    history = load([req(user("hi")), real(text("hello"), at=4), req(instructions="Be brief")])
+    assert histfix.repair_report(history, provider=api).changes == ()
+
+
 def test_dropping_an_empty_response_merges_the_requests_it_separated() -> None:
     history = load([req(user("hi")), resp(at=4), req(user("again")), real(text("ok"), at=5)])
     report = histfix.repair_report(history, provider="bedrock")
@@ -144,11 +150,13 @@ def test_apis_that_accept_empty_content_keep_it(api: str) -> None:
 
 def test_check_reports_empty_content_in_the_providers_words() -> None:
     history = load([req(user("hi")), real(text(" "), at=4), req()])
-    found = shape.detect_no_empty_content(history, resolve_provider("bedrock"))
-    assert [(p.kind, p.message_index) for p in found] == [("empty_text", 1), ("empty_message", 2)]
-    assert found[0].provider_error == shape.EMPTY_WORDING["bedrock"]
-    assert found[1].provider_error == shape.EMPTY_MESSAGE_WORDING["bedrock"].format(n=2)
-    assert shape.detect_no_empty_content(history, resolve_provider("anthropic"))[0].kind == "empty_message"
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("bedrock"))
+    assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("bedrock",))
+    assert found.provider_error == shape.EMPTY_WORDING["bedrock"]
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("gemini"))
+    assert (found.kind, found.message_index) == ("empty_message", 2)
+    assert found.provider_error == "Please ensure that the last turn is a user turn."
+    assert shape.detect_no_empty_content(history, resolve_provider("anthropic")) == []
 
 
 # --- results_first ----------------------------------------------------------------------------------
@@ -209,7 +217,8 @@ def test_check_reports_consecutive_responses_for_bedrock() -> None:
     assert found.kind == "consecutive_responses" and found.rejected_by == ("bedrock",)
     assert found.provider_error == shape.ALTERNATION_WORDING["bedrock"]
     assert (
-        shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("gemini"))[0].rejected_by == ()
+        shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("anthropic"))[0].rejected_by
+        == ()
     )
 
 
@@ -289,6 +298,17 @@ def test_a_native_pair_whose_result_no_release_sends_goes_whole() -> None:
     report = histfix.repair_report(load([req(user("search")), real(*pair, at=4)]), provider="any")
     assert [p.part_kind for p in report.messages[1].parts] == ["text"]
     assert [c.preview for c in report.changes] == ["{}", "results"]
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "gemini", "bedrock"])
+def test_a_response_of_native_parts_only_goes_where_they_are_never_sent(api: str) -> None:
+    pair = [native_call("web_search", "n1"), native_return("web_search", "n1", RESULTS)]
+    history = load([req(user("search")), real(*pair, at=4), req(user("again")), real(text("ok"), at=5)])
+    report = histfix.repair_report(history, provider=api)
+    assert [type(m) for m in report.messages] == [pai.ModelRequest, pai.ModelResponse]
+    assert "web_search_result" in str(report.changes[1])  # the results are in the report
+    kept = histfix.repair(history, provider="anthropic")[1].parts  # Anthropic sends them: kept
+    assert [p.part_kind for p in kept] == ["builtin-tool-call", "builtin-tool-return"]
 
 
 def test_other_apis_keep_native_parts() -> None:

@@ -6,6 +6,7 @@ do); tools are real agent tools. No provider, no network.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import warnings
@@ -238,3 +239,89 @@ def test_processor_rejects_bad_settings() -> None:
         histfix.RepairProcessor(max_tokens=-5)
     with pytest.raises(TypeError, match="count_tokens must be callable"):
         histfix.RepairProcessor(count_tokens=3)  # type: ignore[arg-type]
+
+
+# --- provider profiles: agent_options(provider=...) -----------------------------------------------------
+
+
+def test_auto_without_a_known_profile_is_the_default_repair() -> None:
+    """A FunctionModel has no provider profile: provider="auto" repairs exactly as before."""
+    aborted = load(
+        [req(user("test")), real(call("weather", "call_1", {"city": "Rome"}), at=5), req(user("test"))]
+    )
+    sent = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for provider in (None, "auto"):
+            model = StrictModel()
+            agent = weather_agent(model, **histfix.agent_options(provider=provider))
+            assert agent.run_sync(None, message_history=aborted).output == "done"
+            (sent[provider],) = model.received
+    assert [str(w.message) for w in caught] == []
+    assert [m.parts for m in sent["auto"]] == [m.parts for m in sent[None]]
+
+
+def test_provider_settings_are_checked_when_the_options_are_built() -> None:
+    with pytest.raises(ValueError, match="unknown provider 'nope'"):
+        histfix.agent_options(provider="nope")
+    with pytest.raises(ValueError, match="needs the run's model"):
+        histfix.RepairProcessor(provider="auto")([])
+    processor = histfix.RepairProcessor(provider="mistral")
+    assert processor.provider == "mistral" and "provider='mistral'" in repr(processor)
+
+
+#: A second result for an answered call: the Chat Completions wire accepts it (the tool messages right
+#: after the call), Mistral counts calls and responses and rejects it; the default repair keeps it.
+#: Ids are Mistral's format (nine letters or digits), which every release's MistralModel sends as stored.
+TWICE_ANSWERED = [
+    req(user("weather in Paris?")),
+    real(call("weather", "abcDEF123", {"city": "Paris"}), at=1),
+    req(ret("weather", "abcDEF123", "sunny"), ret("weather", "abcDEF123", "sunny, again")),
+    real(text("sunny"), at=2),
+]
+
+
+def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
+    """One line stays right when a FallbackModel moves from one provider to another: its first model
+    (OpenAI Chat) fails over, its second (Mistral, strict emulator) must accept the history. Repaired
+    for OpenAI Chat alone, or only paired (the default), Mistral refuses it."""
+    import asyncio
+
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from emulators import serve
+    from wire import client_for
+
+    chat, mistral = client_for("openai-chat"), client_for("mistral")
+    for found in (chat, mistral):
+        if isinstance(found, str):
+            pytest.skip(found)
+    assert not isinstance(chat, str) and not isinstance(mistral, str)
+    history = load(TWICE_ANSWERED)
+    runner = asyncio.Runner()
+    # The OpenAI client posts /v1/chat/completions to the Anthropic emulator: a 404, so the
+    # FallbackModel moves on to Mistral, as it does when a provider is down.
+    with serve("anthropic") as elsewhere, serve("mistral") as strict:
+        first, close_first = chat.build(elsewhere.base_url)
+        second, close_second = mistral.build(strict.base_url)
+        model = FallbackModel(first, second)
+        verdicts = {}
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for provider in (None, "openai-chat", "auto"):
+                    strict.clear()
+                    agent: Agent[None, str] = Agent(model, **histfix.agent_options(provider=provider))
+                    with contextlib.suppress(Exception):  # the FallbackModel gave up: the verdicts say why
+                        runner.run(agent.run("and tomorrow?", message_history=history))
+                    verdicts[provider] = strict.last()
+        finally:
+            runner.run(close_first())
+            runner.run(close_second())
+            runner.close()
+    assert elsewhere.last().status == 404  # the first model did fail over
+    assert not verdicts[None].accepted and verdicts[None].rule == "mistral.call_response_count"
+    assert not verdicts["openai-chat"].accepted
+    assert verdicts["auto"].accepted, verdicts["auto"].message
+    # ResourceWarnings come from whatever earlier test's garbage the collector meets meanwhile
+    assert [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)] == []

@@ -227,6 +227,147 @@ def provider_section(releases: list[str], results: dict[str, Record]) -> list[st
     return [*lines, ""]
 
 
+# --- provider profiles (repair(h, provider=...)): the corpus and generated histories ------------------
+
+PROFILE_WAYS = ("profile", "any")
+PROFILE_LEGEND = """### Provider profiles: `histfix.repair(h, provider=...)`
+
+The same sends after `histfix.repair(h, provider=API)` (*profile*) and after
+`histfix.repair(h, provider="any")` (*any*, one history for every API). A cell is *profile · any*
+accepted out of the corpus histories above, then *gen* the same for the generated histories
+(`tests/test_provider_generated.py`: seeded damaged histories and conversations, other seeds on
+every release). *generated* says how many a release drew and how they were sent: `rotated` (the
+pinned matrix's budget: each one to one API after its profile and to another after `any`) or
+every one to every API both ways (`all`, with `HISTFIX_PROVIDER_SAMPLE=all`, as the sweep runs).
+A generated history `repair` refuses as having nothing sendable (only system prompts) is not
+sent: *refused* counts those. The goal is N/N everywhere."""
+
+
+def _generated(record: Record) -> Record | None:
+    found = record.get("providers_generated")
+    return found if isinstance(found, dict) and found.get("apis") else None
+
+
+def _count(counts: Record | None) -> str:
+    if not counts or not counts.get("measured"):
+        return NOT_MEASURED
+    return f"{counts['accepted']}/{counts['measured']}"
+
+
+def profile_cell(record: Record, api: str) -> str:
+    """`profile · any` on the corpus, then `gen profile · any` on the generated histories."""
+    summary, generated = _providers(record), _generated(record)
+    entries = [
+        (summary or {}).get("apis", {}).get(api) or {},
+        (generated or {}).get("apis", {}).get(api) or {},
+    ]
+    if any(entry.get("unavailable") for entry in entries):
+        return "unavailable"
+    corpus, made = entries
+    cell = " \N{MIDDLE DOT} ".join(_count(corpus.get(way)) for way in PROFILE_WAYS)
+    if generated:
+        cell += "; gen " + " \N{MIDDLE DOT} ".join(_count(made.get(way)) for way in PROFILE_WAYS)
+    return cell
+
+
+def generated_cell(record: Record) -> str:
+    generated = _generated(record)
+    if not generated:
+        return NOT_MEASURED
+    refused = f", {len(generated['refused'])} refused" if generated.get("refused") else ""
+    return f"{generated['histories']} ({generated['sample']}{refused})"
+
+
+def _profile_rejections(record: Record, api: str) -> dict[str, list[str]]:
+    """rule -> what it stops after a profile on one release: corpus cases by name (with the way when
+    only one way is stopped), generated histories as a count with the first seeds."""
+    found: dict[str, list[str]] = {}
+    entry = ((_providers(record) or {}).get("apis") or {}).get(api) or {}
+    by_case: dict[tuple[str, str], list[str]] = {}
+    for way in PROFILE_WAYS:
+        for case, label in ((entry.get(way) or {}).get("not_accepted") or {}).items():
+            by_case.setdefault((_rule(label), case), []).append(way)
+    for (rule, case), ways in sorted(by_case.items()):
+        found.setdefault(rule, []).append(case if len(ways) == len(PROFILE_WAYS) else f"{case} ({ways[0]})")
+    made = ((_generated(record) or {}).get("apis") or {}).get(api) or {}
+    seeds: dict[str, set[str]] = {}
+    for way in PROFILE_WAYS:
+        for seed, label in ((made.get(way) or {}).get("not_accepted") or {}).items():
+            seeds.setdefault(_rule(label), set()).add(seed)
+    for rule, stopped in sorted(seeds.items()):
+        first = ", ".join(sorted(stopped)[:3]) + (", \N{HORIZONTAL ELLIPSIS}" if len(stopped) > 3 else "")
+        found.setdefault(rule, []).append(f"{len(stopped)} generated (seeds {first})")
+    return found
+
+
+def _rule(label: str) -> str:
+    return label.split(":", 1)[1] if ":" in label else label
+
+
+def profile_section(releases: list[str], results: dict[str, Record]) -> list[str]:
+    """Per pinned release and API, what each profile way has accepted, then what stops it where."""
+    measured = [
+        r
+        for r in releases
+        if _generated(results[r])
+        or any(
+            way in entry
+            for entry in ((_providers(results[r]) or {}).get("apis") or {}).values()
+            for way in PROFILE_WAYS
+        )
+    ]
+    if not measured:
+        return [PROFILE_LEGEND.split("\n", 1)[0], "", "Not measured.", ""]
+    rows = []
+    for release in measured:
+        record = results[release]
+        corpus = len((_providers(record) or {}).get("measured") or [])
+        rows.append(
+            [
+                release,
+                str(corpus),
+                generated_cell(record),
+                *(profile_cell(record, api) for api in PROVIDER_APIS),
+            ]
+        )
+    lines = [PROFILE_LEGEND, "", *_table(["release", "histories", "generated", *PROVIDER_APIS], rows), ""]
+    lines += [
+        "What still stops histories after a profile, per API and release: the rule (or what",
+        "pydantic-ai raised) and the corpus histories it stops (both ways unless one is named),",
+        "then how many generated histories (seeds: `generated_history(seed)` rebuilds one).",
+        "",
+    ]
+    for api in PROVIDER_APIS:
+        per_release = {r: _profile_rejections(results[r], api) for r in measured}
+        stopped = {r: found for r, found in per_release.items() if found}
+        lines.append(f"- **{api}**: " + ("none" if not stopped else ""))
+        for release, found in stopped.items():
+            lines.append(f"  - {release}:")
+            lines += [f"    - `{rule}`: {', '.join(cases)}" for rule, cases in sorted(found.items())]
+    return [*lines, ""]
+
+
+def sweep_profile_cell(run: Record) -> str:
+    """One swept release's profile results in one short cell: all accepted, or how many are not and
+    by which rules (counts of histories stay out of it, so equal releases fold into one row)."""
+    summary, generated = _providers(run), _generated(run)
+    labels: list[str] = []
+    ran = False
+    for found in (summary, generated):
+        for entry in ((found or {}).get("apis") or {}).values():
+            for way in PROFILE_WAYS:
+                counts = entry.get(way) or {}
+                ran = ran or bool(counts.get("measured"))
+                labels += [_rule(label) for label in (counts.get("not_accepted") or {}).values()]
+    if not ran:
+        return NOT_MEASURED
+    what = "corpus + generated" if generated else "corpus"
+    if not labels:
+        return f"all accepted ({what})"
+    rules = ", ".join(f"`{rule}`" for rule in sorted(set(labels)))
+    return f"{len(labels)} not accepted ({what}): {rules}"
+
+
 # --- the sweep over every release ---------------------------------------------------------------------
 
 
@@ -234,7 +375,7 @@ def _sweep_key(entry: Record) -> tuple[str, ...]:
     """What one compact row shows for a swept release, but the test counts (those are folded into
     ranges): consecutive releases with equal keys share a row."""
     if not entry["installed"] or entry.get("run") is None:
-        return ("**did not install**" if not entry["installed"] else "**no result**",) + ("",) * 6
+        return ("**did not install**" if not entry["installed"] else "**no result**",) + ("",) * 7
     run = entry["run"]
     scenarios = run.get("scenarios") or {}
     plain = " · ".join(short(scenarios.get(f"{s}, plain", NOT_MEASURED)) for s in SCENARIOS)
@@ -248,6 +389,7 @@ def _sweep_key(entry: Record) -> tuple[str, ...]:
         run["backend"],
         plain,
         with_histfix,
+        sweep_profile_cell(run),
     )
 
 
@@ -276,7 +418,9 @@ def sweep_section(sweep: Record | None) -> list[str]:
         f" against histfix source {', '.join(sources)} (a hash of src/ and tests/). Consecutive releases with"
         " identical results share a row. Plain scenario outcomes are in the order of the pinned table:"
         " aborted mid-tool · trailing calls + new prompt · slice starting on a tool result ·"
-        " `state='interrupted'` response + new prompt.",
+        " `state='interrupted'` response + new prompt. *Provider profiles*: every corpus and generated"
+        " history sent after `histfix.repair(h, provider=...)` (each API's profile and `any`; the"
+        " sweep sends all of them): all accepted, or how many were not and the rules that stopped them.",
         "",
     ]
     columns = [
@@ -289,6 +433,7 @@ def sweep_section(sweep: Record | None) -> list[str]:
         "auto path",
         "scenarios, plain pydantic-ai",
         "scenarios, with histfix",
+        "provider profiles",
     ]
     rows = []
     for key, group in groupby(releases, key=lambda r: _sweep_key(entries[r])):
@@ -354,6 +499,7 @@ def render(releases: list[str], results: dict[str, Record], sweep: Record | None
             HEADER,
             *pinned_section(releases, results),
             *provider_section(releases, results),
+            *profile_section(releases, results),
             *sweep_section(sweep),
         ]
     )

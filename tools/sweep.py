@@ -9,10 +9,14 @@ histfix, pytest and `pydantic-ai-slim[<provider extras>]==X` with the noxfile's 
 inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
 The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
 counts and failing test ids, the measured scenarios, and with HISTFIX_PROVIDER_SAMPLE=all every
-provider case of tests/test_provider_truth.py) goes into the record file after every release.
+provider case of tests/test_provider_truth.py, each way including the provider profiles, and the
+500 generated histories per provider of tests/test_provider_generated.py) goes into the record
+file after every release.
 The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
 default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
-the sweep would take about 50 minutes instead of about 25 on two cores.
+the sweep would take about 50 minutes instead of about 25 on two cores. The generated provider
+histories (500 to every API, both profile ways) cost minutes per release more (see
+TIMEOUT_SECONDS), which makes a whole sweep hours long on two cores.
 
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
 is skipped, so an interrupted sweep continues where it stopped; `--fresh` re-runs everything.
@@ -42,8 +46,10 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".nox" / "_sweep"
 PYPI_JSON = "https://pypi.org/pypi/pydantic-ai-slim/json"
 FIRST = Version("1.0.0")
-#: A suite run longer than this is stopped and recorded as timed out (a normal run takes seconds).
-TIMEOUT_SECONDS = 900
+#: A suite run longer than this is stopped and recorded as timed out. A run takes minutes since
+#: tests/test_provider_generated.py sends its cross product (500 histories to every API both ways:
+#: 230-380 s of round trips measured on 2.68.0 on a loaded 2-core machine), hence the margin.
+TIMEOUT_SECONDS = 1800
 #: The release-independent tests (these tools' and the emulators' selftests), which the
 #: per-release runs leave out (`nox -s tools` runs them once).
 RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py")
@@ -58,6 +64,7 @@ KEPT = (
     "failed",
     "exitstatus",
     "providers",
+    "providers_generated",
 )
 
 Entry = dict[str, Any]
@@ -130,6 +137,15 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
+def suite_env(fuzz_examples: int) -> dict[str, str]:
+    """The suite's environment per release: every provider case, not the pinned matrix's sample
+    (tests/test_provider_truth.py), and the cross product of GENERATED_ALL generated histories
+    (tests/test_provider_generated.py); `fuzz_examples` per fuzz property."""
+    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
+    env.pop("HISTFIX_PROVIDER_GENERATED", None)  # a count set for a campaign must not shrink the sweep
+    return env
+
+
 def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | None, str | None]:
     """The suite's `--record-outcome` record on one installed release (trimmed to KEPT), or an error.
 
@@ -139,8 +155,7 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
     command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
-    # Every provider case, not the pinned matrix's sample (tests/test_provider_truth.py).
-    env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
+    env = suite_env(fuzz_examples)
     try:
         with log.open("w") as out:
             subprocess.run(

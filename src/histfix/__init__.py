@@ -25,6 +25,7 @@ from ._api import (
 )
 from ._changes import Change, ChangeKind, RepairReport
 from ._problems import Problem, ProblemKind
+from ._providers import PROVIDER_APIS, PROVIDER_NAMES
 from ._rules_shape import STARTER_PROMPT
 from ._state import HistoryState, HistoryStateKind
 from ._synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY, is_synthesized
@@ -32,6 +33,8 @@ from ._tokens import BudgetExceededError, estimate_tokens
 from ._wiring import RepairProcessor, agent_options
 
 __all__ = [
+    "PROVIDER_APIS",
+    "PROVIDER_NAMES",
     "STARTER_PROMPT",
     "SYNTHESIZED_CONTENT",
     "SYNTHESIZED_TOOL_RETURN_METADATA_KEY",

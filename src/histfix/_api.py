@@ -130,10 +130,13 @@ def repair(
     :func:`backend_info` says. The input is never mutated.
 
     ``provider`` (a model-name prefix such as ``"anthropic"``, a model string, a pydantic-ai
-    ``Model``, or ``"any"``) runs that provider's profile around this repair, so that what the
-    installed release's model class sends is accepted (see the README's provider table); ``None``
-    is exactly the default repair. Raises ValueError for an unknown name, and when the history has
-    nothing sendable (no messages, or only system prompts).
+    ``Model``, or ``"any"``: one history every profile accepts) runs that provider's profile
+    around this repair: the passes for the rules its API enforces beyond pairing, so that what the
+    installed release's model class sends is accepted and ``check(result, provider=provider)`` is
+    ``[]``. What a pass removes is in :func:`repair_report` with its content. ``None`` is exactly
+    the default repair. For an Agent, ``agent_options(provider="auto")`` picks the profile from the
+    run's model. Raises ValueError for an unknown name, and when a non-empty history has nothing
+    sendable (only system prompts); ``[]`` stays ``[]``.
     """
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
@@ -258,21 +261,39 @@ def trim_to_budget(
     return trim(history, max_tokens, count_tokens=count_tokens, keep_system_prompt=keep_system_prompt)
 
 
-def check(messages: Sequence[ModelMessage], *, repair_last_response: bool = True) -> list[Problem]:
+def check(
+    messages: Sequence[ModelMessage],
+    *,
+    provider: str | Model | None = None,
+    repair_last_response: bool = True,
+) -> list[Problem]:
     """Every problem in ``messages`` that a strict provider rejects or ``repair`` would change.
 
     Dangling and shadowed calls, orphaned, early, duplicate and late results, consecutive
     messages that repair merges, and parts sitting between tool results, each located by message
-    and part index, in order. The same rules on every release; an empty list means valid. With
-    ``repair_last_response=False`` the last response's open calls are left alone, as ``repair``
-    leaves them then (they may still run, or get deferred results).
+    and part index, in order. The same rules on every release; an empty list means valid. Each
+    problem's ``rejected_by`` names the provider APIs that reject it; empty means no provider
+    does and repair only normalizes it (two requests in a row). With ``repair_last_response=False``
+    the last response's open calls are left alone, as ``repair`` leaves them then (they may still
+    run, or get deferred results).
+
+    With ``provider`` (what :func:`repair` takes: a prefix, a model string, a ``Model`` or
+    ``"any"``): exactly what that provider's API rejects, the problems above it rejects plus what
+    its profile's rules find (reused or malformed ids, a history starting with a response, empty
+    text...), each with ``provider_error``, the API's own error text. ``check(repair(h,
+    provider=P), provider=P)`` is ``[]``. Raises ValueError for an unknown provider name.
     """
     _check_flags(repair_last_response, "drop")
     history = as_history(messages, function="check")
+    target = _target(provider)
     _require_pydantic_ai()
     from ._check import check_history
+    from ._check_provider import check_for, mark_rejections
 
-    return check_history(history, repair_last_response)
+    problems = check_history(history, repair_last_response)
+    if target is None:
+        return mark_rejections(history, problems)
+    return check_for(history, target, problems)
 
 
 def classify(messages: Sequence[ModelMessage]) -> HistoryState:
@@ -290,9 +311,13 @@ def classify(messages: Sequence[ModelMessage]) -> HistoryState:
     return classify_history(history)
 
 
-def is_provider_valid(messages: Sequence[ModelMessage]) -> bool:
-    """Whether ``check(messages)`` finds nothing: a strict provider accepts it and repair keeps it."""
-    return not check(messages)
+def is_provider_valid(messages: Sequence[ModelMessage], *, provider: str | Model | None = None) -> bool:
+    """Whether ``check(messages, provider=provider)`` finds nothing.
+
+    Without ``provider``: a strict provider accepts it and repair keeps it as it is. With one:
+    that provider's API accepts it as it is (repair may still normalize it).
+    """
+    return not check(messages, provider=provider)
 
 
 def repair_report(

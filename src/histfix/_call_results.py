@@ -23,7 +23,7 @@ from ._folding import is_synthetic, with_parts
 from ._memo import last_history_only
 from ._parts import is_result
 
-__all__ = ["Misplaced", "ResultKind", "misplaced_results", "without_misplaced"]
+__all__ = ["Misplaced", "ResultKind", "misplaced_for_pass", "misplaced_results", "without_misplaced"]
 
 #: ``duplicate``: another result for a call answered in the same request, right after the call;
 #: ``late_duplicate``: any other result for a call already answered (in an earlier request, or
@@ -61,11 +61,13 @@ def _all_in_place(history: Sequence[ModelMessage]) -> bool:
     return True
 
 
-@last_history_only
 def misplaced_results(history: Sequence[ModelMessage]) -> list[Misplaced]:
     """Every duplicate and late result, in history order (orphans are the default repair's)."""
-    if _all_in_place(history):
-        return []
+    return [] if _all_in_place(history) else classified(history)
+
+
+def classified(history: Sequence[ModelMessage]) -> list[Misplaced]:
+    """:func:`misplaced_results` without the cheap test first (the full walk)."""
     found: list[Misplaced] = []
     open_calls: dict[str, int] = {}  # id -> how many calls with it are open
     owner: dict[str, int] = {}  # id -> the response its open calls (or its last calls) are in
@@ -94,6 +96,11 @@ def misplaced_results(history: Sequence[ModelMessage]) -> list[Misplaced]:
                 else:
                     found.append(Misplaced("late_duplicate", i, j, owner[call_id]))
     return found
+
+
+#: :func:`misplaced_results` for the passes, which run one after another on the same list object
+#: (never for ``detect``: a caller may change a list in place between two checks).
+misplaced_for_pass = last_history_only(misplaced_results)
 
 
 def _after_results(parts: list[ModelRequestPart], moved: list[ModelRequestPart]) -> list[ModelRequestPart]:

@@ -15,6 +15,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from . import _compat
 from ._check import check_history
+from ._check_provider import mark_rejections
 from ._parts import stays_between_results
 from ._problems import Problem
 from ._state import HistoryState
@@ -51,11 +52,15 @@ def _late_only_by_a_split(messages: Sequence[ModelMessage], problem: Problem) ->
 
 def classify_history(messages: Sequence[ModelMessage]) -> HistoryState:
     """The state of ``messages``; raises ``TypeError`` for an element that is not a message."""
-    problems = [
-        p
-        for p in check_history(messages, repair_last_response=True)
-        if p.kind not in _MERGES_ONLY and not (p.kind == "late_result" and _late_only_by_a_split(messages, p))
-    ]
+    problems = mark_rejections(  # the same records check() returns: with the APIs that reject each
+        messages,
+        [
+            p
+            for p in check_history(messages, repair_last_response=True)
+            if p.kind not in _MERGES_ONLY
+            and not (p.kind == "late_result" and _late_only_by_a_split(messages, p))
+        ],
+    )
     if not messages:
         return HistoryState("complete")
     last_response = next(

@@ -148,34 +148,84 @@ def _problems_table(problems: Sequence[Any]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _provider(args: argparse.Namespace) -> str | None:
+    """The ``--provider`` name, checked before anything is loaded (a bad name is bad input)."""
+    name: str | None = getattr(args, "provider", None)
+    if name is None:
+        return None
+    from ._providers import resolve_provider
+
+    try:
+        resolve_provider(name)
+    except ValueError as exc:
+        raise InputError(f"--provider: {exc}") from exc
+    return name
+
+
+def _profiled(action: str, provider: str | None, run: Any) -> Any:
+    """``run()``, with a profile's refusal (a history with nothing sendable) as one line of bad input."""
+    try:
+        return run()
+    except ValueError as exc:
+        if provider is None:
+            raise
+        raise InputError(f"cannot {action} for {provider}: {exc}") from exc
+
+
+def _provider_errors(problems: Sequence[Any]) -> str:
+    lines = []
+    for p in problems:
+        where = f"messages[{p.message_index}]" + (
+            f".parts[{p.part_index}]" if p.part_index is not None else ""
+        )
+        lines.append(f"  {where}: {p.provider_error}")
+    return "\n".join(lines)
+
+
 def _check(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ._api import check
 
-    problems = check(_load(args.file))
+    provider = _provider(args)
+    problems = check(_load(args.file), provider=provider)
     if args.json:
-        print(json.dumps([dataclasses.asdict(p) for p in problems], indent=2))
+        rows = [dataclasses.asdict(p) for p in problems]
+        if provider is None:  # the record as it always was; rejected_by comes with --provider
+            rows = [
+                {k: v for k, v in row.items() if k not in ("rejected_by", "provider_error")} for row in rows
+            ]
+        print(json.dumps(rows, indent=2))
     elif problems:
         print(_problems_table(problems))
-        print(
-            f"\n{len(problems)} problem{'s' if len(problems) != 1 else ''}; `histfix repair` fixes what it can"
-        )
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        if provider is None:
+            print(f"\n{count}; `histfix repair` fixes what it can")
+        else:
+            print(f"\nwhat {provider} answers:\n{_provider_errors(problems)}")
+            print(f"\n{count} {provider} rejects; `histfix repair --provider {provider}` fixes them")
     else:
-        print("valid: no problems found")
+        print("valid: no problems found" if provider is None else f"valid for {provider}: nothing it rejects")
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
     from ._api import repair, repair_report
 
+    provider = _provider(args)
     history = _load(args.file)
     last = not args.keep_last_response
     if args.report:
-        report = repair_report(history, repair_last_response=last)
+        report = _profiled(
+            "repair",
+            provider,
+            lambda: repair_report(history, repair_last_response=last, provider=provider),
+        )
         repaired = report.messages
     else:
-        repaired = repair(history, repair_last_response=last)
+        repaired = _profiled(
+            "repair", provider, lambda: repair(history, repair_last_response=last, provider=provider)
+        )
     written = _emit(args, repaired, unchanged=repaired == history)
     if args.report:
         summary = report.summary()
@@ -228,11 +278,17 @@ def _show(args: argparse.Namespace) -> int:
     from ._api import backend_info, repair
     from ._render import render
 
+    provider = _provider(args)
     before = _load(args.file)
-    after = repair(before, repair_last_response=not args.keep_last_response)
+    after = _profiled(
+        "repair",
+        provider,
+        lambda: repair(before, repair_last_response=not args.keep_last_response, provider=provider),
+    )
     info = backend_info()
+    profile = f", then the {provider} profile" if provider else ""
     print(
-        f"histfix {__version__} on {info.distribution} {info.version}: {info.backend} repair ({info.reason})\n"
+        f"histfix {__version__} on {info.distribution} {info.version}: {info.backend} repair{profile} ({info.reason})\n"
     )
     print(render("before", before))
     print()
@@ -303,8 +359,17 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_provider(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--provider",
+        metavar="NAME",
+        help=f"{what} (a pydantic-ai model-name prefix such as anthropic, openai-chat, "
+        "google-gla, bedrock, mistral, a model string such as anthropic:claude-sonnet-4-5, or any)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    epilog = "examples:\n  histfix check examples/aborted_mid_tool.json\n  histfix repair history.json -o fixed.json --report"
+    epilog = "examples:\n  histfix check examples/aborted_mid_tool.json\n  histfix repair history.json -o fixed.json --report\n  histfix check history.json --provider anthropic"
     parser = _Parser(
         prog="histfix",
         description="Check, repair and trim stored pydantic-ai message histories, on any pydantic-ai release.",
@@ -332,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_input(check)
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    _add_provider(check, "list exactly what this provider rejects, in its own words")
     check.set_defaults(run=_check)
 
     repair = command(
@@ -345,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
     repair.add_argument("--report", action="store_true", help="say on stderr what was changed")
+    _add_provider(repair, "also make it what this provider accepts (its profile)")
     repair.set_defaults(run=_repair)
 
     trim = command(
@@ -375,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
+    _add_provider(show, "show the repair with this provider's profile")
     show.set_defaults(run=_show)
 
     compare = command(

@@ -28,6 +28,7 @@ __all__ = [
     "REQUEST_HAS_TIMESTAMP",
     "RETURN_HAS_OUTCOME",
     "RETURN_HAS_TOOL_KIND",
+    "RUN_REPAIR_DICT_MATCHING",
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
@@ -35,6 +36,7 @@ __all__ = [
     "native_return_named_by_tool",
     "openai_prefix_api",
     "return_tool_kind_loads",
+    "run_repair_adds_surplus_results",
 ]
 
 # --- compared by version: the same name, different behaviour -----------------------------------------
@@ -54,6 +56,12 @@ OPENAI_PREFIX_IS_RESPONSES_SINCE = Version("2.0.0")
 #: (``web_search``, ``code_execution``) from 1.0.9, which also stores them so; 1.0.0-1.0.8 send only
 #: the wire block's name (``web_search_tool_result``) and raise ``Unsupported tool name`` otherwise.
 NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
+
+#: 2.10.0 added pydantic-ai's own repair of the history before each request; up to 2.54.x it
+#: matches results to calls by a dict, so two calls with one id in one response get a surplus
+#: synthesized result on every send (FIFO matching from 2.55.0). Gemini, Bedrock and Mistral count
+#: results per call turn and reject that request (measured on 2.10.0; issue 10, unique_call_ids).
+RUN_REPAIR_DICT_MATCHING = (Version("2.10.0"), Version("2.55.0"))
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -110,6 +118,14 @@ PROFILE_FITS_TOOL_CALL_IDS: bool
 def interrupted_state(message_kind: str) -> bool:  # issue 11: where classify() can see 'interrupted'
     """``state='interrupted'`` on a ``ModelResponse`` (first in 1.92.0) or ``ModelRequest`` (2.0.0)."""
     return message_value_kept(message_kind, "state", "interrupted")
+
+
+def run_repair_adds_surplus_results() -> bool:  # issue 10: whom unique_call_ids protects
+    """Whether the installed release's run-time repair is the dict-matching one (2.10.0-2.54.x)."""
+    from ._release import VERSION
+
+    low, high = RUN_REPAIR_DICT_MATCHING
+    return VERSION is not None and low <= VERSION < high
 
 
 def openai_prefix_api() -> str:  # issue 10: which profile provider="openai" means

@@ -5,6 +5,8 @@ something (a pass that changes nothing returns the list it was given), and the r
 mutates a list it handed on. So a scan of "the list just scanned" can be reused: the memo keys on
 the list's identity and length and keeps only the last one (a strong reference, so the identity
 cannot be reused by another list while it is kept). Callers treat the result as read-only.
+The slot holds one tuple, read and replaced whole, so threads repairing different histories at
+once never see each other's scans.
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ _R = TypeVar("_R")
 
 def last_history_only(scan: Callable[[Sequence[Any]], _R]) -> Callable[[Sequence[Any]], _R]:
     """``scan`` computed once for the last history it was given (same list object, same length)."""
-    last: list[Any] = [None, -1, None]
+    slot: list[tuple[Sequence[Any], int, _R] | None] = [None]
 
     @functools.wraps(scan)
     def remembered(history: Sequence[Any]) -> _R:
-        if last[0] is history and last[1] == len(history):
-            return last[2]  # type: ignore[no-any-return]
+        entry = slot[0]  # one read: another thread may replace the slot at any time
+        if entry is not None and entry[0] is history and entry[1] == len(history):
+            return entry[2]
         found = scan(history)
-        last[:] = [history, len(history), found]
+        slot[0] = (history, len(history), found)
         return found
 
     return remembered

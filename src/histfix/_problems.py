@@ -29,6 +29,8 @@ ProblemKind = Literal[
     "results_not_first",  # a part before the tool results of a request
     "unpaired_native_call",  # a native (server) tool call without its result block
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
+    # issue 10, check(provider=):
+    "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
 ]
 
 

@@ -123,7 +123,8 @@ def _shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "alternating_roles",
             shape.ALTERNATION_APIS,
-            "Bedrock alternate_roles (verified): user and assistant turns alternate",
+            "Bedrock alternate_roles (verified): user and assistant turns alternate; Gemini "
+            "function_call_turn_position (verified): a function call turn follows a user turn",
             "after",
             shape.alternating_roles,
             shape.detect_alternating_roles,

@@ -54,7 +54,13 @@ _BEDROCK_EXPECTED = "Expected toolResult blocks at messages.N.content for the fo
 _MISTRAL_COUNT = "Not the same number of function calls and responses"
 _MISTRAL_FORMAT = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
 
-UNIQUE_WORDING = {"anthropic": "messages.N.content.M: tool_use ids must be unique"}
+UNIQUE_WORDING = {
+    "anthropic": "messages.N.content.M: tool_use ids must be unique",
+    # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
+    "gemini": _GEMINI_COUNT,
+    "bedrock": _BEDROCK_TOO_MANY,
+    "mistral": _MISTRAL_COUNT,
+}
 PRESENT_WORDING = {
     "openai-chat": _OPENAI_NO_RESPONSE,
     "openai-responses": "No tool output found for function call {id}.",
@@ -149,7 +155,10 @@ def unique_call_ids(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
-    unverified wording; two tool_result blocks with one id fail multiple_results, verified)."""
+    unverified wording; two tool_result blocks with one id fail multiple_results, verified).
+    Gemini, Bedrock, Mistral: one id twice in one response gets a surplus synthesized result from
+    2.10.0-2.54.x's own repair (measured on 2.10.0), which they reject; fresh ids are harmless on
+    every release, so the pass runs for them everywhere (no switch)."""
     from ._call_ids import reused_id_renames
 
     return _renamed(history, reused_id_renames(history), "an earlier call has the same id")
@@ -158,23 +167,43 @@ def unique_call_ids(
 def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
+    from . import _compat
+
+    # Gemini, Bedrock, Mistral: only one id twice in one response, and only where the release's
+    # own repair then adds a surplus result; Anthropic: any reuse.
+    counting = (
+        frozenset({"gemini", "bedrock", "mistral"})
+        if _compat.run_repair_adds_surplus_results()
+        else frozenset()
+    )
     seen: set[str] = set()
     found: list[Problem] = []
     for i, message in enumerate(history):
         if not isinstance(message, ModelResponse):
             continue
+        here: set[str] = set()
         for j, part in enumerate(message.parts):
-            if isinstance(part, ToolCallPart):
-                if part.tool_call_id in seen:
-                    description = (
-                        f"call {part.tool_call_id!r} ({part.tool_name}) reuses the id of an earlier call"
+            if not isinstance(part, ToolCallPart):
+                continue
+            call_id = part.tool_call_id
+            apis = {"anthropic"} if call_id in seen else set()
+            if call_id in here:
+                apis |= counting
+            if apis & set(target.apis):
+                description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
+                found.append(
+                    _problem(
+                        "reused_call_id",
+                        (i, j),
+                        part,
+                        description,
+                        wording=UNIQUE_WORDING,
+                        target=target,
+                        apis=apis,
                     )
-                    found.append(
-                        _problem(
-                            "reused_call_id", (i, j), part, description, wording=UNIQUE_WORDING, target=target
-                        )
-                    )
-                seen.add(part.tool_call_id)
+                )
+            seen.add(call_id)
+            here.add(call_id)
     return found
 
 
@@ -325,9 +354,9 @@ def one_result_per_call(
     """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
     Bedrock too_many_tool_results, Mistral call_response_count (all verified); the default repair
     keeps duplicates by design."""
-    from ._call_results import misplaced_results, without_misplaced
+    from ._call_results import misplaced_for_pass, without_misplaced
 
-    drop = [m for m in misplaced_results(history) if m.kind == "duplicate"]
+    drop = [m for m in misplaced_for_pass(history) if m.kind == "duplicate"]
     if not drop:
         return history, []
     changes = _dropped(history, drop, "dropped_duplicate_result", "dropped a second result for call")
@@ -341,9 +370,9 @@ def results_follow_their_call(
     unexpected_tool_result, Gemini function_response_turn_position, Mistral unexpected_tool_role,
     Bedrock too_many_tool_results (all verified). A late copy of an answered call's result is
     dropped; a call's only result, late, is moved to right after the call."""
-    from ._call_results import misplaced_results, without_misplaced
+    from ._call_results import misplaced_for_pass, without_misplaced
 
-    found = misplaced_results(history)
+    found = misplaced_for_pass(history)
     drop = [m for m in found if m.kind == "late_duplicate"]
     move = [m for m in found if m.kind == "late"]
     if not drop and not move:
@@ -528,7 +557,8 @@ def call_rules() -> tuple[ProfileRule, ...]:
             unique_call_ids,
             detect_unique_call_ids,
             UNIQUE_WORDING,
-            why="Anthropic: tool_use ids unique (unverified) and one tool_result per id (verified)",
+            why="Anthropic: tool_use ids unique (unverified), one tool_result per id (verified); Gemini, Bedrock, "
+            "Mistral: 2.10.0-2.54.x's own repair adds a surplus result for an id twice in a response (measured)",
         ),
         _rule(
             "call_id_format",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._changes import Change
 from ._problems import Problem
 from ._providers import ProviderTarget
-from ._rules_shape import all_parts, preview, problem
+from ._rules_shape import preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -76,14 +76,16 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     return found
 
 
-def _response_part_classes(history: Sequence[ModelMessage]) -> set[type]:
-    """The classes of every part (at C speed: the rules' cheap early exits)."""
-    return set(map(type, all_parts(history)))
+def _part_classes(history: Sequence[ModelMessage], cached: bool = True) -> frozenset[type]:
+    """The classes of every part (the rules' cheap early exits, from the shared scan)."""
+    from ._profile_scan import scan
+
+    return scan(history, cached=cached).part_classes
 
 
-def _any_native(history: Sequence[ModelMessage]) -> bool:
-    """The cheap early exit: whether any response holds a native part (one set of part classes)."""
-    return any(_native_kind(kind) for kind in _response_part_classes(history))
+def _any_native(history: Sequence[ModelMessage], cached: bool = True) -> bool:
+    """The cheap early exit: whether any message holds a native part."""
+    return any(_native_kind(kind) for kind in _part_classes(history, cached))
 
 
 def native_calls_paired(
@@ -152,7 +154,7 @@ def native_calls_paired(
 def detect_native_calls_paired(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     from pydantic_ai.messages import ModelResponse
 
-    if not _any_native(history):
+    if not _any_native(history, cached=False):
         return []
     found: list[Problem] = []
     for index, message in enumerate(history):
@@ -205,7 +207,7 @@ def thinking_transfers(
     only); the foreign signature goes, and is reported."""
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
-    if not any(issubclass(kind, ThinkingPart) for kind in _response_part_classes(history)):
+    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history)):
         return history, []  # the cheap early exit: no thinking at all
     fixed: list[ModelMessage] | None = None
     changes: list[Change] = []

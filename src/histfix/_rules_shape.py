@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
@@ -72,9 +72,15 @@ RESULTS_FIRST_WORDING = {
     "mistral": "Unexpected role 'tool' after role 'user'",
 }
 ALTERNATION_WORDING = {
+    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
+    "response turn.",
     "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
     "alternates between user and assistant roles and try again.",
 }
+#: The APIs that get an empty assistant message for a response of native (server) tool parts only,
+#: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
+NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
+_NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
 
 #: The APIs each rule is for (the keys of its wording).
 STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
@@ -212,32 +218,32 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
             removed.append(preview(part.content))
             continue
         kept.append(part)
+    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(p.part_kind in _NATIVE_KINDS for p in kept):
+        # nothing here is sent to those APIs: the message would go out empty
+        removed.extend(
+            f"{p.part_kind} {p.tool_name}: {preview(getattr(p, 'content', getattr(p, 'args', None)))}"
+            for p in kept
+        )
+        kept = []
     return kept, removed
 
 
-def all_parts(history: Sequence[ModelMessage]) -> Iterator[Any]:
-    """Every part of every message, in order, chained at C speed (the rules' cheap early exits)."""
-    return itertools.chain.from_iterable([message.parts for message in history])
+def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cached: bool = True) -> bool:
+    """The cheap early exit: a message without parts, or a text part or user prompt that is blank
+    (the strings tested at C speed, multimodal prompts' strings too)."""
+    from ._profile_scan import scan
 
-
-def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget) -> bool:
-    """The cheap early exit: a message without parts, or a text part or user prompt that is blank.
-
-    Runs on every profile repair, so it collects the text parts' contents in one comprehension
-    and tests the strings at C speed.
-    """
-    from pydantic_ai.messages import TextPart, UserPromptPart
-
-    if not all(map(bool, [message.parts for message in history])):
+    found = scan(history, cached=cached)
+    if found.empty_message:
         return True
-    texts = {
-        kind for kind in set(map(type, all_parts(history))) if issubclass(kind, (TextPart, UserPromptPart))
-    }
-    contents = [part.content for part in all_parts(history) if type(part) in texts]
-    strings = [content for content in contents if type(content) is str]
-    if len(strings) != len(contents):  # multimodal prompts: their strings too
-        for content in contents:
-            if not isinstance(content, str):
+    if NATIVE_BLIND_APIS & set(target.apis) and any(
+        getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
+    ):
+        return True  # a response of native parts only may send nothing: the exact pass decides
+    strings = [content for content in found.text_contents if type(content) is str]
+    if len(strings) != len(found.text_contents):
+        for content in found.text_contents:
+            if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
     if "bedrock" in target.apis:
         return "" in map(str.strip, strings)
@@ -249,7 +255,8 @@ def no_empty_content(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic empty_text/empty_message, Bedrock whitespace_text/empty_content, Gemini empty_text/
     empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls: drop empty text and prompts,
-    then messages left without parts (an empty last request sends no user turn at all)."""
+    then messages left without parts (an empty last request sends no user turn at all: dropped
+    where Gemini is a target, which wants the last turn from the user; elsewhere it stays)."""
     from pydantic_ai.messages import ModelRequest
 
     if not _has_blank(history, target):
@@ -257,6 +264,7 @@ def no_empty_content(
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     dropped_message = False
+    ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
     for index, message in enumerate(history):
         if isinstance(message, ModelRequest):
             parts, removed = _request_without_blanks(message, target)
@@ -266,6 +274,9 @@ def no_empty_content(
             changes.append(
                 Change("dropped_empty", index, f"dropped an empty {message.kind} part", preview=content)
             )
+        if not parts and index == len(history) - 1 and isinstance(message, ModelRequest) and not ends_on_user:
+            fixed.append(message)  # an empty last request sends nothing: only Gemini needs it gone
+            continue
         if not parts:
             held = message.instructions if isinstance(message, ModelRequest) else None
             changes.append(
@@ -300,11 +311,14 @@ def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list
 def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target):
+    if not _has_blank(history, target, cached=False):
         return []
     found: list[Problem] = []
+    last = len(history) - 1
     for index, message in enumerate(history):
         if not message.parts:
+            if index == last and isinstance(message, ModelRequest) and "gemini" not in target.apis:
+                continue  # an empty last request sends nothing; only Gemini rejects the result
             found.append(
                 problem(
                     "empty_message",
@@ -363,8 +377,9 @@ def results_first(
 
     changes: list[Change] = []
     fixed: list[ModelMessage] | None = None
-    several = [index for index, size in enumerate(map(len, [m.parts for m in history])) if size > 1]
-    for index in several:  # a one-part request never has a result after another part
+    from ._profile_scan import scan
+
+    for index in scan(history).several_parts:  # a one-part request never has a late result
         message = history[index]
         if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
@@ -414,8 +429,10 @@ def alternating_roles(
     responses no provider produced) become one, the parts of both in order, the first's fields."""
     from pydantic_ai.messages import ModelResponse
 
-    if "response,response" not in ",".join([message.kind for message in history]):
-        return history, []  # the cheap early exit, at C speed
+    from ._profile_scan import scan
+
+    if not scan(history).consecutive_responses:
+        return history, []  # the cheap early exit
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     run: list[int] = []

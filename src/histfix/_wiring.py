@@ -1,8 +1,9 @@
 """Wiring histfix into an Agent so that every model request sees a repaired history.
 
 pydantic-ai 2.10+ repairs histories on the wire by itself; this gives 1.x and 2.0-2.9 the same,
-with one line that reads the same on every release. Importing this module does not import
-pydantic-ai; building the options does.
+with one line that reads the same on every release, and (with ``provider=``) the history the
+provider accepts, not only paired. Importing this module does not import pydantic-ai; building the
+options does.
 """
 
 from __future__ import annotations
@@ -14,8 +15,24 @@ from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models import Model
 
-__all__ = ["RepairProcessor", "agent_options", "process_history_class"]
+__all__ = ["AUTO", "RepairProcessor", "agent_options", "process_history_class"]
+
+#: ``provider=AUTO``: the profile of the model each run uses, read from the run context.
+AUTO = "auto"
+
+
+def _profile_of(model: Any) -> Any:
+    """``provider=`` for the run's model: the model itself, or None (the default repair) when no
+    profile is known for its class (a FunctionModel or TestModel, a custom Model)."""
+    from ._providers import resolve_provider
+
+    try:
+        resolve_provider(model)
+    except (TypeError, ValueError):
+        return None
+    return model
 
 
 class RepairProcessor:
@@ -23,7 +40,9 @@ class RepairProcessor:
 
     Use it through :func:`agent_options`, or hand it to ``history_processors=`` /
     ``ProcessHistory(...)`` yourself. pydantic-ai stores what a processor returns as the run's
-    history, so the stored history ends up repaired (and trimmed) too.
+    history, so the stored history ends up repaired (and trimmed) too. ``provider`` (what
+    :func:`histfix.repair` takes) repairs for that provider's profile; ``provider="auto"`` reads it
+    from the run's model, which only the processor :meth:`for_run_context` returns can see.
     """
 
     def __init__(
@@ -33,20 +52,36 @@ class RepairProcessor:
         max_tokens: int | None = None,
         count_tokens: Callable[[ModelMessage], int] = estimate_tokens,
         keep_system_prompt: bool = True,
+        provider: str | Model | None = None,
     ) -> None:
         for name, value in (("keep_last_turns", keep_last_turns), ("max_tokens", max_tokens)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive int or None, got {value!r}")
         if not callable(count_tokens):
             raise TypeError(f"count_tokens must be callable, got {type(count_tokens).__name__}")
+        if provider is not None and provider != AUTO:
+            from ._providers import resolve_provider
+
+            resolve_provider(provider)  # a bad name fails here, not at the first model request
         self.keep_last_turns = keep_last_turns
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
         self.keep_system_prompt = keep_system_prompt
+        self.provider = provider
 
     # pydantic-ai reads this annotation at run time to decide whether to pass a RunContext, so
     # it must resolve from this module's globals: hence ``list[Any]``.
     def __call__(self, messages: list[Any]) -> list[Any]:
+        if self.provider == AUTO:
+            raise ValueError(
+                "RepairProcessor(provider='auto') needs the run's model: hand pydantic-ai "
+                "processor.for_run_context() (histfix.agent_options(provider='auto') does)"
+            )
+        return self.process(messages, self.provider)
+
+    def process(self, messages: Sequence[ModelMessage], provider: object) -> list[ModelMessage]:
+        """Trim as configured, then repair for ``provider``: a name, None, or a model (its profile
+        if one is known for its class, else the default repair)."""
         from ._api import keep_last_turns, repair, trim_to_budget
 
         history: Sequence[ModelMessage] = messages
@@ -61,12 +96,20 @@ class RepairProcessor:
                 count_tokens=self.count_tokens,
                 keep_system_prompt=self.keep_system_prompt,
             )
-        return repair(history)
+        profile = provider if provider is None or isinstance(provider, str) else _profile_of(provider)
+        return repair(history, provider=profile)
+
+    def for_run_context(self) -> Callable[[Any, list[Any]], list[Any]]:
+        """This processor as one that takes the run context, and repairs for the run's model when
+        ``provider="auto"`` (imports pydantic-ai)."""
+        from ._wiring_auto import for_run_context
+
+        return for_run_context(self)
 
     def __repr__(self) -> str:
         return (
             f"RepairProcessor(keep_last_turns={self.keep_last_turns!r}, max_tokens={self.max_tokens!r}, "
-            f"keep_system_prompt={self.keep_system_prompt!r})"
+            f"keep_system_prompt={self.keep_system_prompt!r}, provider={self.provider!r})"
         )
 
 
@@ -77,6 +120,7 @@ def agent_options(
     count_tokens: Callable[[ModelMessage], int] = estimate_tokens,
     keep_system_prompt: bool = True,
     capabilities: Sequence[Any] = (),
+    provider: str | Model | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``Agent(...)`` that repair (and optionally trim) before every request.
 
@@ -84,17 +128,26 @@ def agent_options(
     release: it uses ``capabilities=[ProcessHistory(...)]`` where that exists (1.87.0+) and
     ``history_processors=[...]`` before, so no release warns. Pass your own capabilities through
     ``capabilities=``; histfix's processor runs after them.
+
+    ``provider="auto"`` repairs each request's history for the model the run uses (the run
+    context's model, as ``run(model=)`` or the agent sets it): one line that stays right when the
+    model changes, and for a ``FallbackModel`` a history all its models accept, whichever answers.
+    A model class with no known profile (``FunctionModel``, ``TestModel``) gets the default
+    repair. A provider name or a ``Model`` fixes the profile; ``None`` (the default) is the default
+    repair, as before.
     """
     processor = RepairProcessor(
         keep_last_turns=keep_last_turns,
         max_tokens=max_tokens,
         count_tokens=count_tokens,
         keep_system_prompt=keep_system_prompt,
+        provider=provider,
     )
+    step: Callable[..., list[Any]] = processor.for_run_context() if provider == AUTO else processor
     process_history = process_history_class()
     if process_history is not None:
-        return {"capabilities": [*capabilities, process_history(processor)]}
-    options: dict[str, Any] = {"history_processors": [processor]}
+        return {"capabilities": [*capabilities, process_history(step)]}
+    options: dict[str, Any] = {"history_processors": [step]}
     if capabilities:
         options["capabilities"] = list(capabilities)
     return options

@@ -8,9 +8,12 @@ from matrix_report import (
     PROVIDER_APIS,
     SCENARIOS,
     failure_lines,
+    profile_cell,
+    profile_section,
     provider_section,
     render,
     short,
+    sweep_profile_cell,
     sweep_section,
     why_failing,
     wiring_cell,
@@ -157,3 +160,82 @@ def test_provider_section_counts_and_names_what_still_fails_where() -> None:
 
 def test_provider_section_without_measurements_says_so() -> None:
     assert "Not measured." in provider_section(["1.0.0"], {"1.0.0": run()})
+
+
+def counts(accepted: int, measured: int, rejected: dict[str, str] | None = None) -> Any:
+    return {"measured": measured, "accepted": accepted, "not_accepted": rejected or {}}
+
+
+def profiled(
+    profile: Any, any_: Any, gen_profile: Any | None = None, gen_any: Any | None = None, refused: int = 0
+) -> Any:
+    """A record whose truth summary has the profile ways for openai-chat (the rest unavailable) and,
+    when given, the generated histories' counts."""
+    record = {**run(), "providers": providers(1, 2, {}, ["a", "b", "c"])}
+    record["providers"]["apis"]["openai-chat"].update({"profile": profile, "any": any_})
+    if gen_profile is not None:
+        apis: dict[str, Any] = {api: {"unavailable": "no SDK"} for api in PROVIDER_APIS}
+        apis["openai-chat"] = {"unavailable": None, "profile": gen_profile, "any": gen_any}
+        record["providers_generated"] = {
+            "sample": "default",
+            "histories": 36,
+            "refused": [str(n) for n in range(refused)],
+            "apis": apis,
+        }
+    return record
+
+
+def test_profile_cell_shows_both_ways_on_the_corpus_and_the_generated_histories() -> None:
+    record = profiled(counts(3, 3), counts(2, 3), counts(35, 35), counts(34, 35))
+    assert profile_cell(record, "openai-chat") == "3/3 \N{MIDDLE DOT} 2/3; gen 35/35 \N{MIDDLE DOT} 34/35"
+    assert profile_cell(record, "anthropic") == "unavailable"
+    corpus_only = profiled(counts(3, 3), counts(3, 3))
+    assert profile_cell(corpus_only, "openai-chat") == "3/3 \N{MIDDLE DOT} 3/3"
+
+
+def test_a_record_before_profiles_reads_not_measured() -> None:
+    old = {**run(), "providers": providers(1, 2, {}, ["a", "b", "c"])}  # no profile ways, no generated
+    assert profile_section(["1.0.0"], {"1.0.0": old})[-2] == "Not measured."
+    assert sweep_profile_cell(old) == "not measured"
+    assert sweep_profile_cell(run()) == "not measured"
+
+
+def test_profile_section_names_what_stops_a_profile_where() -> None:
+    stopped = {f"{n}": "rejected:openai-chat.y" for n in range(5)}
+    bad = profiled(
+        counts(2, 3, {"b": "rejected:openai-chat.x"}),
+        counts(1, 3, {"b": "rejected:openai-chat.x", "c": "raised:UserError"}),
+        counts(31, 36, stopped),
+        counts(36, 36),
+        refused=1,
+    )
+    good = profiled(counts(3, 3), counts(3, 3), counts(36, 36), counts(36, 36))
+    text = "\n".join(profile_section(["1.0.0", "2.0.0"], {"1.0.0": bad, "2.0.0": good}))
+    assert (
+        "| 1.0.0 | 3 | 36 (default, 1 refused) | 2/3 \N{MIDDLE DOT} 1/3; gen 31/36 \N{MIDDLE DOT} 36/36 |"
+        in text
+    )
+    assert "| 2.0.0 | 3 | 36 (default) | 3/3 \N{MIDDLE DOT} 3/3; gen 36/36 \N{MIDDLE DOT} 36/36 |" in text
+    assert "  - 1.0.0:" in text and "  - 2.0.0:" not in text
+    assert "    - `openai-chat.x`: b" in text  # both ways: no way named
+    assert "    - `UserError`: c (any)" in text
+    assert "    - `openai-chat.y`: 5 generated (seeds 0, 1, 2, \N{HORIZONTAL ELLIPSIS})" in text
+    assert "- **anthropic**: none" in text
+    assert "### Provider profiles" in render(["1.0.0"], {"1.0.0": bad}, None)
+
+
+def test_sweep_rows_show_the_profiles_and_fold_equal_ones() -> None:
+    good = profiled(counts(3, 3), counts(3, 3), counts(500, 500), counts(500, 500))
+    also_good = profiled(counts(3, 3), counts(3, 3), counts(499, 499), counts(499, 499))
+    bad = profiled(
+        counts(3, 3), counts(2, 3, {"b": "rejected:openai-chat.x"}), counts(500, 500), counts(500, 500)
+    )
+    assert sweep_profile_cell(good) == "all accepted (corpus + generated)"
+    assert sweep_profile_cell(bad) == "1 not accepted (corpus + generated): `openai-chat.x`"
+    lines = sweep_section(
+        {"releases": {"1.0.0": entry(good), "1.0.1": entry(also_good), "1.0.2": entry(bad)}}
+    )
+    rows = [line for line in lines if line.startswith("| 1.0")]
+    assert rows[0].startswith("| 1.0.0 \N{EN DASH} 1.0.1 | 2 |")
+    assert rows[0].endswith("| all accepted (corpus + generated) |")
+    assert rows[1].endswith("| 1 not accepted (corpus + generated): `openai-chat.x` |")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweep import discover_releases, pending, source_fingerprint, verdict
+import pytest
+
+from sweep import KEPT, discover_releases, pending, source_fingerprint, suite_env, verdict
 
 
 def test_discovers_final_releases_from_1_0_in_version_order() -> None:
@@ -50,3 +52,15 @@ def test_fingerprint_follows_source_and_suite_but_not_the_record(tmp_path: Path)
     assert second != first
     (tmp_path / "tests" / "data" / "dumps" / "1.0.0.json").write_text("[]")
     assert source_fingerprint(tmp_path) != second
+
+
+def test_each_release_sends_every_provider_history_and_keeps_the_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sweep's runs send the whole corpus and the generated cross product (profiles too), even
+    with a campaign's count in the environment, and the record keeps both summaries."""
+    monkeypatch.setenv("HISTFIX_PROVIDER_GENERATED", "10")
+    env = suite_env(100)
+    assert env["HISTFIX_PROVIDER_SAMPLE"] == "all" and env["HISTFIX_FUZZ_EXAMPLES"] == "100"
+    assert "HISTFIX_PROVIDER_GENERATED" not in env
+    assert {"providers", "providers_generated"} <= set(KEPT)
