@@ -46,12 +46,29 @@ def _load(raw: list[Json], size: int) -> History:
     return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw[:size]))
 
 
+#: ``--unique-ids``: every conversation of clean/sparse gets ids of its own, as providers issue them.
+#: The generator restarts at ``call1`` in each conversation, so by default ids repeat across
+#: conversations: harmless to the default repair, but damage for the profiles that need unique ids
+#: (Anthropic, Gemini, Bedrock, Mistral rename every reused call with its results).
+UNIQUE_IDS = False
+
+
+def _conversation(n: int) -> list[Json]:
+    chunk = random_conversation(n)
+    if UNIQUE_IDS:
+        for message in chunk:
+            for part in message["parts"]:
+                if "tool_call_id" in part:
+                    part["tool_call_id"] = f"{part['tool_call_id']}c{n}"
+    return chunk
+
+
 def clean(size: int) -> History:
     """Provider-valid conversations back to back: nothing to repair."""
     raw: list[Json] = []
     n = 0
     while len(raw) < size:
-        raw += random_conversation(n)
+        raw += _conversation(n)
         n += 1
     # cut after a final answer, so the cut itself leaves no dangling call
     while raw[size - 1]["kind"] != "response" or raw[size - 1]["parts"][0]["part_kind"] != "text":
@@ -65,7 +82,7 @@ def sparse(size: int, seed: int = 0) -> History:
     raw: list[Json] = []
     n = 0
     while len(raw) < size:
-        chunk = random_conversation(n)
+        chunk = _conversation(n)
         n += 1
         roll = rng.random()
         if roll < 0.1 and len(chunk) > 3:  # a crash lost one request of tool results
@@ -294,6 +311,11 @@ def main(argv: list[str]) -> None:
         action="store_true",
         help="time the provider profiles only (no floor/upstream table)",
     )
+    parser.add_argument(
+        "--unique-ids",
+        action="store_true",
+        help="clean/sparse: ids unique per conversation, as providers issue them (default: reused)",
+    )
     parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
@@ -302,12 +324,14 @@ def main(argv: list[str]) -> None:
         help="cpu: process CPU time (for a shared machine)",
     )
     args = parser.parse_args(argv)
-    global CLOCK  # one switch for the whole run, read by timed()
+    global CLOCK, UNIQUE_IDS  # switches for the whole run, read by timed() and the shapes
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    UNIQUE_IDS = args.unique_ids
     upstream = getattr(pai, "repair_messages", None)
     info = histfix.backend_info()
     print(
         f"pydantic-ai {info.version}, Python {platform.python_version()}, {platform.machine()}, {args.clock} clock"
+        + (", ids unique per conversation" if UNIQUE_IDS else "")
     )
     for shape in args.shapes.split(","):
         if not args.only_profiles:
