@@ -207,3 +207,18 @@ if __name__ == "__main__":  # regenerate the snapshot (on the newest release): p
         snapshot[case.name] = signature(histfix.check(load(case.history)))
     SNAPSHOT.write_text(json.dumps(snapshot, indent=1) + "\n")
     print(f"wrote {SNAPSHOT} ({len(snapshot)} cases)")
+
+
+@IN_MEMORY_RETRY_DEPRECATED
+def test_a_profile_starts_from_exactly_repairs_output_for_an_in_memory_toolless_retry() -> None:
+    """The one input where upstream 2.60+ and the walk differ: a profile still starts from repair(h).
+
+    The openai-responses profile changes nothing here (its only pass concerns thinking signatures),
+    so its output is the default repair's, part order included.
+    """
+    history = in_memory_toolless_retries(
+        load(CASES_BY_NAME["G3_toolless_retry_not_hoisted_in_merge"].history)
+    )
+    assert histfix.repair(history, provider="openai-responses") == histfix.repair(history)
+    report = histfix.repair_report(history, provider="openai-responses")
+    assert report.messages == histfix.repair(history)

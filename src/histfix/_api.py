@@ -187,20 +187,33 @@ def _profiled_report(
     from ._profile_run import run_profile
     from ._report import repair_with_changes
 
-    # Where upstream is current its output equals the walk's (tests/test_differential.py), so the
-    # walk that lists the changes is the repair too: running upstream as well doubled the cost.
-    rerun_upstream = backend == "upstream" and not _compat.UPSTREAM_REPAIR_IS_CURRENT
-
     def default_repair(current: Sequence[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
         noted, notes = _noted(current, orphans)
         report = repair_with_changes(noted, repair_last_response)
         repaired = report.messages
-        if rerun_upstream:
+        # Where upstream is current its output equals the walk's (tests/test_differential.py) on
+        # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
+        # then does upstream run too, so the profile starts from exactly what repair(h) returns.
+        if backend == "upstream" and (
+            not _compat.UPSTREAM_REPAIR_IS_CURRENT or _has_toolless_retry_prompt(noted)
+        ):
             repaired = _upstream_repair(noted, repair_last_response)
         return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
 
     messages, changes = run_profile(history, target, default_repair)
     return RepairReport(messages, tuple(changes))
+
+
+def _has_toolless_retry_prompt(history: Sequence[ModelMessage]) -> bool:
+    """Whether a request holds a ``RetryPromptPart`` without a ``tool_name`` (one scan of the parts)."""
+    from pydantic_ai.messages import ModelRequest, RetryPromptPart
+
+    return any(
+        type(part) is RetryPromptPart and part.tool_name is None
+        for message in history
+        if type(message) is ModelRequest
+        for part in message.parts
+    )
 
 
 def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
