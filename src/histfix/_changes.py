@@ -30,6 +30,8 @@ ChangeKind = Literal[
     "dropped_native",  # a profile dropped a native (server) tool call the API gets without its result
     "renamed_native_return",  # before 1.0.9: a native return renamed to the wire name the release sends
     "dropped_signature",  # a profile dropped a thinking signature the target cannot verify (text kept)
+    # issue 10, provider profiles (_rules_turns):
+    "dropped_unsent",  # a response none of whose parts the release sends (it would go out empty)
 ]
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "RETURN_HAS_OUTCOME",
     "RETURN_HAS_TOOL_KIND",
     "RUN_REPAIR_DICT_MATCHING",
+    "THINKING_SENT_SINCE",
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
@@ -37,6 +38,7 @@ __all__ = [
     "openai_prefix_api",
     "return_tool_kind_loads",
     "run_repair_adds_surplus_results",
+    "thinking_sent",
 ]
 
 # --- compared by version: the same name, different behaviour -----------------------------------------
@@ -62,6 +64,11 @@ NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
 #: synthesized result on every send (FIFO matching from 2.55.0). Gemini, Bedrock and Mistral count
 #: results per call turn and reject that request (measured on 2.10.0; issue 10, unique_call_ids).
 RUN_REPAIR_DICT_MATCHING = (Version("2.10.0"), Version("2.55.0"))
+
+#: OpenAIChatModel and GoogleModel send a ``ThinkingPart`` (as tagged text, a field, or a thought part)
+#: from 1.0.7 (the first pinned release that does; 1.0.1-1.0.6 not measured); 1.0.0 leaves it out, so a
+#: response of only thinking goes out empty there (issue 10, ``_rules_turns``).
+THINKING_SENT_SINCE = Version("1.0.7")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -142,6 +149,13 @@ def native_return_named_by_tool() -> bool:  # issue 10: the Anthropic profile's 
     from ._release import VERSION
 
     return VERSION is None or VERSION >= NATIVE_RETURN_NAMED_BY_TOOL_SINCE
+
+
+def thinking_sent() -> bool:  # issue 10: which responses go out empty (_rules_turns)
+    """Whether the installed OpenAI Chat and Gemini serializers send thinking (newest when unknown)."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= THINKING_SENT_SINCE
 
 
 def __getattr__(name: str) -> Any:

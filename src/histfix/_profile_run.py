@@ -39,14 +39,15 @@ def run_profile(
     if history and nothing_sendable(current):
         raise ValueError(
             f"nothing in this history can be sent to {target.name}: it holds only system prompts "
-            "(no prompt, result or response); add the user's prompt to it, or start the run with "
-            "the prompt and without this history"
+            "or tool-availability deltas (no prompt, result or response); add the user's prompt to it, "
+            "or start the run with the prompt and without this history"
         )
     return current, changes
 
 
 def nothing_sendable(history: Sequence[ModelMessage]) -> bool:
-    """Whether no message holds anything but system prompts (an empty list counts as nothing)."""
-    from pydantic_ai.messages import SystemPromptPart
+    """Whether no message holds anything but parts never sent as a turn: system prompts and
+    tool-availability deltas (an empty list counts as nothing)."""
+    from ._rules_turns import unsent_request_part
 
-    return all(isinstance(part, SystemPromptPart) for message in history for part in message.parts)
+    return all(unsent_request_part(part) for message in history for part in message.parts)

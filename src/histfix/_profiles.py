@@ -53,14 +53,21 @@ class ProfileRule:
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
     from ._rules_calls import call_rules
+    from ._rules_turns import turn_rules
 
+    shape = _shape_rules()
     return (
         # --- tool calls, ids and results (_rules_calls): before-stage renames, then results/args.
         *call_rules(),
         # --- shape, order, content and native parts (_rules_shape), after the calls/results rules.
         # Passes that remove parts run before no_empty_content (which drops what they empty);
         # starts_with_user after it (an emptied first request is gone); alternation last.
-        *_shape_rules(),
+        # Alternation last, after the turn rules (_rules_turns), which can make two responses neighbours.
+        *[rule for rule in shape if rule.name != "alternating_roles"],
+        # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
+        # never sends, a first request without a user turn, Gemini's function call position.
+        *turn_rules(),
+        *[rule for rule in shape if rule.name == "alternating_roles"],
     )
 
 

@@ -1,0 +1,482 @@
+"""Profile rules about turns the wire does not see (issue 10): parts a release never sends.
+
+Some parts never reach the provider as part of a turn: system prompts (a system field, or a
+system message), tool-availability deltas (2.23.0+: a system announcement or nothing), native
+(server) tool parts of another provider, and, before 1.0.7, thinking on OpenAI Chat and Gemini.
+A message made only of such parts goes out empty (OpenAI Chat ``content_or_tool_calls``, Gemini
+``empty_parts``/``empty_text``, Bedrock ``empty_content``), or not at all, which leaves its
+neighbours adjacent on the wire (Gemini ``function_call_turn_position``). These after-stage
+passes run after the shape rules; each is pure, returns the list it was given and no changes
+when nothing applies, and reports what it moves or drops with its content.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._changes import Change
+from ._problems import Problem
+from ._providers import ProviderTarget
+from ._rules_shape import STARTER_PROMPT, all_parts, preview, problem
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+    from ._profiles import ProfileRule
+
+__all__ = [
+    "detect_function_calls_follow_user",
+    "detect_opens_with_user_turn",
+    "detect_requests_send_something",
+    "detect_responses_send_something",
+    "function_calls_follow_user",
+    "opens_with_user_turn",
+    "requests_send_something",
+    "responses_send_something",
+    "turn_rules",
+    "unsent_request_part",
+]
+
+# --- the providers' own words (from tests/emulators/, which quote providers.md) ------------------------
+
+_GEMINI_EMPTY_TEXT = (
+    "Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again."
+)
+EMPTY_RESPONSE_WORDING = {
+    "openai-chat": "content or tool_calls must be set",
+    "gemini": "* GenerateContentRequest.contents[{n}].parts: contents.parts must not be empty.",
+    "bedrock": "The content field in the Message object at messages.{n} is empty. Add a ContentBlock object "
+    "to the content field and try again.",
+}
+EMPTY_REQUEST_WORDING = {"gemini": _GEMINI_EMPTY_TEXT}
+OPENING_WORDING = {
+    "anthropic": 'messages: first message must use the "user" role',
+    "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
+    "with a user message.",
+    "gemini": _GEMINI_EMPTY_TEXT,
+}
+CALL_POSITION_WORDING = {
+    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
+    "response turn.",
+}
+RESPONSES_APIS = frozenset(EMPTY_RESPONSE_WORDING)
+REQUESTS_APIS = frozenset(EMPTY_REQUEST_WORDING)
+OPENING_APIS = frozenset(OPENING_WORDING)
+CALL_POSITION_APIS = frozenset(CALL_POSITION_WORDING)
+
+#: The APIs whose serializers drop thinking on releases before ``_compat.THINKING_SENT_SINCE``.
+_THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
+
+
+# --- what is never sent -------------------------------------------------------------------------------
+
+
+def unsent_request_part(part: object) -> bool:
+    """A request part no release sends as part of a user turn: a system prompt, or a
+    tool-availability delta (rendered as a system announcement, or nothing)."""
+    from pydantic_ai.messages import SystemPromptPart
+
+    from . import _compat
+
+    delta = _compat.TOOL_AVAILABILITY_DELTA
+    return isinstance(part, SystemPromptPart) or (delta is not None and isinstance(part, delta))
+
+
+def _native(part: object) -> bool:
+    return getattr(part, "part_kind", "") in ("builtin-tool-call", "builtin-tool-return")
+
+
+def _unsent_response_part(part: object, api: str, thinking_sent: bool) -> bool:
+    """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
+    and Bedrock never send them; Gemini sends only Google's own), and thinking on OpenAI Chat and Gemini
+    before 1.0.7 (1.0.0 drops it; Bedrock sends it for Claude models)."""
+    from pydantic_ai.messages import ThinkingPart
+
+    if _native(part):
+        return not (api == "gemini" and getattr(part, "provider_name", None) == "google")
+    return isinstance(part, ThinkingPart) and not thinking_sent and api in _THINKING_DROPPED_BY
+
+
+def _thinking_sent() -> bool:
+    from . import _compat
+
+    return _compat.thinking_sent()
+
+
+def _unsent_response(message: ModelMessage, target: ProviderTarget, thinking_sent: bool) -> bool:
+    """A response with parts, none of which some target API's serializer sends."""
+    from pydantic_ai.messages import ModelResponse
+
+    if not isinstance(message, ModelResponse) or not message.parts:
+        return False
+    return any(
+        all(_unsent_response_part(part, api, thinking_sent) for part in message.parts)
+        for api in target.apis
+        if api in RESPONSES_APIS
+    )
+
+
+def _maybe_unsent(history: Sequence[ModelMessage]) -> bool:
+    """The cheap early exit: whether any part is native or thinking (one set of part classes)."""
+    from pydantic_ai.messages import ThinkingPart
+
+    return any(
+        issubclass(kind, ThinkingPart) or _native(kind) for kind in set(map(type, all_parts(history)))
+    )
+
+
+def _replace(message: Any, **changes: Any) -> Any:
+    return dataclasses.replace(message, **changes)
+
+
+def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+    """The default repair's merges for neighbours a drop made (so a re-run finds nothing to do)."""
+    from ._report import repair_with_changes
+
+    report = repair_with_changes(history, repair_last_response=False)
+    return (report.messages, list(report.changes)) if report.changes else (history, [])
+
+
+# --- responses_send_something -------------------------------------------------------------------------
+
+
+def responses_send_something(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content (1.0.0 sends a
+    response of only thinking or native parts as an empty assistant message): such a response joins
+    a response next to it (nothing lost: the one before it, else the one after), or, with no sent
+    response beside it, is dropped and reported."""
+    if not _maybe_unsent(history):
+        return history, []
+    thinking_sent = _thinking_sent()
+    unsent = [_unsent_response(message, target, thinking_sent) for message in history]
+    if not any(unsent):
+        return history, []
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    dropped = False
+    index = 0
+    while index < len(history):
+        if history[index].kind != "response":
+            fixed.append(history[index])
+            index += 1
+            continue
+        end = index
+        while end < len(history) and history[end].kind == "response":
+            end += 1
+        run = range(index, end)
+        anchors = [i for i in run if not unsent[i]]
+        if len(anchors) == len(run):
+            fixed.extend(history[index:end])
+        elif not anchors:
+            dropped = True
+            changes.extend(_dropped(i, history[i], target) for i in run)
+        else:
+            fixed.extend(_joined(history, run, anchors, changes))
+        index = end
+    if dropped:
+        fixed, found = _renormalized(fixed)
+        changes.extend(found)
+    return fixed, changes
+
+
+def _joined(
+    history: list[ModelMessage], run: range, anchors: list[int], changes: list[Change]
+) -> list[ModelMessage]:
+    """One response per anchor (a sent response) of the run, each unsent response's parts joined to
+    the anchor before it (or, before the first anchor, to the first), in the original part order."""
+    groups: dict[int, list[Any]] = {anchor: [] for anchor in anchors}
+    owner = anchors[0]
+    for i in run:
+        if i in groups:
+            owner = i
+        else:
+            changes.append(_merged(i, owner))
+        groups[owner].extend(history[i].parts)
+    return [
+        history[anchor] if len(parts) == len(history[anchor].parts) else _replace(history[anchor], parts=parts)
+        for anchor, parts in groups.items()
+    ]
+
+
+def _dropped(index: int, message: ModelMessage, target: ProviderTarget) -> Change:
+    return Change(
+        "dropped_unsent",
+        index,
+        f"dropped the response at messages[{index}]: none of its parts is sent to {target.name} by this "
+        "release (it would go out as an empty assistant message), and no response beside it can hold them",
+        preview=preview([_describe(part) for part in message.parts]),
+    )
+
+
+def _merged(index: int, into: int) -> Change:
+    return Change(
+        "merged_responses",
+        index,
+        f"merged the response at messages[{index}] into the response at messages[{into}]: none of its parts "
+        "is sent by this release, which would send it as an empty assistant message",
+        merged=tuple(sorted((index, into))),
+    )
+
+
+def _describe(part: object) -> str:
+    content = getattr(part, "content", None)
+    if content is None:
+        content = getattr(part, "args", None)
+    return f"{getattr(part, 'part_kind', type(part).__name__)}: {content!r}"
+
+
+def detect_responses_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    if not _maybe_unsent(history):
+        return []
+    thinking_sent = _thinking_sent()
+    return [
+        problem(
+            "empty_message",
+            EMPTY_RESPONSE_WORDING,
+            target,
+            at=index,
+            description="the response holds only parts this release does not send (thinking, native "
+            "tool parts): the provider gets an empty assistant message",
+            n=index,
+        )
+        for index, message in enumerate(history)
+        if _unsent_response(message, target, thinking_sent)
+    ]
+
+
+# --- requests_send_something --------------------------------------------------------------------------
+
+
+def _unsent_request(message: ModelMessage) -> bool:
+    from pydantic_ai.messages import ModelRequest
+
+    return isinstance(message, ModelRequest) and bool(message.parts) and all(map(unsent_request_part, message.parts))
+
+
+def _first_user_turn(history: Sequence[ModelMessage]) -> int | None:
+    """The index of the first request that sends something (None: there is none)."""
+    for index, message in enumerate(history):
+        if not _unsent_request(message) and message.kind == "request" and message.parts:
+            return index
+    return None
+
+
+def requests_send_something(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Gemini empty_text (GoogleModel sends a request of only system prompts or tool-availability deltas
+    as a user turn of one empty text): after the first user turn, such a request's parts join the
+    request before it (system prompts are collected in order, so the wire's system text is the same),
+    and the request goes; the responses around it are then adjacent, as they are on the wire."""
+    first = _first_user_turn(history)
+    if first is None or not any(_unsent_request(message) for message in history[first + 1 :]):
+        return history, []
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    last_request: int | None = None  # in fixed
+    for index, message in enumerate(history):
+        if index > first and _unsent_request(message) and last_request is not None:
+            earlier = fixed[last_request]
+            fixed[last_request] = _replace(earlier, parts=[*earlier.parts, *message.parts])
+            held = getattr(message, "instructions", None)
+            changes.append(
+                Change(
+                    "moved_parts",
+                    index,
+                    f"moved the system prompts of messages[{index}] (a request with nothing else, sent as an "
+                    "empty user turn) to the end of the request before it",
+                    preview=f"instructions: {preview(held)}" if held else None,
+                )
+            )
+            continue
+        if message.kind == "request":
+            last_request = len(fixed)
+        fixed.append(message)
+    return fixed, changes
+
+
+def detect_requests_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    first = _first_user_turn(history)
+    if first is None:
+        return []
+    return [
+        problem(
+            "empty_message",
+            EMPTY_REQUEST_WORDING,
+            target,
+            at=index,
+            description="the request holds only system prompts or tool-availability deltas: the provider "
+            "gets an empty user turn",
+        )
+        for index, message in enumerate(history)
+        if index > first and _unsent_request(message)
+    ]
+
+
+# --- opens_with_user_turn -----------------------------------------------------------------------------
+
+
+def _opening(history: Sequence[ModelMessage]) -> int | None:
+    """The index of the request that should get the starter prompt: the last of the leading requests
+    that send nothing (system prompts, deltas), when a response follows them and some is a delta
+    (starts_with_user covers system prompts alone)."""
+    from pydantic_ai.messages import SystemPromptPart
+
+    index = 0
+    while index < len(history) and _unsent_request(history[index]):
+        index += 1
+    if index == 0 or index >= len(history) or history[index].kind != "response":
+        return None
+    leading = list(all_parts(history[:index]))
+    if all(isinstance(part, SystemPromptPart) for part in leading):
+        return None
+    return index - 1
+
+
+def opens_with_user_turn(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic first_message_user, Bedrock start_with_user, Gemini empty_text: a first request of
+    system prompts and tool-availability deltas sends no user turn, so the first turn on the wire is
+    the model's: :data:`STARTER_PROMPT` joins that request (as starts_with_user does for system prompts)."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+
+    at = _opening(history)
+    if at is None:
+        return history, []
+    request = history[at]
+    response = history[at + 1]
+    assert isinstance(request, ModelRequest) and isinstance(response, ModelResponse)
+    prompt = UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
+    fixed = [*history[:at], _replace(request, parts=[*request.parts, prompt]), *history[at + 1 :]]
+    description = (
+        "the history's first request holds only system prompts and tool-availability deltas (no user turn "
+        f"on the wire): put the fixed prompt {STARTER_PROMPT!r} in it"
+    )
+    return fixed, [Change("inserted_prompt", at, description)]
+
+
+def detect_opens_with_user_turn(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    at = _opening(history)
+    if at is None:
+        return []
+    return [
+        problem(
+            "starts_with_response",
+            OPENING_WORDING,
+            target,
+            at=at + 1,
+            description="the first request sends no user turn (system prompts and tool-availability deltas "
+            "only): the model's response comes first on the wire",
+        )
+    ]
+
+
+# --- function_calls_follow_user -----------------------------------------------------------------------
+
+
+def _call_after_response(a: ModelMessage, b: ModelMessage) -> bool:
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    return (
+        isinstance(a, ModelResponse)
+        and isinstance(b, ModelResponse)
+        and any(isinstance(part, ToolCallPart) for part in b.parts)
+    )
+
+
+def function_calls_follow_user(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Gemini function_call_turn_position (verified): a model turn with function calls must follow a
+    user turn or a function response turn; a response with calls right after another response joins
+    it (its parts after the first's; consecutive responses without calls are accepted and stay)."""
+    if "response,response" not in ",".join([message.kind for message in history]):
+        return history, []  # the cheap early exit, at C speed
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    for index, message in enumerate(history):
+        if fixed and _call_after_response(fixed[-1], message):
+            fixed[-1] = _replace(fixed[-1], parts=[*fixed[-1].parts, *message.parts])
+            changes.append(
+                Change(
+                    "merged_responses",
+                    index,
+                    f"merged the response at messages[{index}], which holds tool calls, into the response "
+                    "before it (Gemini wants a function call turn right after a user turn)",
+                    merged=(index - 1, index),
+                )
+            )
+            continue
+        fixed.append(message)
+    return (fixed, changes) if changes else (history, [])
+
+
+def detect_function_calls_follow_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    return [
+        problem(
+            "consecutive_responses",
+            CALL_POSITION_WORDING,
+            target,
+            at=index + 1,
+            description="a response with tool calls right after another response: Gemini wants a function "
+            "call turn right after a user turn",
+        )
+        for index, (a, b) in enumerate(itertools.pairwise(history))
+        if _call_after_response(a, b)
+    ]
+
+
+# --- registration -------------------------------------------------------------------------------------
+
+
+def turn_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules in pass order: unsent requests, then responses (either can make two responses
+    neighbours), then the opening turn, then Gemini's call position (after every merge)."""
+    from ._profiles import ProfileRule
+
+    return (
+        ProfileRule(
+            "requests_send_something",
+            REQUESTS_APIS,
+            "Gemini empty_text: GoogleModel sends a request of only system prompts/deltas as an empty user text",
+            "after",
+            requests_send_something,
+            detect_requests_send_something,
+            EMPTY_REQUEST_WORDING,
+        ),
+        ProfileRule(
+            "responses_send_something",
+            RESPONSES_APIS,
+            "OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content: a response of only "
+            "parts the release does not send (native parts; thinking before 1.0.7) goes out empty",
+            "after",
+            responses_send_something,
+            detect_responses_send_something,
+            EMPTY_RESPONSE_WORDING,
+        ),
+        ProfileRule(
+            "opens_with_user_turn",
+            OPENING_APIS,
+            "Anthropic first_message_user, Bedrock start_with_user, Gemini: a first request of system prompts "
+            "and tool-availability deltas sends no user turn",
+            "after",
+            opens_with_user_turn,
+            detect_opens_with_user_turn,
+            OPENING_WORDING,
+        ),
+        ProfileRule(
+            "function_calls_follow_user",
+            CALL_POSITION_APIS,
+            "Gemini function_call_turn_position (verified): a function call turn follows a user turn",
+            "after",
+            function_calls_follow_user,
+            detect_function_calls_follow_user,
+            CALL_POSITION_WORDING,
+        ),
+    )
