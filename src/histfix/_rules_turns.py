@@ -42,9 +42,7 @@ __all__ = [
 
 # --- the providers' own words (from tests/emulators/, which quote providers.md) ------------------------
 
-_GEMINI_EMPTY_TEXT = (
-    "Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again."
-)
+_GEMINI_EMPTY_TEXT = "Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again."
 EMPTY_RESPONSE_WORDING = {
     "openai-chat": "content or tool_calls must be set",
     "gemini": "* GenerateContentRequest.contents[{n}].parts: contents.parts must not be empty.",
@@ -123,9 +121,7 @@ def _maybe_unsent(history: Sequence[ModelMessage]) -> bool:
     """The cheap early exit: whether any part is native or thinking (one set of part classes)."""
     from pydantic_ai.messages import ThinkingPart
 
-    return any(
-        issubclass(kind, ThinkingPart) or _native(kind) for kind in set(map(type, all_parts(history)))
-    )
+    return any(issubclass(kind, ThinkingPart) or _native(kind) for kind in set(map(type, all_parts(history))))
 
 
 def _replace(message: Any, **changes: Any) -> Any:
@@ -198,7 +194,9 @@ def _joined(
             changes.append(_merged(i, owner))
         groups[owner].extend(history[i].parts)
     return [
-        history[anchor] if len(parts) == len(history[anchor].parts) else _replace(history[anchor], parts=parts)
+        history[anchor]
+        if len(parts) == len(history[anchor].parts)
+        else _replace(history[anchor], parts=parts)
         for anchor, parts in groups.items()
     ]
 
@@ -255,7 +253,11 @@ def detect_responses_send_something(history: Sequence[ModelMessage], target: Pro
 def _unsent_request(message: ModelMessage) -> bool:
     from pydantic_ai.messages import ModelRequest
 
-    return isinstance(message, ModelRequest) and bool(message.parts) and all(map(unsent_request_part, message.parts))
+    return (
+        isinstance(message, ModelRequest)
+        and bool(message.parts)
+        and all(map(unsent_request_part, message.parts))
+    )
 
 
 def _first_user_turn(history: Sequence[ModelMessage]) -> int | None:
@@ -394,30 +396,48 @@ def function_calls_follow_user(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Gemini function_call_turn_position (verified): a model turn with function calls must follow a
-    user turn or a function response turn; a response with calls right after another response joins
-    it (its parts after the first's; consecutive responses without calls are accepted and stay)."""
+    user turn or a function response turn; in a run of responses, the ones up to the last that holds
+    calls join the first (their parts in order; responses without calls after it stay: Gemini accepts
+    consecutive model turns without calls)."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
     if "response,response" not in ",".join([message.kind for message in history]):
         return history, []  # the cheap early exit, at C speed
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
-    for index, message in enumerate(history):
-        if fixed and _call_after_response(fixed[-1], message):
-            fixed[-1] = _replace(fixed[-1], parts=[*fixed[-1].parts, *message.parts])
-            changes.append(
-                Change(
-                    "merged_responses",
-                    index,
-                    f"merged the response at messages[{index}], which holds tool calls, into the response "
-                    "before it (Gemini wants a function call turn right after a user turn)",
-                    merged=(index - 1, index),
-                )
-            )
+    index = 0
+    while index < len(history):
+        end = index
+        while end < len(history) and isinstance(history[end], ModelResponse):
+            end += 1
+        with_calls = [
+            i
+            for i in range(index + 1, end)
+            if any(isinstance(part, ToolCallPart) for part in history[i].parts)
+        ]
+        if not with_calls:
+            fixed.extend(history[index : max(end, index + 1)])
+            index = max(end, index + 1)
             continue
-        fixed.append(message)
+        last = with_calls[-1]
+        parts = [part for message in history[index : last + 1] for part in message.parts]
+        fixed.append(_replace(history[index], parts=parts))
+        changes.append(
+            Change(
+                "merged_responses",
+                index,
+                f"merged {last + 1 - index} consecutive responses into one (Gemini wants a function call turn "
+                "right after a user turn or a function response turn)",
+                merged=tuple(range(index, last + 1)),
+            )
+        )
+        index = last + 1
     return (fixed, changes) if changes else (history, [])
 
 
-def detect_function_calls_follow_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_function_calls_follow_user(
+    history: Sequence[ModelMessage], target: ProviderTarget
+) -> list[Problem]:
     return [
         problem(
             "consecutive_responses",
