@@ -61,8 +61,8 @@ def _registered() -> tuple[ProfileRule, ...]:
         *call_rules(),
         # --- shape, order, content and native parts (_rules_shape), after the calls/results rules.
         # Passes that remove parts run before no_empty_content (which drops what they empty);
-        # starts_with_user after it (an emptied first request is gone); alternation last.
-        # Alternation last, after the turn rules (_rules_turns), which can make two responses neighbours.
+        # starts_with_user after it (an emptied first request is gone); alternation last, after the
+        # turn rules (_rules_turns), which can make two responses neighbours.
         *[rule for rule in shape if rule.name != "alternating_roles"],
         # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
         # never sends, a first request without a user turn, Gemini's function call position.
