@@ -140,6 +140,27 @@ def test_a_later_request_of_system_prompts_joins_the_request_before_it_on_gemini
     assert "moved_parts" not in kinds(histfix.repair_report(load(LATE_SYSTEM), provider="anthropic"))
 
 
+def test_a_later_request_of_system_prompts_goes_on_bedrock_and_the_responses_merge() -> None:
+    """BedrockConverseModel sends no user message for it: the responses around it would meet."""
+    report = histfix.repair_report(load(LATE_SYSTEM), provider="bedrock")
+    assert shape(report.messages) == [
+        ["user-prompt", "system-prompt"],
+        ["text", "tool-call"],
+        ["tool-return"],
+    ]
+    assert kinds(report) == ["moved_parts", "merged_responses"]
+
+
+def test_a_leading_request_of_system_prompts_joins_the_first_user_turn_on_gemini() -> None:
+    """Kept apart (the default repair does not merge a request the profile left), 1.0.0 sends it as
+    an empty user text; its system prompts go to the start of the first user turn."""
+    history = load([req(system("sys"), instructions="be verbose"), req(user("q")), real(text("a"), at=2)])
+    fixed, changes = turns.requests_send_something(history, resolve_provider("gemini"))
+    assert shape(fixed) == [["system-prompt", "user-prompt"], ["text"]]
+    assert changes[0].kind == "moved_parts" and "be verbose" in str(changes[0])
+    assert turns.requests_send_something(fixed, resolve_provider("gemini")) == (fixed, [])
+
+
 def test_a_leading_request_of_system_prompts_is_left_to_starts_with_user() -> None:
     history = load([req(system("sys")), req(user("q")), real(text("a"), at=2)])
     fixed = histfix.repair(history, provider="gemini")

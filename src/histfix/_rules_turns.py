@@ -49,7 +49,12 @@ EMPTY_RESPONSE_WORDING = {
     "bedrock": "The content field in the Message object at messages.{n} is empty. Add a ContentBlock object "
     "to the content field and try again.",
 }
-EMPTY_REQUEST_WORDING = {"gemini": _GEMINI_EMPTY_TEXT}
+EMPTY_REQUEST_WORDING = {
+    "gemini": _GEMINI_EMPTY_TEXT,
+    # BedrockConverseModel sends no user message for it: the responses around it meet
+    "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
+    "alternates between user and assistant roles and try again.",
+}
 OPENING_WORDING = {
     "anthropic": 'messages: first message must use the "user" role',
     "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
@@ -268,34 +273,59 @@ def _first_user_turn(history: Sequence[ModelMessage]) -> int | None:
     return None
 
 
+def _misplaced_requests(history: Sequence[ModelMessage]) -> tuple[int | None, list[int]]:
+    """The first user turn and the requests of only unsent parts that Gemini would send as empty user
+    turns: every one after it, and the leading ones before it when no response comes first (with a
+    response first, starts_with_user puts the starter prompt in them)."""
+    first = _first_user_turn(history)
+    if first is None:
+        return None, []
+    found = [index for index in range(first + 1, len(history)) if _unsent_request(history[index])]
+    if all(message.kind == "request" for message in history[:first]):
+        found = [index for index in range(first) if _unsent_request(history[index])] + found
+    return first, found
+
+
 def requests_send_something(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Gemini empty_text (GoogleModel sends a request of only system prompts or tool-availability deltas
-    as a user turn of one empty text): after the first user turn, such a request's parts join the
-    request before it (system prompts are collected in order, so the wire's system text is the same),
-    and the request goes; the responses around it are then adjacent, as they are on the wire."""
-    first = _first_user_turn(history)
-    if first is None or not any(_unsent_request(message) for message in history[first + 1 :]):
+    as a user turn of one empty text) and Bedrock alternate_roles (BedrockConverseModel sends no user
+    message for it, so the responses around it meet; alternating_roles then merges them): such a request's parts join the request before it (before the
+    first user turn: the start of that turn), and the request goes. System prompts are collected in
+    order, so the wire's system text is the same; the responses around it are then adjacent, as they
+    are on the wire."""
+    first, misplaced = _misplaced_requests(history)
+    if first is None or not misplaced:
         return history, []
+    gone = set(misplaced)
+    leading = [part for index in misplaced if index < first for part in history[index].parts]
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     last_request: int | None = None  # in fixed
     for index, message in enumerate(history):
-        if index > first and _unsent_request(message) and last_request is not None:
-            earlier = fixed[last_request]
-            fixed[last_request] = _replace(earlier, parts=[*earlier.parts, *message.parts])
+        if index in gone:
             held = getattr(message, "instructions", None)
+            where = (
+                "to the start of the first user turn"
+                if index < first
+                else "to the end of the request before it"
+            )
             changes.append(
                 Change(
                     "moved_parts",
                     index,
                     f"moved the system prompts of messages[{index}] (a request with nothing else, sent as an "
-                    "empty user turn) to the end of the request before it",
+                    f"empty user turn) {where}",
                     preview=f"instructions: {preview(held)}" if held else None,
                 )
             )
+            if index > first and last_request is not None:
+                earlier = fixed[last_request]
+                fixed[last_request] = _replace(earlier, parts=[*earlier.parts, *message.parts])
             continue
+        if index == first and leading:
+            message = _replace(message, parts=[*leading, *message.parts])  # noqa: PLW2901
         if message.kind == "request":
             last_request = len(fixed)
         fixed.append(message)
@@ -303,9 +333,7 @@ def requests_send_something(
 
 
 def detect_requests_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    first = _first_user_turn(history)
-    if first is None:
-        return []
+    _, misplaced = _misplaced_requests(history)
     return [
         problem(
             "empty_message",
@@ -315,8 +343,7 @@ def detect_requests_send_something(history: Sequence[ModelMessage], target: Prov
             description="the request holds only system prompts or tool-availability deltas: the provider "
             "gets an empty user turn",
         )
-        for index, message in enumerate(history)
-        if index > first and _unsent_request(message)
+        for index in misplaced
     ]
 
 
@@ -464,7 +491,8 @@ def turn_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "requests_send_something",
             REQUESTS_APIS,
-            "Gemini empty_text: GoogleModel sends a request of only system prompts/deltas as an empty user text",
+            "Gemini empty_text: GoogleModel sends a request of only system prompts/deltas as an empty user text; "
+            "Bedrock alternate_roles: BedrockConverseModel sends none, so the responses around it meet",
             "after",
             requests_send_something,
             detect_requests_send_something,
