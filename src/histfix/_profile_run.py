@@ -48,6 +48,6 @@ def run_profile(
 def nothing_sendable(history: Sequence[ModelMessage]) -> bool:
     """Whether no message holds anything but parts never sent as a turn: system prompts and
     tool-availability deltas (an empty list counts as nothing)."""
-    from ._rules_turns import unsent_request_part
+    from ._rules_turns import only_unsent_request_parts
 
-    return all(unsent_request_part(part) for message in history for part in message.parts)
+    return only_unsent_request_parts(history)

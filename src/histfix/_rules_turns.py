@@ -33,6 +33,7 @@ __all__ = [
     "detect_requests_send_something",
     "detect_responses_send_something",
     "function_calls_follow_user",
+    "only_unsent_request_parts",
     "opens_with_user_turn",
     "requests_send_something",
     "responses_send_something",
@@ -77,15 +78,30 @@ _THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
 # --- what is never sent -------------------------------------------------------------------------------
 
 
-def unsent_request_part(part: object) -> bool:
-    """A request part no release sends as part of a user turn: a system prompt, or a
+def _unsent_request_class(kind: type) -> bool:
+    """A request part class no release sends as part of a user turn: a system prompt, or a
     tool-availability delta (rendered as a system announcement, or nothing)."""
     from pydantic_ai.messages import SystemPromptPart
 
     from . import _compat
 
     delta = _compat.TOOL_AVAILABILITY_DELTA
-    return isinstance(part, SystemPromptPart) or (delta is not None and isinstance(part, delta))
+    return issubclass(kind, SystemPromptPart) or (delta is not None and issubclass(kind, delta))
+
+
+def unsent_request_part(part: object) -> bool:
+    """Whether ``part`` is a system prompt or a tool-availability delta (never sent as a user turn)."""
+    return _unsent_request_class(type(part))
+
+
+def only_unsent_request_parts(history: Sequence[ModelMessage]) -> bool:
+    """Whether every part is a system prompt or a tool-availability delta (one set of part classes)."""
+    return all(map(_unsent_request_class, set(map(type, all_parts(history)))))
+
+
+def _unsent_request_classes(history: Sequence[ModelMessage]) -> frozenset[type]:
+    """The history's request part classes that are never sent as a user turn (the cheap early exit)."""
+    return frozenset(filter(_unsent_request_class, set(map(type, all_parts(history)))))
 
 
 def _native(part: object) -> bool:
@@ -109,24 +125,33 @@ def _thinking_sent() -> bool:
     return _compat.thinking_sent()
 
 
-def _unsent_response(message: ModelMessage, target: ProviderTarget, thinking_sent: bool) -> bool:
-    """A response with parts, none of which some target API's serializer sends."""
-    from pydantic_ai.messages import ModelResponse
-
-    if not isinstance(message, ModelResponse) or not message.parts:
+def _unsent_response(
+    message: ModelMessage, target: ProviderTarget, thinking_sent: bool, maybe: frozenset[type]
+) -> bool:
+    """A response with parts, none of which some target API's serializer sends (``maybe``: the classes
+    that can be unsent, a cheap first test on every response)."""
+    parts = message.parts
+    if message.kind != "response" or not parts or type(parts[0]) not in maybe:
+        return False
+    if not all(type(part) in maybe for part in parts):
         return False
     return any(
-        all(_unsent_response_part(part, api, thinking_sent) for part in message.parts)
+        all(_unsent_response_part(part, api, thinking_sent) for part in parts)
         for api in target.apis
         if api in RESPONSES_APIS
     )
 
 
-def _maybe_unsent(history: Sequence[ModelMessage]) -> bool:
-    """The cheap early exit: whether any part is native or thinking (one set of part classes)."""
+def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool) -> frozenset[type]:
+    """The cheap early exit: the history's part classes a response may hold unsent (native parts; thinking
+    where the release drops it), from one set of part classes."""
     from pydantic_ai.messages import ThinkingPart
 
-    return any(issubclass(kind, ThinkingPart) or _native(kind) for kind in set(map(type, all_parts(history))))
+    return frozenset(
+        kind
+        for kind in set(map(type, all_parts(history)))
+        if _native(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
+    )
 
 
 def _replace(message: Any, **changes: Any) -> Any:
@@ -151,10 +176,11 @@ def responses_send_something(
     response of only thinking or native parts as an empty assistant message): such a response joins
     a response next to it (nothing lost: the one before it, else the one after), or, with no sent
     response beside it, is dropped and reported."""
-    if not _maybe_unsent(history):
-        return history, []
     thinking_sent = _thinking_sent()
-    unsent = [_unsent_response(message, target, thinking_sent) for message in history]
+    maybe = _maybe_unsent(history, thinking_sent)
+    if not maybe:
+        return history, []
+    unsent = [_unsent_response(message, target, thinking_sent, maybe) for message in history]
     if not any(unsent):
         return history, []
     fixed: list[ModelMessage] = []
@@ -234,9 +260,10 @@ def _describe(part: object) -> str:
 
 
 def detect_responses_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    if not _maybe_unsent(history):
-        return []
     thinking_sent = _thinking_sent()
+    maybe = _maybe_unsent(history, thinking_sent)
+    if not maybe:
+        return []
     return [
         problem(
             "empty_message",
@@ -248,41 +275,46 @@ def detect_responses_send_something(history: Sequence[ModelMessage], target: Pro
             n=index,
         )
         for index, message in enumerate(history)
-        if _unsent_response(message, target, thinking_sent)
+        if _unsent_response(message, target, thinking_sent, maybe)
     ]
 
 
 # --- requests_send_something --------------------------------------------------------------------------
 
 
-def _unsent_request(message: ModelMessage) -> bool:
-    from pydantic_ai.messages import ModelRequest
-
+def _unsent_request(message: ModelMessage, classes: frozenset[type]) -> bool:
+    """A request with parts, every one of ``classes`` (the first part tested first: the cheap case)."""
+    parts = message.parts
     return (
-        isinstance(message, ModelRequest)
-        and bool(message.parts)
-        and all(map(unsent_request_part, message.parts))
+        message.kind == "request"
+        and bool(parts)
+        and type(parts[0]) in classes
+        and all(type(part) in classes for part in parts)
     )
 
 
-def _first_user_turn(history: Sequence[ModelMessage]) -> int | None:
-    """The index of the first request that sends something (None: there is none)."""
-    for index, message in enumerate(history):
-        if not _unsent_request(message) and message.kind == "request" and message.parts:
-            return index
-    return None
-
-
 def _misplaced_requests(history: Sequence[ModelMessage]) -> tuple[int | None, list[int]]:
-    """The first user turn and the requests of only unsent parts that Gemini would send as empty user
-    turns: every one after it, and the leading ones before it when no response comes first (with a
-    response first, starts_with_user puts the starter prompt in them)."""
-    first = _first_user_turn(history)
+    """The first user turn (the first request that sends something) and the requests of only unsent
+    parts that Gemini would send as empty user turns: every one after it, and the leading ones before it
+    when no response comes first (with a response first, starts_with_user puts the starter prompt in
+    them)."""
+    classes = _unsent_request_classes(history)
+    if not classes:
+        return None, []
+    parts_of = [message.parts for message in history]
+    candidates = [index for index, parts in enumerate(parts_of) if parts and type(parts[0]) in classes]
+    unsent = [index for index in candidates if _unsent_request(history[index], classes)]
+    if not unsent:
+        return None, []
+    gone = set(unsent)
+    first = next(
+        (i for i, m in enumerate(history) if m.kind == "request" and m.parts and i not in gone), None
+    )
     if first is None:
         return None, []
-    found = [index for index in range(first + 1, len(history)) if _unsent_request(history[index])]
+    found = [index for index in unsent if index > first]
     if all(message.kind == "request" for message in history[:first]):
-        found = [index for index in range(first) if _unsent_request(history[index])] + found
+        found = [index for index in unsent if index < first] + found
     return first, found
 
 
@@ -356,8 +388,13 @@ def _opening(history: Sequence[ModelMessage]) -> int | None:
     (starts_with_user covers system prompts alone)."""
     from pydantic_ai.messages import SystemPromptPart
 
-    index = 0
-    while index < len(history) and _unsent_request(history[index]):
+    index = 0  # the leading requests are few: each is tested part by part
+    while (
+        index < len(history)
+        and history[index].kind == "request"
+        and history[index].parts
+        and all(map(unsent_request_part, history[index].parts))
+    ):
         index += 1
     if index == 0 or index >= len(history) or history[index].kind != "response":
         return None
