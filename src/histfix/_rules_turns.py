@@ -5,8 +5,9 @@ system message), tool-availability deltas (2.23.0+: a system announcement or not
 (server) tool parts of another provider, and, before 1.0.7, thinking on OpenAI Chat and Gemini.
 A message made only of such parts goes out empty (OpenAI Chat ``content_or_tool_calls``, Gemini
 ``empty_parts``/``empty_text``, Bedrock ``empty_content``), or not at all, which leaves its
-neighbours adjacent on the wire (Gemini ``function_call_turn_position``). These after-stage
-passes run after the shape rules; each is pure, returns the list it was given and no changes
+neighbours adjacent on the wire (Bedrock ``alternate_roles``, Gemini ``function_call_turn_position``: the
+alternating_roles pass, after these, merges them). These after-stage passes run after the other shape
+rules; each is pure, returns the list it was given and no changes
 when nothing applies, and reports what it moves or drops with its content.
 """
 
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
 from ._problems import Problem
 from ._providers import ProviderTarget
-from ._rules_shape import STARTER_PROMPT, all_parts, preview, problem
+from ._rules_shape import STARTER_PROMPT, preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -28,11 +29,9 @@ if TYPE_CHECKING:
     from ._profiles import ProfileRule
 
 __all__ = [
-    "detect_function_calls_follow_user",
     "detect_opens_with_user_turn",
     "detect_requests_send_something",
     "detect_responses_send_something",
-    "function_calls_follow_user",
     "only_unsent_request_parts",
     "opens_with_user_turn",
     "requests_send_something",
@@ -62,17 +61,17 @@ OPENING_WORDING = {
     "with a user message.",
     "gemini": _GEMINI_EMPTY_TEXT,
 }
-CALL_POSITION_WORDING = {
-    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
-    "response turn.",
-}
 RESPONSES_APIS = frozenset(EMPTY_RESPONSE_WORDING)
 REQUESTS_APIS = frozenset(EMPTY_REQUEST_WORDING)
 OPENING_APIS = frozenset(OPENING_WORDING)
-CALL_POSITION_APIS = frozenset(CALL_POSITION_WORDING)
 
 #: The APIs whose serializers drop thinking on releases before ``_compat.THINKING_SENT_SINCE``.
 _THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
+
+
+def all_parts(history: Sequence[ModelMessage]) -> Iterator[Any]:
+    """Every part of every message, in order, chained at C speed (the cheap early exits)."""
+    return itertools.chain.from_iterable([message.parts for message in history])
 
 
 # --- what is never sent -------------------------------------------------------------------------------
@@ -443,85 +442,12 @@ def detect_opens_with_user_turn(history: Sequence[ModelMessage], target: Provide
     ]
 
 
-# --- function_calls_follow_user -----------------------------------------------------------------------
-
-
-def _call_after_response(a: ModelMessage, b: ModelMessage) -> bool:
-    from pydantic_ai.messages import ModelResponse, ToolCallPart
-
-    return (
-        isinstance(a, ModelResponse)
-        and isinstance(b, ModelResponse)
-        and any(isinstance(part, ToolCallPart) for part in b.parts)
-    )
-
-
-def function_calls_follow_user(
-    history: list[ModelMessage], target: ProviderTarget
-) -> tuple[list[ModelMessage], list[Change]]:
-    """Gemini function_call_turn_position (verified): a model turn with function calls must follow a
-    user turn or a function response turn; in a run of responses, the ones up to the last that holds
-    calls join the first (their parts in order; responses without calls after it stay: Gemini accepts
-    consecutive model turns without calls)."""
-    from pydantic_ai.messages import ModelResponse, ToolCallPart
-
-    if "response,response" not in ",".join([message.kind for message in history]):
-        return history, []  # the cheap early exit, at C speed
-    fixed: list[ModelMessage] = []
-    changes: list[Change] = []
-    index = 0
-    while index < len(history):
-        end = index
-        while end < len(history) and isinstance(history[end], ModelResponse):
-            end += 1
-        with_calls = [
-            i
-            for i in range(index + 1, end)
-            if any(isinstance(part, ToolCallPart) for part in history[i].parts)
-        ]
-        if not with_calls:
-            fixed.extend(history[index : max(end, index + 1)])
-            index = max(end, index + 1)
-            continue
-        last = with_calls[-1]
-        parts = [part for message in history[index : last + 1] for part in message.parts]
-        fixed.append(_replace(history[index], parts=parts))
-        changes.append(
-            Change(
-                "merged_responses",
-                index,
-                f"merged {last + 1 - index} consecutive responses into one (Gemini wants a function call turn "
-                "right after a user turn or a function response turn)",
-                merged=tuple(range(index, last + 1)),
-            )
-        )
-        index = last + 1
-    return (fixed, changes) if changes else (history, [])
-
-
-def detect_function_calls_follow_user(
-    history: Sequence[ModelMessage], target: ProviderTarget
-) -> list[Problem]:
-    return [
-        problem(
-            "consecutive_responses",
-            CALL_POSITION_WORDING,
-            target,
-            at=index + 1,
-            description="a response with tool calls right after another response: Gemini wants a function "
-            "call turn right after a user turn",
-        )
-        for index, (a, b) in enumerate(itertools.pairwise(history))
-        if _call_after_response(a, b)
-    ]
-
-
 # --- registration -------------------------------------------------------------------------------------
 
 
 def turn_rules() -> tuple[ProfileRule, ...]:
     """This module's rules in pass order: unsent requests, then responses (either can make two responses
-    neighbours), then the opening turn, then Gemini's call position (after every merge)."""
+    neighbours: alternating_roles, after them, merges those for Bedrock and Gemini), then the opening turn."""
     from ._profiles import ProfileRule
 
     return (
@@ -554,14 +480,5 @@ def turn_rules() -> tuple[ProfileRule, ...]:
             opens_with_user_turn,
             detect_opens_with_user_turn,
             OPENING_WORDING,
-        ),
-        ProfileRule(
-            "function_calls_follow_user",
-            CALL_POSITION_APIS,
-            "Gemini function_call_turn_position (verified): a function call turn follows a user turn",
-            "after",
-            function_calls_follow_user,
-            detect_function_calls_follow_user,
-            CALL_POSITION_WORDING,
         ),
     )
