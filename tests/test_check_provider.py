@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from packaging.version import Version
-from pydantic_ai import messages as pai
 
 import histfix
-from emulators import PROVIDER_APIS, all_rules, judge, serve
+from emulators import PROVIDER_APIS, all_rules, judge
 from histfix._check_provider import WORDING
 from histfix._profiles import RULES
-from wire import Client, Driver, client_for
+from wire import client_for
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
@@ -196,27 +194,10 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 
 @pytest.fixture(scope="module")
-def sender() -> Iterator[Any]:
-    driver = Driver()
-    emulators: dict[str, Any] = {}
-    clients: dict[str, Client | str] = {}
-
-    def send(api: str, history: list[pai.ModelMessage]) -> Any:
-        if api not in clients:
-            clients[api] = client_for(api)
-        client = clients[api]
-        if isinstance(client, str):
-            pytest.skip(client)
-        if api not in emulators:
-            emulators[api] = serve(api)
-        return driver.send(client, emulators[api], history)
-
-    try:
-        yield send
-    finally:
-        driver.close()
-        for emulator in emulators.values():
-            emulator.close()
+def sender(provider_bench: Any) -> Any:
+    """Sends through the provider tests' one bench (its clients, emulators and outcome cache)."""
+    seconds: dict[str, float] = {}
+    return lambda api, history: provider_bench.send(api, history, seconds)
 
 
 @pytest.mark.skipif(not SENDS_AS_STORED, reason="from 2.10.0 pydantic-ai repairs the history before sending")

@@ -216,10 +216,12 @@ def test_check_reports_consecutive_responses_for_bedrock() -> None:
     (found,) = shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("bedrock"))
     assert found.kind == "consecutive_responses" and found.rejected_by == ("bedrock",)
     assert found.provider_error == shape.ALTERNATION_WORDING["bedrock"]
-    assert (
-        shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("anthropic"))[0].rejected_by
-        == ()
-    )
+    assert shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("anthropic")) == []
+    # Gemini refuses only a function call turn that follows the model's own turn
+    assert shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("gemini")) == []
+    calling = load([req(user("q")), resp(text("a")), resp(call("f", "c1")), req(ret("f", "c1"))])
+    (gemini,) = shape.detect_alternating_roles(calling, resolve_provider("gemini"))
+    assert gemini.rejected_by == ("gemini",) and gemini.provider_error == shape.ALTERNATION_WORDING["gemini"]
 
 
 # --- properties over the corpus, every profile --------------------------------------------------------

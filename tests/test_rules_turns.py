@@ -196,9 +196,20 @@ def test_a_history_of_only_a_delta_has_nothing_sendable(name: str) -> None:
 
 # --- guarantees ---------------------------------------------------------------------------------------
 
-HISTORIES: list[list[pai.ModelMessage]] = [load_history(case) for case in CASES] + [
-    load(random_history(seed)) for seed in range(150)
-]
+
+def _corpus() -> list[list[pai.ModelMessage]]:
+    """Every corpus case this release can load (a case needing a newer field is left out here, as
+    its own tests skip it)."""
+    found = []
+    for case in CASES:
+        try:
+            found.append(load_history(case))
+        except pytest.skip.Exception:
+            continue
+    return found
+
+
+HISTORIES: list[list[pai.ModelMessage]] = _corpus() + [load(random_history(seed)) for seed in range(60)]
 EXTRA = [
     load(NATIVE_ALONE),
     load(LATE_SYSTEM),

@@ -48,6 +48,8 @@ WORDING: dict[str, str] = {
     "anthropic.result_first": "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
     "gemini.count": "Please ensure that the number of function response parts is equal to the number of "
     "function call parts of the function call turn.",
+    "gemini.call_position": "Please ensure that function call turn comes immediately after a user turn or "
+    "after a function response turn.",
     "gemini.response_position": "Please ensure that function response turn comes immediately after a "
     "function call turn.",
     "gemini.empty_text": "Unable to submit request because it has an empty text parameter. Add a value to "
@@ -180,8 +182,12 @@ def rejections(history: Sequence[ModelMessage], problem: Problem) -> dict[str, s
         return _unexpected(history, problem)
     if kind == "parts_between_results":
         return _scattered(history, problem)
-    if kind == "consecutive_responses":  # Bedrock Converse gets two assistant messages in a row
-        return {"bedrock": _say("bedrock.alternate")}
+    if kind == "consecutive_responses":  # Bedrock Converse gets two assistant messages in a row;
+        # Gemini refuses a function call turn that does not follow a user or function response turn
+        found = {"bedrock": _say("bedrock.alternate")}
+        if _calls(history[problem.message_index]):
+            found["gemini"] = _say("gemini.call_position")
+        return found
     if kind == "consecutive_requests":  # merged on the wire: repair only normalizes them, but
         return _consecutive(history, problem)
     return {}

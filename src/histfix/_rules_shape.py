@@ -463,16 +463,26 @@ def _close_run(run: list[int], changes: list[Change]) -> None:
 
 
 def detect_alternating_roles(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    from pydantic_ai.messages import ModelResponse
+    """Bedrock rejects any two responses in a row; Gemini only when the later one calls a tool (a
+    function call turn must follow a user or function response turn)."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-    return [
-        problem(
-            "consecutive_responses",
-            ALTERNATION_WORDING,
-            target,
-            at=index + 1,
-            description="two responses in a row: the API wants user and assistant turns to alternate",
+    found = []
+    for index, (a, b) in enumerate(itertools.pairwise(history)):
+        if not (isinstance(a, ModelResponse) and isinstance(b, ModelResponse)):
+            continue
+        calls = any(isinstance(part, ToolCallPart) for part in b.parts)
+        apis = ALTERNATION_APIS if calls else frozenset({"bedrock"})
+        if not apis & set(target.apis):
+            continue
+        found.append(
+            problem(
+                "consecutive_responses",
+                ALTERNATION_WORDING,
+                target,
+                at=index + 1,
+                apis=apis,
+                description="two responses in a row: the API wants user and assistant turns to alternate",
+            )
         )
-        for index, (a, b) in enumerate(itertools.pairwise(history))
-        if isinstance(a, ModelResponse) and isinstance(b, ModelResponse)
-    ]
+    return found
