@@ -8,6 +8,7 @@ no mutation, determinism, idempotence, and no non-blank text or prompt lost.
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 from pydantic_ai import messages as pai
@@ -357,3 +358,13 @@ def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text() ->
 def test_a_signature_of_unknown_origin_is_kept() -> None:
     history = load([req(user("t")), real(thinking("x", signature="sig"), text("y"), at=4), req(user("n"))])
     assert histfix.repair(history, provider="any")[1].parts[0].signature == "sig"
+
+
+def test_empty_instructions_are_dropped_for_bedrock_only() -> None:
+    """BedrockModel sends ``instructions=''`` as an empty system block, which boto3 refuses."""
+    history = load([req(user("q")), resp(text("a")), req(user("b"))])
+    history[2] = dataclasses.replace(history[2], instructions="")  # type: ignore[call-arg]
+    fixed = histfix.repair(history, provider="bedrock")
+    assert all(getattr(m, "instructions", None) != "" for m in fixed)
+    assert histfix.repair(fixed, provider="bedrock") == fixed
+    assert any(getattr(m, "instructions", None) == "" for m in histfix.repair(history, provider="anthropic"))

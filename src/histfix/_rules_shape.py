@@ -236,6 +236,8 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cache
     found = scan(history, cached=cached)
     if found.empty_message:
         return True
+    if "bedrock" in target.apis and _empty_instructions(history):
+        return True
     if NATIVE_BLIND_APIS & set(target.apis) and any(
         getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
     ):
@@ -248,6 +250,12 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cache
     if "bedrock" in target.apis:
         return "" in map(str.strip, strings)
     return "" in strings
+
+
+def _empty_instructions(history: Sequence[ModelMessage]) -> bool:
+    """Whether a request carries ``instructions=''`` (BedrockModel sends it as an empty system
+    text block, which boto3 refuses before sending: 'Invalid length for parameter system[0].text')."""
+    return any(getattr(message, "instructions", None) == "" for message in history)
 
 
 def no_empty_content(
@@ -266,6 +274,9 @@ def no_empty_content(
     dropped_message = False
     ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
     for index, message in enumerate(history):
+        if "bedrock" in target.apis and isinstance(message, ModelRequest) and message.instructions == "":
+            message = _replace(message, instructions=None)  # noqa: PLW2901 (the copy replaces it)
+            changes.append(Change("dropped_empty", index, "dropped empty instructions ('')", preview=""))
         if isinstance(message, ModelRequest):
             parts, removed = _request_without_blanks(message, target)
         else:
