@@ -1,4 +1,10 @@
-"""Shared fixtures: what release is installed, and the corpus as pytest parameters."""
+"""Shared fixtures: what release is installed, and the corpus as pytest parameters.
+
+Nothing here imports pydantic-ai at import time: under pytest-xdist the controller loads this file
+too, but runs no test, and importing pydantic-ai there (about a second, before any worker starts,
+and again for the record at the end) would be a serial cost in each of the 14 `tests` sessions. The
+workers import it with the tests and hand the controller what it needs (``_BACKEND_KEY``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from typing import Any
 
 import pytest
 from packaging.version import Version
-from pydantic_ai import messages as pai
 
 
 def installed_version() -> Version:
@@ -22,14 +27,48 @@ def installed_version() -> Version:
 
 
 PYDANTIC_AI = installed_version()
-HAS_UPSTREAM_REPAIR = hasattr(pai, "repair_messages")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def __getattr__(name: str) -> Any:
+    """``HAS_UPSTREAM_REPAIR`` (feature detection: it imports pydantic-ai) on first use, so that
+    only processes that run tests import pydantic-ai (see the module docstring)."""
+    if name == "HAS_UPSTREAM_REPAIR":
+        from pydantic_ai import messages as pai
+
+        globals()[name] = found = hasattr(pai, "repair_messages")
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _backend() -> dict[str, Any]:
+    """What ``histfix.backend_info()`` says on this release, as plain data (it imports pydantic-ai)."""
     import histfix
 
     info = histfix.backend_info()
-    return f"pydantic-ai {PYDANTIC_AI} ({info.distribution}); histfix auto backend: {info.backend} ({info.reason})"
+    return {
+        "distribution": info.distribution,
+        "backend": info.backend,
+        "reason": info.reason,
+        "features": dict(info.features),
+    }
+
+
+def _backend_line(backend: dict[str, Any]) -> str:
+    return (
+        f"pydantic-ai {PYDANTIC_AI} ({backend['distribution']}); "
+        f"histfix auto backend: {backend['backend']} ({backend['reason']})"
+    )
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """True in the process that hands tests to pytest-xdist workers and runs none itself."""
+    return config.pluginmanager.hasplugin("dsession")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if _is_xdist_controller(config):
+        return f"pydantic-ai {PYDANTIC_AI}; the histfix backend line follows the results (from a worker)"
+    return _backend_line(_backend())
 
 
 # Constructing RetryPromptPart is deprecated from 2.60.0; the suite still builds legacy shapes.
@@ -93,13 +132,24 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 #: Under pytest-xdist: what each worker's provider measurement found (its PROVIDERS), sent to the
 #: controller when the worker shuts down; each case runs on one worker, so the parts add up.
 _worker_providers: list[dict[str, Any]] = []
+#: workeroutput key of a worker's ``_backend()``: the controller never imports pydantic-ai itself.
+_BACKEND_KEY = "histfix-backend"
+_worker_backend: list[dict[str, Any]] = []
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    found = getattr(node, "workeroutput", {}).get("histfix-providers")
+    output = getattr(node, "workeroutput", {})
+    found = output.get("histfix-providers")
     if found:
         _worker_providers.append(found)
+    if _BACKEND_KEY in output:
+        _worker_backend.append(output[_BACKEND_KEY])
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _is_xdist_controller(config) and _worker_backend:
+        terminalreporter.write_line(_backend_line(_worker_backend[0]))
 
 
 def add_tally(into: dict[str, Any], part: dict[str, Any]) -> None:
@@ -189,8 +239,10 @@ def provider_bench() -> Iterator[Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):  # an xdist worker: hand the controller its part
+        output = session.config.workeroutput  # type: ignore[attr-defined]
         if PROVIDERS:
-            session.config.workeroutput["histfix-providers"] = dict(PROVIDERS)  # type: ignore[attr-defined]
+            output["histfix-providers"] = dict(PROVIDERS)
+        output[_BACKEND_KEY] = _backend()  # the tests imported pydantic-ai already: cheap here
         return  # the controller saw every report and writes the one record
     if _worker_providers:
         PROVIDERS.update(merge_providers(_worker_providers))
@@ -200,14 +252,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import json
     from pathlib import Path
 
-    import histfix
-
-    info = histfix.backend_info()
+    # every worker runs the same installed release; without workers (`-n 0`), ask here
+    backend = _worker_backend[0] if _worker_backend else _backend()
     record = {
         "pydantic_ai": str(PYDANTIC_AI),
-        "backend": info.backend,
-        "reason": info.reason,
-        "features": dict(info.features),
+        "backend": backend["backend"],
+        "reason": backend["reason"],
+        "features": backend["features"],
         "outcomes": dict(sorted(_outcomes.items())),
         "scenarios": dict(sorted(MEASURED.items())),
         "facts": dict(sorted(FACTS.items())),
