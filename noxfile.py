@@ -2,8 +2,9 @@
 
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
 no-op while it is up to date), one `tests` session per pinned release (on pytest-xdist, one worker
-per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/ and the
-provider emulators' selftests, run once, on the newest, and left out of every `tests` session), `lint`, `typecheck`, and
+per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/, the
+provider emulators' selftests and tests/once/, run once, on the newest, and left out of every
+`tests` session), `lint`, `typecheck`, and
 `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
 committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
@@ -77,9 +78,14 @@ nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "co
 #: while the five 500-example fuzz properties (most of a session's time) run. The controller
 #: writes the --record-outcome record (tests/conftest.py), identical to a serial run's.
 PARALLEL = ["-n", "auto", "--dist", "worksteal"]
-#: Release-independent tests (the tools/ programs' and the provider emulators' selftests, which
-#: speak raw HTTP and the newest SDKs): `tools` runs them once and `tests(X)` skips them.
-RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py"]
+#: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
+#: speak raw HTTP and the newest SDKs), and tests/once/ (histfix in fresh processes, and `histfix
+#: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`
+#: skips them. A test belongs here only if no assertion in it depends on the installed release.
+RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once"]
+#: pytest-xdist in `tools`: by file, since the compare tests share one environment cache (two
+#: workers building the same release at once would race) and each SDK selftest file imports its SDKs.
+TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 
 
 def provider_pins(release: str) -> list[str]:
@@ -281,9 +287,9 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
 
 @nox.session
 def tools(session: nox.Session) -> None:
-    """The release-independent tests (tools/ and the emulators' selftests), once, on the newest release."""
+    """The release-independent tests (RELEASE_INDEPENDENT_TESTS), once, on the newest release."""
     install(session, "-e", ".", *test_requirements(NEWEST, *TEST_TOOLS))
-    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *session.posargs)
+    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *TOOLS_PARALLEL, *session.posargs)
 
 
 @nox.session
