@@ -74,10 +74,13 @@ nox.options.reuse_venv = "yes"
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
 #: pytest-xdist inside each tests(X) session: one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS
-#: overrides; `-- -n 0` after the session name runs serially). worksteal keeps both cores busy
-#: while the five 500-example fuzz properties (most of a session's time) run. The controller
-#: writes the --record-outcome record (tests/conftest.py), identical to a serial run's.
-PARALLEL = ["-n", "auto", "--dist", "worksteal"]
+#: overrides; `-- -n 0` after the session name runs serially). loadgroup hands out tests one at a
+#: time (so both cores stay busy around the long fuzz test) except the `uses_sdk` tests, which go
+#: to one worker per provider SDK (tests/conftest.py): each worker that sends through an SDK pays
+#: about a second to import it and pydantic-ai's model class, and with worksteal both workers
+#: imported all five. The controller writes the --record-outcome record (tests/conftest.py),
+#: identical to a serial run's.
+PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
 #: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
 #: speak raw HTTP and the newest SDKs), and tests/once/ (histfix in fresh processes, and `histfix
 #: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`

@@ -83,6 +83,101 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# --- one worker per provider SDK ---------------------------------------------------------------------
+
+#: The SDK (and pydantic-ai model module) each emulated API's client imports.
+SDK_OF = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "bedrock": "bedrock",
+    "mistral": "mistral",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "uses_sdk(*apis): drives the installed release's SDK clients for these provider APIs (none"
+        " named: the test's `api` parameter); under `--dist loadgroup` all tests of one SDK share a worker",
+    )
+
+
+def sdk_group(item: pytest.Item) -> str | None:
+    """The worker group of a test marked ``uses_sdk``: ``sdk-<SDK of the first API it names>``."""
+    marker = item.get_closest_marker("uses_sdk")
+    if marker is None:
+        if "provider_bench" in getattr(item, "fixturenames", ()):
+            raise pytest.UsageError(f"{item.nodeid} sends through provider_bench: mark it uses_sdk")
+        return None
+    callspec = getattr(item, "callspec", None)
+    apis = list(marker.args) or ([callspec.params["api"]] if callspec and "api" in callspec.params else [])
+    if not apis or any(api not in SDK_OF for api in apis):
+        raise pytest.UsageError(f"{item.nodeid}: uses_sdk needs provider APIs of {sorted(SDK_OF)}")
+    return f"sdk-{SDK_OF[apis[0]]}"
+
+
+#: workerinput key: the folder where each worker writes its collection's {node id: SDK group}.
+_GROUPS_KEY = "histfix-sdk-groups"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Importing an SDK and pydantic-ai's model class for it costs about a second (each of five), in
+    every worker that sends through it: with each SDK's tests on one worker (``--dist loadgroup``,
+    noxfile.PARALLEL; the scheduler below), a session imports each SDK once, not once per worker.
+
+    pytest-xdist's own loadgroup cannot do it here: it renames the node ids, which pytest 9.2 no
+    longer lets a plugin do (pytest-xdist issue 1386), so its ``xdist_group`` marks are silently
+    ignored. Instead each worker writes its groups to a file the controller's scheduler reads.
+    """
+    groups = {item.nodeid: group for item in items if (group := sdk_group(item)) is not None}
+    folder = getattr(config, "workerinput", {}).get(_GROUPS_KEY)
+    if folder:  # written before the worker reports its collection, so the scheduler finds it
+        import json
+        from pathlib import Path
+
+        worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        Path(folder, f"{worker}.json").write_text(json.dumps(groups))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Controller: tell each worker where to write its groups (one folder per run)."""
+    config = node.config
+    if not hasattr(config, "_histfix_groups"):
+        import tempfile
+
+        config._histfix_groups = tempfile.mkdtemp(prefix="histfix-sdk-groups-")
+    node.workerinput[_GROUPS_KEY] = config._histfix_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's load-by-scope scheduling with one scope per test, except that
+    the tests of one SDK (the workers' group files) form one scope, so they run on one worker."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    import json
+    import shutil
+    from pathlib import Path
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BySdk(LoadScopeScheduling):  # type: ignore[misc]
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has reported its collection by now
+                folder = Path(config._histfix_groups)  # type: ignore[attr-defined]
+                files = sorted(folder.glob("*.json"))
+                self.groups = json.loads(files[0].read_text()) if files else {}
+                shutil.rmtree(folder, ignore_errors=True)
+            return self.groups.get(nodeid, nodeid)
+
+    return BySdk(config, log)
+
+
 _outcomes: dict[str, int] = {}
 #: Failing tests (node id -> the first line of the error), so a sweep can say why a release fails.
 _failed: dict[str, str] = {}
