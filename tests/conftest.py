@@ -107,9 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def sdk_group(item: pytest.Item) -> str | None:
     """The worker group of a test marked ``uses_sdk``: ``sdk-<SDK of the first API it names>``."""
     marker = item.get_closest_marker("uses_sdk")
-    if marker is None:
-        if "provider_bench" in getattr(item, "fixturenames", ()):
-            raise pytest.UsageError(f"{item.nodeid} sends through provider_bench: mark it uses_sdk")
+    if marker is None:  # (an unmarked test that sends still runs: on any worker, importing its SDK there)
         return None
     callspec = getattr(item, "callspec", None)
     apis = list(marker.args) or ([callspec.params["api"]] if callspec and "api" in callspec.params else [])
