@@ -136,6 +136,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         from pathlib import Path
 
         worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        Path(folder).mkdir(parents=True, exist_ok=True)
         Path(folder, f"{worker}.json").write_text(json.dumps(groups))
 
 
@@ -157,7 +158,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist") != "loadgroup":
         return None
     import json
-    import shutil
     from pathlib import Path
 
     from xdist.scheduler import LoadScopeScheduling
@@ -167,13 +167,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _split_scope(self, nodeid: str) -> str:
             if self.groups is None:  # every worker has reported its collection by now
-                folder = Path(config._histfix_groups)  # type: ignore[attr-defined]
-                files = sorted(folder.glob("*.json"))
+                files = sorted(Path(config._histfix_groups).glob("*.json"))  # type: ignore[attr-defined]
                 self.groups = json.loads(files[0].read_text()) if files else {}
-                shutil.rmtree(folder, ignore_errors=True)
             return self.groups.get(nodeid, nodeid)
 
     return BySdk(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = getattr(config, "_histfix_groups", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _outcomes: dict[str, int] = {}
