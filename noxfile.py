@@ -2,8 +2,9 @@
 
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
 no-op while it is up to date), one `tests` session per pinned release (on pytest-xdist, one worker
-per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/ and the
-provider emulators' selftests, run once, on the newest, and left out of every `tests` session), `lint`, `typecheck`, and
+per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/, the
+provider emulators' selftests and tests/once/, run once, on the newest, and left out of every
+`tests` session), `lint`, `typecheck`, and
 `compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
 committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
@@ -73,13 +74,21 @@ nox.options.reuse_venv = "yes"
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
 #: pytest-xdist inside each tests(X) session: one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS
-#: overrides; `-- -n 0` after the session name runs serially). worksteal keeps both cores busy
-#: while the five 500-example fuzz properties (most of a session's time) run. The controller
-#: writes the --record-outcome record (tests/conftest.py), identical to a serial run's.
-PARALLEL = ["-n", "auto", "--dist", "worksteal"]
-#: Release-independent tests (the tools/ programs' and the provider emulators' selftests, which
-#: speak raw HTTP and the newest SDKs): `tools` runs them once and `tests(X)` skips them.
-RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py"]
+#: overrides; `-- -n 0` after the session name runs serially). loadgroup hands out tests one at a
+#: time (so both cores stay busy around the long fuzz test) except the `uses_sdk` tests, which go
+#: to one worker per provider SDK (tests/conftest.py): each worker that sends through an SDK pays
+#: about a second to import it and pydantic-ai's model class, and with worksteal both workers
+#: imported all five. The controller writes the --record-outcome record (tests/conftest.py),
+#: identical to a serial run's.
+PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
+#: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
+#: speak raw HTTP and the newest SDKs), and tests/once/ (histfix in fresh processes, and `histfix
+#: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`
+#: skips them. A test belongs here only if no assertion in it depends on the installed release.
+RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once"]
+#: pytest-xdist in `tools`: by file, since the compare tests share one environment cache (two
+#: workers building the same release at once would race) and each SDK selftest file imports its SDKs.
+TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 
 
 def provider_pins(release: str) -> list[str]:
@@ -166,13 +175,36 @@ def wheelhouse_ready() -> bool:
 INSTALL_ENV = {"UV_COMPILE_BYTECODE": "1"}
 
 
+#: In each session's venv: what the last install put there (see `install`).
+INSTALLED_STAMP = ".histfix-installed.json"
+
+
 def install(session: nox.Session, *args: str) -> None:
-    """`session.install`, from the wheelhouse alone when it is built (no network), else from the index."""
-    if wheelhouse_ready():
-        session.install("--no-index", "--find-links", str(WHEELHOUSE), *args, env=INSTALL_ENV)
-    else:
+    """`session.install`, from the wheelhouse alone when it is built (no network), else from the index.
+
+    Skipped when the reused venv already holds exactly this install: the same arguments, the same
+    wheelhouse and the same pyproject.toml (histfix is editable, so source changes need nothing).
+    `uv pip install` would find everything satisfied, but it still rebuilds the editable histfix:
+    about 1.5 s a session, 16 times a `nox` run. `--reuse-venv=no` (or deleting .nox/) starts over.
+    """
+    offline = wheelhouse_ready()
+    where = ["--no-index", "--find-links", str(WHEELHOUSE)] if offline else []
+    inputs = {
+        "install": [*where, *args],
+        "wheelhouse": WHEELHOUSE_STAMP.read_text() if offline else None,
+        "pyproject": (ROOT / "pyproject.toml").read_text(),
+    }
+    wanted = json.dumps(inputs, indent=1, sort_keys=True) + "\n"
+    stamp = Path(session.virtualenv.location) / INSTALLED_STAMP
+    if stamp.exists() and stamp.read_text() == wanted:
+        session.log(f"{stamp.parent.name} already holds this install (same requirements): not reinstalling")
+        return
+    stamp.unlink(missing_ok=True)
+    if not offline:
         session.log("wheelhouse missing or stale (run `nox -s wheelhouse`): installing from the index")
-        session.install(*args, env=INSTALL_ENV)
+    session.install(*where, *args, env=INSTALL_ENV)
+    if not session._runner.global_config.no_install:  # `nox --no-install` installed nothing
+        stamp.write_text(wanted)
 
 
 def install_release(session: nox.Session, release: str, *extra: str) -> None:
@@ -258,9 +290,9 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
 
 @nox.session
 def tools(session: nox.Session) -> None:
-    """The release-independent tests (tools/ and the emulators' selftests), once, on the newest release."""
+    """The release-independent tests (RELEASE_INDEPENDENT_TESTS), once, on the newest release."""
     install(session, "-e", ".", *test_requirements(NEWEST, *TEST_TOOLS))
-    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *session.posargs)
+    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *TOOLS_PARALLEL, *session.posargs)
 
 
 @nox.session

@@ -1,4 +1,10 @@
-"""Shared fixtures: what release is installed, and the corpus as pytest parameters."""
+"""Shared fixtures: what release is installed, and the corpus as pytest parameters.
+
+Nothing here imports pydantic-ai at import time: under pytest-xdist the controller loads this file
+too, but runs no test, and importing pydantic-ai there (about a second, before any worker starts,
+and again for the record at the end) would be a serial cost in each of the 14 `tests` sessions. The
+workers import it with the tests and hand the controller what it needs (``_BACKEND_KEY``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from typing import Any
 
 import pytest
 from packaging.version import Version
-from pydantic_ai import messages as pai
 
 
 def installed_version() -> Version:
@@ -22,14 +27,48 @@ def installed_version() -> Version:
 
 
 PYDANTIC_AI = installed_version()
-HAS_UPSTREAM_REPAIR = hasattr(pai, "repair_messages")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def __getattr__(name: str) -> Any:
+    """``HAS_UPSTREAM_REPAIR`` (feature detection: it imports pydantic-ai) on first use, so that
+    only processes that run tests import pydantic-ai (see the module docstring)."""
+    if name == "HAS_UPSTREAM_REPAIR":
+        from pydantic_ai import messages as pai
+
+        globals()[name] = found = hasattr(pai, "repair_messages")
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _backend() -> dict[str, Any]:
+    """What ``histfix.backend_info()`` says on this release, as plain data (it imports pydantic-ai)."""
     import histfix
 
     info = histfix.backend_info()
-    return f"pydantic-ai {PYDANTIC_AI} ({info.distribution}); histfix auto backend: {info.backend} ({info.reason})"
+    return {
+        "distribution": info.distribution,
+        "backend": info.backend,
+        "reason": info.reason,
+        "features": dict(info.features),
+    }
+
+
+def _backend_line(backend: dict[str, Any]) -> str:
+    return (
+        f"pydantic-ai {PYDANTIC_AI} ({backend['distribution']}); "
+        f"histfix auto backend: {backend['backend']} ({backend['reason']})"
+    )
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """True in the process that hands tests to pytest-xdist workers and runs none itself."""
+    return config.pluginmanager.hasplugin("dsession")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if _is_xdist_controller(config):
+        return f"pydantic-ai {PYDANTIC_AI}; the histfix backend line follows the results (from a worker)"
+    return _backend_line(_backend())
 
 
 # Constructing RetryPromptPart is deprecated from 2.60.0; the suite still builds legacy shapes.
@@ -42,6 +81,105 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="write this run's outcome and the installed release's repair path as JSON (for compat-matrix.md)",
     )
+
+
+# --- one worker per provider SDK ---------------------------------------------------------------------
+
+#: The SDK (and pydantic-ai model module) each emulated API's client imports.
+SDK_OF = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "bedrock": "bedrock",
+    "mistral": "mistral",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "uses_sdk(*apis): drives the installed release's SDK clients for these provider APIs (none"
+        " named: the test's `api` parameter); under `--dist loadgroup` all tests of one SDK share a worker",
+    )
+
+
+def sdk_group(item: pytest.Item) -> str | None:
+    """The worker group of a test marked ``uses_sdk``: ``sdk-<SDK of the first API it names>``."""
+    marker = item.get_closest_marker("uses_sdk")
+    if marker is None:  # (an unmarked test that sends still runs: on any worker, importing its SDK there)
+        return None
+    callspec = getattr(item, "callspec", None)
+    apis = list(marker.args) or ([callspec.params["api"]] if callspec and "api" in callspec.params else [])
+    if not apis or any(api not in SDK_OF for api in apis):
+        raise pytest.UsageError(f"{item.nodeid}: uses_sdk needs provider APIs of {sorted(SDK_OF)}")
+    return f"sdk-{SDK_OF[apis[0]]}"
+
+
+#: workerinput key: the folder where each worker writes its collection's {node id: SDK group}.
+_GROUPS_KEY = "histfix-sdk-groups"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Importing an SDK and pydantic-ai's model class for it costs about a second (each of five), in
+    every worker that sends through it: with each SDK's tests on one worker (``--dist loadgroup``,
+    noxfile.PARALLEL; the scheduler below), a session imports each SDK once, not once per worker.
+
+    pytest-xdist's own loadgroup cannot do it here: it renames the node ids, which pytest 9.2 no
+    longer lets a plugin do (pytest-xdist issue 1386), so its ``xdist_group`` marks are silently
+    ignored. Instead each worker writes its groups to a file the controller's scheduler reads.
+    """
+    groups = {item.nodeid: group for item in items if (group := sdk_group(item)) is not None}
+    folder = getattr(config, "workerinput", {}).get(_GROUPS_KEY)
+    if folder:  # written before the worker reports its collection, so the scheduler finds it
+        import json
+        from pathlib import Path
+
+        worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder, f"{worker}.json").write_text(json.dumps(groups))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Controller: tell each worker where to write its groups (one folder per run)."""
+    config = node.config
+    if not hasattr(config, "_histfix_groups"):
+        import tempfile
+
+        config._histfix_groups = tempfile.mkdtemp(prefix="histfix-sdk-groups-")
+    node.workerinput[_GROUPS_KEY] = config._histfix_groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's load-by-scope scheduling with one scope per test, except that
+    the tests of one SDK (the workers' group files) form one scope, so they run on one worker."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    import json
+    from pathlib import Path
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BySdk(LoadScopeScheduling):  # type: ignore[misc]
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has reported its collection by now
+                files = sorted(Path(config._histfix_groups).glob("*.json"))  # type: ignore[attr-defined]
+                self.groups = json.loads(files[0].read_text()) if files else {}
+            return self.groups.get(nodeid, nodeid)
+
+    return BySdk(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = getattr(config, "_histfix_groups", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _outcomes: dict[str, int] = {}
@@ -93,13 +231,24 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 #: Under pytest-xdist: what each worker's provider measurement found (its PROVIDERS), sent to the
 #: controller when the worker shuts down; each case runs on one worker, so the parts add up.
 _worker_providers: list[dict[str, Any]] = []
+#: workeroutput key of a worker's ``_backend()``: the controller never imports pydantic-ai itself.
+_BACKEND_KEY = "histfix-backend"
+_worker_backend: list[dict[str, Any]] = []
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    found = getattr(node, "workeroutput", {}).get("histfix-providers")
+    output = getattr(node, "workeroutput", {})
+    found = output.get("histfix-providers")
     if found:
         _worker_providers.append(found)
+    if _BACKEND_KEY in output:
+        _worker_backend.append(output[_BACKEND_KEY])
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _is_xdist_controller(config) and _worker_backend:
+        terminalreporter.write_line(_backend_line(_worker_backend[0]))
 
 
 def add_tally(into: dict[str, Any], part: dict[str, Any]) -> None:
@@ -189,8 +338,10 @@ def provider_bench() -> Iterator[Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):  # an xdist worker: hand the controller its part
+        output = session.config.workeroutput  # type: ignore[attr-defined]
         if PROVIDERS:
-            session.config.workeroutput["histfix-providers"] = dict(PROVIDERS)  # type: ignore[attr-defined]
+            output["histfix-providers"] = dict(PROVIDERS)
+        output[_BACKEND_KEY] = _backend()  # the tests imported pydantic-ai already: cheap here
         return  # the controller saw every report and writes the one record
     if _worker_providers:
         PROVIDERS.update(merge_providers(_worker_providers))
@@ -200,14 +351,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import json
     from pathlib import Path
 
-    import histfix
-
-    info = histfix.backend_info()
+    # every worker runs the same installed release; without workers (`-n 0`), ask here
+    backend = _worker_backend[0] if _worker_backend else _backend()
     record = {
         "pydantic_ai": str(PYDANTIC_AI),
-        "backend": info.backend,
-        "reason": info.reason,
-        "features": dict(info.features),
+        "backend": backend["backend"],
+        "reason": backend["reason"],
+        "features": backend["features"],
         "outcomes": dict(sorted(_outcomes.items())),
         "scenarios": dict(sorted(MEASURED.items())),
         "facts": dict(sorted(FACTS.items())),

@@ -1,10 +1,7 @@
-"""The public surface: arguments, errors a user can act on, backend choice, lazy import."""
+"""The public surface: arguments, errors a user can act on, backend choice (the lazy import, in a
+fresh process: tests/once/test_processes.py)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-import textwrap
 
 import pytest
 from pydantic_ai import messages as pai
@@ -20,12 +17,6 @@ SEED = [
     resp(call("retrieve_documents", "call_1", {"search_query": "test"})),
     req(user("test")),
 ]
-
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False
-    )
 
 
 def test_public_names_are_exactly_all() -> None:
@@ -65,28 +56,6 @@ def test_public_names_are_exactly_all() -> None:
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)
-
-
-def test_import_does_not_import_pydantic_ai() -> None:
-    done = run_python("import sys, histfix; print('pydantic_ai' in sys.modules)")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
-
-
-def test_missing_pydantic_ai_says_what_to_install() -> None:
-    done = run_python(
-        """
-        import sys
-        sys.modules['pydantic_ai'] = None  # as if not installed
-        import histfix
-        try:
-            histfix.repair([])
-        except ImportError as exc:
-            print(exc)
-        """
-    )
-    assert done.returncode == 0, done.stderr
-    assert "pip install pydantic-ai-slim" in done.stdout
 
 
 @pytest.mark.parametrize("bad", [None, "history", b"history", 42, {"kind": "request"}, iter([])])

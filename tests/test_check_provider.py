@@ -124,6 +124,7 @@ def test_only_system_prompts_is_an_empty_conversation_where_that_is_rejected() -
         histfix.repair(history, provider="anthropic")
 
 
+@pytest.mark.uses_sdk("mistral", "openai-chat")
 def test_a_fallback_model_is_checked_for_every_model_it_may_use() -> None:
     from pydantic_ai.models.fallback import FallbackModel
 
@@ -201,6 +202,7 @@ def sender(provider_bench: Any) -> Any:
 
 
 @pytest.mark.skipif(not SENDS_AS_STORED, reason="from 2.10.0 pydantic-ai repairs the history before sending")
+@pytest.mark.uses_sdk
 @pytest.mark.parametrize("api", PROVIDER_APIS)
 @pytest.mark.parametrize("case", SENT, ids=lambda c: c.name)
 def test_what_check_calls_valid_the_provider_accepts_as_stored(case: Case, api: str, sender: Any) -> None:

@@ -1,12 +1,14 @@
-"""The histfix command line: every command, every error case (exit code and message), --help."""
+"""The histfix command line: every command, every error case (exit code and message), --help.
+
+In-process, on every release; what needs a fresh process (the fast paths' import graph, the early
+HISTFIX_BACKEND error, a real stdin pipe) is release-independent: tests/once/test_processes.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,12 +29,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def histfix_command(*argv: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "histfix", *argv], input=stdin, capture_output=True, check=False
-    )
 
 
 @pytest.fixture
@@ -79,10 +75,16 @@ def test_repair_writes_json_and_report(
     assert run(capsys, "check", str(out_file))[0] == 0
 
 
-def test_repair_from_stdin_to_stdout(broken: Path) -> None:
-    done = histfix_command("repair", "-", stdin=broken.read_bytes())
-    assert done.returncode == 0, done.stderr
-    assert pai.ModelMessagesTypeAdapter.validate_json(done.stdout)[2].parts[0].tool_call_id == "call_1"
+def test_repair_from_stdin_to_stdout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, broken: Path
+) -> None:
+    """``-`` reads the history from stdin's bytes (the real process and pipe: tests/once/test_processes.py)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.read_bytes())))
+    code, out, err = run(capsys, "repair", "-")
+    assert (code, err) == (0, "")
+    repaired = pai.ModelMessagesTypeAdapter.validate_json(out)
+    assert repaired[2].parts[0].tool_call_id == "call_1"
+    assert repaired == histfix.repair(pai.ModelMessagesTypeAdapter.validate_json(broken.read_bytes()))
 
 
 def test_repair_keep_last_response(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -264,19 +266,6 @@ def test_top_level_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2  # no command: the help, and a usage exit status
 
 
-@pytest.mark.parametrize("argv", [["info"], ["--help"], ["--version"]])
-def test_fast_paths_do_not_import_pydantic_ai(argv: list[str]) -> None:
-    code = (
-        "import sys, time; t = time.perf_counter(); from histfix._cli import main\n"
-        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-        "print('IMPORTED' if 'pydantic_ai' in sys.modules else 'clean', time.perf_counter() - t)"
-    )
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split()[-2] == "clean"
-    assert time.perf_counter() - start < 3  # generous for CI; measured ~0.06-0.09 s on the 2-core machine
-
-
 # --- the corpus through the command line --------------------------------------------------------------
 
 
@@ -299,22 +288,6 @@ def test_check_flags_broken_and_passes_repaired(
 
 
 # --- issue 12: the command line as a new user meets it ------------------------------------------------
-
-
-@pytest.mark.parametrize("argv", [["info"], ["repair", "{file}"], ["show", "{file}"], ["check", "{file}"]])
-def test_a_bad_backend_variable_is_one_line_and_exit_2(broken: Path, argv: list[str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "histfix", *(a.format(file=broken) for a in argv)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "HISTFIX_BACKEND": "bogus"},
-        timeout=60,
-    )
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        "histfix: HISTFIX_BACKEND='bogus': use 'upstream' or 'histfix', or leave it unset\n"
-    )
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

@@ -1,11 +1,10 @@
 """`histfix compare`: the pure parts (describing, lettering, diffing, rendering), the probe and the
-strict provider on this release, the command's errors, and a real offline run over four releases."""
+strict provider on this release, and the command's errors. The real runs over four releases build
+their own environments, whatever this session installed: tests/once/test_compare_envs.py (`tools`)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -247,7 +246,9 @@ def test_a_file_that_is_not_a_history_is_refused_before_any_environment(
     assert main(["compare", str(path), "--find-links", str(tmp_path / "nowhere")]) == 2
 
 
-# --- a real run, offline from a wheelhouse --------------------------------------------------------------
+# --- compare with uv -------------------------------------------------------------------------------
+# (the real runs, which build environments of four releases, are in tests/once/test_compare_envs.py:
+# release-independent, `tools` runs them once)
 
 
 def _uv() -> str | None:
@@ -255,132 +256,6 @@ def _uv() -> str | None:
         return _compare.find_uv()
     except _compare.CompareError:
         return None
-
-
-WHEELHOUSE = Path(os.environ.get("HISTFIX_WHEELHOUSE", ROOT / "wheelhouse"))
-OFFLINE_RELEASES = ["1.0.0", "2.9.1", "2.10.0", NEWEST]
-
-
-def _why_not_offline() -> str | None:
-    """Why the offline runs are skipped here (they build environments: one session of the matrix)."""
-    if str(PYDANTIC_AI) != NEWEST:
-        return (
-            f"builds environments, so it runs in one session of the matrix: {NEWEST} (this is {PYDANTIC_AI})"
-        )
-    if not (WHEELHOUSE / "inputs.json").exists():
-        return f"needs a built wheelhouse at {WHEELHOUSE} (`nox -s wheelhouse`, or set HISTFIX_WHEELHOUSE)"
-    if _uv() is None:
-        return "needs uv (pip install 'histfix[compare]')"
-    return None
-
-
-offline = pytest.mark.skipif(_why_not_offline() is not None, reason=_why_not_offline() or "")
-
-
-def histfix_compare(*argv: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "histfix", "compare", *argv, "--find-links", str(WHEELHOUSE)]
-    return subprocess.run(
-        [*command, "--cache-dir", str(cache)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=900,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-
-
-@pytest.fixture(scope="module")
-def cache() -> Path:
-    """Environments kept between runs (under .nox/, git-ignored), so only the first run builds them."""
-    return ROOT / ".nox" / "_compare_envs"
-
-
-@offline
-def test_compare_offline_on_four_releases(cache: Path) -> None:
-    history = EXAMPLES / "aborted_mid_tool.json"
-    done = histfix_compare(str(history), "--releases", ",".join(OFFLINE_RELEASES), cache=cache)
-    assert done.returncode == 0, done.stderr
-    progress = done.stderr.splitlines()
-    assert len(progress) == 4
-    for number, (line, release) in enumerate(zip(progress, OFFLINE_RELEASES, strict=True), 1):
-        assert line.startswith(f"histfix compare: [{number}/4] pydantic-ai-slim {release}: ")
-        assert "environment" in line and "probed in" in line
-    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line[:1].isdigit()}
-    assert list(rows) == OFFLINE_RELEASES
-    assert "A  sends 3 messages · strict provider: 400 (1 problem)" in rows["1.0.0"]
-    assert "A  sends 3 messages · strict provider: 400 (1 problem)" in rows["2.9.1"]
-    assert "B* sends 3 messages · valid" in rows["2.10.0"]
-    assert rows[NEWEST].split()[1] == "upstream"
-    assert all("returns 3 messages · valid" in row for row in rows.values())
-    assert "    No tool output found for function call call_1." in done.stdout
-    assert "  +  2 request   tool-return    retrieve_documents(call_1)" in done.stdout
-
-    again = histfix_compare(str(history), "--releases", "2.9.1,2.10.0", "--json", cache=cache)
-    assert again.returncode == 0, again.stderr
-    assert all("cached environment" in line for line in again.stderr.splitlines())  # reused
-    data = json.loads(again.stdout)
-    assert [r["release"] for r in data["releases"]] == ["2.9.1", "2.10.0"]
-    assert data["releases"][1][PLAIN]["changed"] is True
-
-
-@offline
-def test_compare_with_a_prompt_shows_the_refusal(cache: Path) -> None:
-    trailing = json.loads((EXAMPLES / "aborted_mid_tool.json").read_text())[:2]  # ends on the open call
-    releases = ["--releases", f"2.9.1,{NEWEST}", "--prompt", "next", "--json"]
-    where = ["--find-links", str(WHEELHOUSE), "--cache-dir", str(cache)]
-    done = subprocess.run(
-        [sys.executable, "-m", "histfix", "compare", "-", *releases, *where],
-        input=json.dumps(trailing),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    for release in json.loads(done.stdout)["releases"]:
-        assert release[PLAIN]["summary"].startswith("raises UserError: Cannot provide a new user prompt")
-        assert release[HISTFIX]["summary"] == "returns 3 messages · valid"  # the call closed
-
-
-@offline
-def test_a_release_missing_from_the_wheelhouse_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = histfix_compare(str(EXAMPLES / "aborted_mid_tool.json"), "--releases", "2.9.2", cache=tmp_path)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith(f"histfix: cannot install pydantic-ai-slim==2.9.2 from {WHEELHOUSE}")
-    assert "no version of pydantic-ai-slim==2.9.2" in done.stderr
-    assert not (tmp_path / "2.9.2").exists()  # a failed build leaves no half environment behind
-
-
-@pytest.mark.skipif(_uv() is None, reason="needs uv (pip install 'histfix[compare]')")
-def test_an_unreachable_index_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    history = str(EXAMPLES / "aborted_mid_tool.json")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "histfix",
-            "compare",
-            history,
-            "--releases",
-            "2.9.1",
-            "--cache-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        env={
-            **os.environ,
-            "UV_INDEX_URL": "http://127.0.0.1:9/simple",  # the discard port: nothing listens there
-            "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
-            "UV_HTTP_RETRIES": "0",
-        },
-    )
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith("histfix: cannot install pydantic-ai-slim==2.9.1 from the package index: ")
 
 
 def test_an_unusable_cache_folder_is_one_line_and_exit_2(

@@ -249,6 +249,7 @@ def known_gap(api: str, repaired: list[pai.ModelMessage], label: str) -> str | N
     return None
 
 
+@pytest.mark.uses_sdk
 @pytest.mark.parametrize(
     ("api", "way", "seeds"), ITEMS, ids=[f"{api}-{way}-{seeds[0]}+{len(seeds)}" for api, way, seeds in ITEMS]
 )

@@ -281,6 +281,7 @@ TWICE_ANSWERED = [
 ]
 
 
+@pytest.mark.uses_sdk("mistral", "openai-chat")
 def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
     """One line stays right when a FallbackModel moves from one provider to another: its first model
     (OpenAI Chat) fails over, its second (Mistral, strict emulator) must accept the history. Repaired

@@ -1,0 +1,111 @@
+"""histfix as a process: its import graph, the command's fast paths and early errors, a real pipe.
+
+Release-independent, so the `tools` session runs these once (no `tests(X)` session repeats them):
+each starts a fresh Python, and what it asserts does not reach the installed pydantic-ai (histfix
+imports without it; ``info``, ``--help`` and ``--version`` never import it; a bad
+``HISTFIX_BACKEND`` is refused before any history is read; pydantic-ai hidden as if not
+installed). The one that does reach it, ``repair -`` through a pipe, has an in-process twin in
+tests/test_cli.py that runs on every release and checks the repaired history there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from pydantic_ai import messages as pai
+
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def broken(tmp_path: Path) -> Path:
+    path = tmp_path / "history.json"
+    path.write_bytes((EXAMPLES / "aborted_mid_tool.json").read_bytes())
+    return path
+
+
+# --- the library (from tests/test_api.py) ----------------------------------------------------------
+
+
+def test_import_does_not_import_pydantic_ai() -> None:
+    done = run_python("import sys, histfix; print('pydantic_ai' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_missing_pydantic_ai_says_what_to_install() -> None:
+    done = run_python(
+        """
+        import sys
+        sys.modules['pydantic_ai'] = None  # as if not installed
+        import histfix
+        try:
+            histfix.repair([])
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install pydantic-ai-slim" in done.stdout
+
+
+# --- the command line (from tests/test_cli.py) -----------------------------------------------------
+
+
+def test_repair_from_stdin_to_stdout_through_a_pipe(broken: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "histfix", "repair", "-"],
+        input=broken.read_bytes(),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert pai.ModelMessagesTypeAdapter.validate_json(done.stdout)[2].parts[0].tool_call_id == "call_1"
+
+
+@pytest.mark.parametrize("argv", [["info"], ["--help"], ["--version"]])
+def test_fast_paths_do_not_import_pydantic_ai(argv: list[str]) -> None:
+    code = (
+        "import sys, time; t = time.perf_counter(); from histfix._cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('IMPORTED' if 'pydantic_ai' in sys.modules else 'clean', time.perf_counter() - t)"
+    )
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split()[-2] == "clean"
+    assert time.perf_counter() - start < 3  # generous for CI; measured ~0.06-0.09 s on the 2-core machine
+
+
+@pytest.mark.parametrize("argv", [["info"], ["repair", "{file}"], ["show", "{file}"], ["check", "{file}"]])
+def test_a_bad_backend_variable_is_one_line_and_exit_2(broken: Path, argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "histfix", *(a.format(file=broken) for a in argv)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HISTFIX_BACKEND": "bogus"},
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "histfix: HISTFIX_BACKEND='bogus': use 'upstream' or 'histfix', or leave it unset\n"
+    )
