@@ -121,12 +121,19 @@ def _merged_request(run: list[ModelRequest], scattered: bool) -> ModelRequest:
     for request in run[1:]:
         parts.extend(request.parts)
     parts.sort(key=not_result)
-    fields: dict[str, Any] = {
-        "instructions": next((r.instructions for r in run if r.instructions), run[-1].instructions)
-    }
+    instructions = run[-1].instructions
+    for request in run:
+        if request.instructions:
+            instructions = request.instructions
+            break
+    fields: dict[str, Any] = {"instructions": instructions}
     if _compat.REQUEST_HAS_TIMESTAMP:
-        stamps = [getattr(r, "timestamp", None) for r in run]
-        fields["timestamp"] = next((t for t in reversed(stamps) if t), stamps[0])
+        stamp = run[0].timestamp
+        for request in reversed(run):
+            if request.timestamp:
+                stamp = request.timestamp
+                break
+        fields["timestamp"] = stamp
     if _compat.REQUEST_HAS_METADATA:
         namespaces = [ns for ns in map(_framework_namespace, run) if ns is not None]
         if namespaces:
