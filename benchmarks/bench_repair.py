@@ -233,7 +233,11 @@ def peak_extra_bytes_per_part(history: History, repair: Callable[[History], obje
 
 
 def bench_shape(
-    shape: str, sizes: list[int], upstream: Callable[[History], History] | None, runs: int | None = None
+    shape: str,
+    sizes: list[int],
+    upstream: Callable[[History], History] | None,
+    runs: int | None = None,
+    phases: bool = False,
 ) -> None:
     make = SHAPES[shape]
     print(f"\n{shape}")
@@ -253,6 +257,10 @@ def bench_shape(
         if upstream is not None:
             assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
             contenders["upstream"] = lambda h=history: upstream(h)
+        if phases:  # the walk's two phases, timed apart: pairing, then building from that pairing
+            made = pair(history, True)
+            contenders["pair"] = lambda h=history: pair(h, True)
+            contenders["build"] = lambda h=history, p=made: repair_walk(h, pairing=p)
         times = measure(contenders, runs or (9 if size <= 100_000 else 3))
         low = {k: min(v) for k, v in times.items()}
         mid = {k: statistics.median(v) for k, v in times.items()}
@@ -263,6 +271,11 @@ def bench_shape(
             f"{mid['histfix'] * 1e3:>9.2f} {up * 1e3:>12.2f} {up_mid * 1e3:>9.2f} "
             f"{up / low['histfix']:>8.2f}x {low['histfix'] / low['floor']:>8.2f}x"
         )
+        if phases:
+            print(
+                f"{'':>9} phases: pair {low['pair'] * 1e3:.2f} ms ({low['pair'] / low['floor']:.2f}x floor), "
+                f"build {low['build'] * 1e3:.2f} ms ({low['build'] / low['floor']:.2f}x floor)"
+            )
         del history, contenders
     for a, b in itertools.pairwise(sizes):
         growth = {k: mins[b][k] / mins[a][k] for k in mins[a]}
@@ -316,6 +329,9 @@ def main(argv: list[str]) -> None:
         action="store_true",
         help="clean/sparse: ids unique per conversation, as providers issue them (default: reused)",
     )
+    parser.add_argument(
+        "--phases", action="store_true", help="also time the walk's pairing and building phases apart"
+    )
     parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
@@ -335,7 +351,7 @@ def main(argv: list[str]) -> None:
     )
     for shape in args.shapes.split(","):
         if not args.only_profiles:
-            bench_shape(shape, args.sizes, upstream, args.runs)
+            bench_shape(shape, args.sizes, upstream, args.runs, args.phases)
         if args.profiles or args.only_profiles:
             bench_profiles(shape, args.sizes, args.runs or 5)
     if not args.extras:

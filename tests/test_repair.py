@@ -120,3 +120,21 @@ def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.Mo
         # 2.53-2.59: a history this release's repair_messages gets wrong comes out as the walk's
         history = load_history(CASES_BY_NAME["G3_toolless_retry_not_hoisted_in_merge"])
         assert dump(histfix.repair(history)) != dump(upstream(history))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_new_request_is_the_constructors_request(case: Case) -> None:
+    """``_folding.new_request`` skips the constructor for checked parts: on every request of the
+    corpus, its request equals the constructor's, field by field, with the same fields set."""
+    from histfix._folding import new_request
+
+    for message in load_history(case):
+        if not isinstance(message, pai.ModelRequest):
+            continue
+        fields = {"instructions": message.instructions or "be brief"}
+        if _compat.REQUEST_HAS_TIMESTAMP:
+            fields["timestamp"] = message.timestamp
+        made = new_request(list(message.parts), **fields)
+        built = pai.ModelRequest(parts=list(message.parts), **fields)
+        assert made == built
+        assert vars(made) == vars(built)

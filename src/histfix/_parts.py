@@ -26,8 +26,13 @@ def is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
 
 
 def not_result(part: object) -> bool:
-    """Sort key that puts results first (a stable sort keeps every other order)."""
-    return not is_result(part)
+    """Sort key that puts results first (a stable sort keeps every other order).
+
+    ``is_result`` spelled out, not called: a merge sorts every part of the run by this key.
+    """
+    return not (
+        isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
+    )
 
 
 def stays_between_results(part: object) -> bool:

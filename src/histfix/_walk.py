@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 )
 
 from . import _compat
-from ._folding import Folder, FoldEvent, with_parts
+from ._folding import Folder, FoldEvent, new_request, with_parts
 from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 
@@ -102,7 +102,7 @@ class _Builder:
         self.dropped = False
         if isinstance(message, ModelResponse):
             if self.closing:
-                self.folder.request(ModelRequest(parts=self.closing))
+                self.folder.request(new_request(self.closing))
                 self.closing = []
             dangling = pairing.dangling.get(index)
             if dangling:
@@ -131,7 +131,7 @@ class _Builder:
 
     def finish(self) -> None:
         if self.closing:
-            self.folder.request(ModelRequest(parts=self.closing))
+            self.folder.request(new_request(self.closing))
             self.closing = []
         self.folder.flush()
 
