@@ -14,8 +14,9 @@ the caller owns) builds a survey that is not kept.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Survey", "survey"]
+__all__ = ["Survey", "pinned", "pinned_survey", "survey"]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
@@ -131,6 +132,26 @@ class Survey:
 
 _lock = threading.Lock()
 _last: tuple[Sequence[ModelMessage], int, Survey] | None = None
+#: The list ``check`` made its own for the detects of one call (per thread), and its survey.
+_pinned = threading.local()
+
+
+@contextlib.contextmanager
+def pinned(history: Sequence[ModelMessage]) -> Iterator[None]:
+    """Within the block, every survey of ``history`` (cached or not) is one survey: for a list the
+    caller made its own (``check``'s copy), which nothing changes while the detects run."""
+    previous = getattr(_pinned, "entry", None)
+    _pinned.entry = (history, Survey(history))
+    try:
+        yield
+    finally:
+        _pinned.entry = previous
+
+
+def pinned_survey(history: Sequence[ModelMessage]) -> Survey | None:
+    """The survey of ``history`` if it is the list pinned by :func:`pinned` (else None)."""
+    entry = getattr(_pinned, "entry", None)
+    return entry[1] if entry is not None and entry[0] is history else None
 
 
 def survey(history: Sequence[ModelMessage], *, cached: bool = True) -> Survey:
@@ -140,6 +161,9 @@ def survey(history: Sequence[ModelMessage], *, cached: bool = True) -> Survey:
     between calls. The cache holds one history (the last surveyed) alive until the next survey.
     """
     global _last
+    mine = pinned_survey(history)
+    if mine is not None:
+        return mine
     last = _last  # one read: another thread may replace it at any time
     if cached and last is not None and last[0] is history and last[1] == len(history):
         return last[2]

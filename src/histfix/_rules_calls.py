@@ -104,9 +104,7 @@ def _problem(
 ) -> Problem:
     """A Problem rejected by the target's APIs among ``apis`` (default: the wording's), in their
     words (each prefixed with its API when there are several)."""
-    rejected = tuple(api for api in target.apis if api in (wording if apis is None else apis))
-    words = [f"{api}: {wording[api].format(**fill)}" for api in rejected]
-    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
+    rejected, error = _words(id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items()))
     return Problem(
         kind,
         where[0],
@@ -117,6 +115,26 @@ def _problem(
         rejected_by=rejected,
         provider_error=error,
     )
+
+
+#: id() of each wording table (module constants, alive for good) -> the table.
+_WORDINGS = {
+    id(table): table
+    for table in (UNIQUE_WORDING, PRESENT_WORDING, FORMAT_WORDING, ONE_RESULT_WORDING, LATE_WORDING, ARGS_WORDING)
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(
+    wording_id: int, target_apis: tuple[str, ...], apis: frozenset[str] | None, fill: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, ...], str]:
+    """The APIs that reject a finding and their words (one per distinct finding: a history of
+    51k reused ids is worded once, not 51k times)."""
+    wording = _WORDINGS[wording_id]
+    rejected = tuple(api for api in target_apis if api in (wording if apis is None else apis))
+    words = [f"{api}: {wording[api].format(**dict(fill))}" for api in rejected]
+    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
+    return rejected, error
 
 
 def _renamed(
@@ -175,6 +193,8 @@ def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarg
     )
     seen: set[str] = set()
     found: list[Problem] = []
+    wanted = frozenset(target.apis)
+    anthropic = frozenset({"anthropic"})
     for i, message in enumerate(history):
         if not isinstance(message, ModelResponse):
             continue
@@ -183,10 +203,10 @@ def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarg
             if not isinstance(part, ToolCallPart):
                 continue
             call_id = part.tool_call_id
-            apis = {"anthropic"} if call_id in seen else set()
+            apis = anthropic if call_id in seen else frozenset()
             if call_id in here:
                 apis |= counting
-            if apis & set(target.apis):
+            if apis & wanted:
                 description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
                 found.append(
                     _problem(
@@ -400,9 +420,12 @@ def _detect_misplaced(
     wording: dict[str, str],
 ) -> list[Problem]:
     from ._call_results import misplaced_results
+    from ._profile_scan import pinned_survey
 
+    facts = pinned_survey(history)  # check's own list: both detects share one reading
+    misplaced = misplaced_results(history) if facts is None else facts.memo("misplaced", lambda: misplaced_results(history))
     found: list[Problem] = []
-    for m in misplaced_results(history):
+    for m in misplaced:
         if m.kind not in kinds:
             continue
         part = history[m.message_index].parts[m.part_index]
