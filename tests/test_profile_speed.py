@@ -13,13 +13,13 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from emulators import PROVIDER_APIS as EMULATED_APIS
 from histfix import _call_ids, _providers
 from histfix._folding import with_parts
 from histfix._profile_scan import Survey, survey
 
 from corpus import CASES
 from dsl import call, load, load_history, req, resp, ret, text, user
-from emulators import PROVIDER_APIS as EMULATED_APIS
 from generate import random_conversation, random_history
 
 
@@ -157,7 +157,9 @@ def test_the_fast_id_hash_equals_the_digit_by_digit_one() -> None:
 def test_a_clean_history_comes_back_equal_and_as_a_new_list(provider: str) -> None:
     """The runner goes on with the before-stage's list when the default repair changed nothing:
     still a list of its own, never the caller's."""
-    history = load([req(user("q")), resp(call("f", "call12345")), req(ret("f", "call12345", "r")), resp(text("done"))])
+    history = load(
+        [req(user("q")), resp(call("f", "call12345")), req(ret("f", "call12345", "r")), resp(text("done"))]
+    )
     out = histfix.repair(history, provider=provider)
     assert out == history and out is not history
     report = histfix.repair_report(history, provider=provider)

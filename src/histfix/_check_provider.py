@@ -235,7 +235,9 @@ def check_for(
         return _check_for(history, target, problems)
 
 
-def _check_for(history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]) -> list[Problem]:
+def _check_for(
+    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+) -> list[Problem]:
     wanted = set(target.apis)
     found: dict[tuple[object, ...], tuple[Problem, dict[str, str]]] = {}
 

@@ -108,7 +108,9 @@ class Survey:
 
     def several_parts(self) -> list[int]:
         """Indices of the messages with more than one part."""
-        return self._once("several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1)))))
+        return self._once(
+            "several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1))))
+        )
 
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
@@ -122,7 +124,8 @@ class Survey:
     def empty_instructions(self) -> bool:
         """Some message carries ``instructions=''``."""
         return self._once(
-            "empty_instructions", lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None))
+            "empty_instructions",
+            lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
         )
 
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:

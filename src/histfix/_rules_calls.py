@@ -104,7 +104,9 @@ def _problem(
 ) -> Problem:
     """A Problem rejected by the target's APIs among ``apis`` (default: the wording's), in their
     words (each prefixed with its API when there are several)."""
-    rejected, error = _words(id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items()))
+    rejected, error = _words(
+        id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items())
+    )
     return Problem(
         kind,
         where[0],
@@ -120,13 +122,23 @@ def _problem(
 #: id() of each wording table (module constants, alive for good) -> the table.
 _WORDINGS = {
     id(table): table
-    for table in (UNIQUE_WORDING, PRESENT_WORDING, FORMAT_WORDING, ONE_RESULT_WORDING, LATE_WORDING, ARGS_WORDING)
+    for table in (
+        UNIQUE_WORDING,
+        PRESENT_WORDING,
+        FORMAT_WORDING,
+        ONE_RESULT_WORDING,
+        LATE_WORDING,
+        ARGS_WORDING,
+    )
 }
 
 
 @functools.lru_cache(maxsize=4096)
 def _words(
-    wording_id: int, target_apis: tuple[str, ...], apis: frozenset[str] | None, fill: tuple[tuple[str, str], ...]
+    wording_id: int,
+    target_apis: tuple[str, ...],
+    apis: frozenset[str] | None,
+    fill: tuple[tuple[str, str], ...],
 ) -> tuple[tuple[str, ...], str]:
     """The APIs that reject a finding and their words (one per distinct finding: a history of
     51k reused ids is worded once, not 51k times)."""
@@ -423,7 +435,11 @@ def _detect_misplaced(
     from ._profile_scan import pinned_survey
 
     facts = pinned_survey(history)  # check's own list: both detects share one reading
-    misplaced = misplaced_results(history) if facts is None else facts.memo("misplaced", lambda: misplaced_results(history))
+    misplaced = (
+        misplaced_results(history)
+        if facts is None
+        else facts.memo("misplaced", lambda: misplaced_results(history))
+    )
     found: list[Problem] = []
     for m in misplaced:
         if m.kind not in kinds:

@@ -310,12 +310,12 @@ def _misplaced_requests(history: Sequence[ModelMessage], cached: bool) -> tuple[
     classes = _unsent_request_classes(history, cached)
     if not classes:
         return None, []
-    found = survey(history, cached=cached)
+    facts = survey(history, cached=cached)
     # the messages whose first part is of those classes (C-level: each message's first part is at
     # the running total of the part counts before it)
-    starts = list(itertools.accumulate(found.lens, initial=0))[:-1]
-    first_types = map(found.types.__getitem__, compress(starts, found.lens))
-    with_parts = compress(range(len(found.lens)), found.lens)
+    starts = list(itertools.accumulate(facts.lens, initial=0))[:-1]
+    first_types = map(facts.types.__getitem__, compress(starts, facts.lens))
+    with_parts = compress(range(len(facts.lens)), facts.lens)
     candidates = list(compress(with_parts, map(classes.__contains__, first_types)))
     unsent = [index for index in candidates if _unsent_request(history[index], classes)]
     if not unsent:
