@@ -205,9 +205,14 @@ def _profiled_report(
 
 
 def _has_toolless_retry_prompt(history: Sequence[ModelMessage]) -> bool:
-    """Whether a request holds a ``RetryPromptPart`` without a ``tool_name`` (one scan of the parts)."""
+    """Whether a request holds a ``RetryPromptPart`` without a ``tool_name`` (one scan of the parts,
+    after the profile's survey of the same list, which the passes use too, has seen retry prompts)."""
     from pydantic_ai.messages import ModelRequest, RetryPromptPart
 
+    from ._profile_scan import survey
+
+    if RetryPromptPart not in survey(history).part_classes:
+        return False
     return any(
         type(part) is RetryPromptPart and part.tool_name is None
         for message in history

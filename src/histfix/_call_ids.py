@@ -15,6 +15,8 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -27,12 +29,12 @@ from pydantic_ai.messages import (
 )
 
 from ._folding import with_parts
-from ._memo import last_history_only
 from ._parts import is_result
 
 __all__ = [
     "ANTHROPIC_ID",
     "MISTRAL_ID",
+    "Renamed",
     "Renames",
     "anthropic_ids",
     "apply_renames",
@@ -51,20 +53,30 @@ _LENGTH = 9
 
 #: (message index, part index) -> the id that part carries from now on.
 Renames = dict[tuple[int, int], str]
+#: (old id, new id) -> [index of the renamed call's response, its tool name, how many results follow
+#: it], in the order of the calls: what a rename pass reports, noted while the renames are made.
+Renamed = dict[tuple[str, str], list[Any]]
+
+
+#: Every pair of base62 digits, least significant first (``_PAIRS[a + 62 * b]`` is digit a, then b).
+_PAIRS = tuple(low + high for high in _BASE62 for low in _BASE62)
+_PAIR = 62 * 62
 
 
 def hashed_id(seed: str, taken: set[str], also: Collection[str] = ()) -> str:
     """A 9-character base62 id from a 64-bit BLAKE2b hash of ``seed``, in neither ``taken`` nor
-    ``also`` (then added to ``taken``); a collision rehashes with a counter."""
+    ``also`` (then added to ``taken``); a collision rehashes with a counter.
+
+    The hash's nine least significant base62 digits, least significant first (taken two at a time)."""
     attempt = 0
     while True:
         text = f"{seed}#{attempt}" if attempt else seed
         number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-        chars = []
-        for _ in range(_LENGTH):
-            number, digit = divmod(number, 62)
-            chars.append(_BASE62[digit])
-        found = "".join(chars)
+        number, a = divmod(number, _PAIR)
+        number, b = divmod(number, _PAIR)
+        number, c = divmod(number, _PAIR)
+        number, d = divmod(number, _PAIR)
+        found = _PAIRS[a] + _PAIRS[b] + _PAIRS[c] + _PAIRS[d] + _BASE62[number % 62]
         if found not in taken and found not in also:
             taken.add(found)
             return found
@@ -79,33 +91,49 @@ def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]
                 yield i, j, part
 
 
-@last_history_only
 def call_ids(history: Sequence[ModelMessage]) -> list[str]:
     """The ids of every regular call, in order: whether a rename pass has anything to do at all
-    depends on these alone (a result whose id no call has is an orphan, whatever its id)."""
-    return [
-        part.tool_call_id
-        for message in history
-        if isinstance(message, ModelResponse)
-        for part in message.parts
-        if isinstance(part, ToolCallPart)
-    ]
+    depends on these alone (a result whose id no call has is an orphan, whatever its id). From
+    the profile's survey (the passes run on lists of their own)."""
+    from ._profile_scan import survey
+
+    return survey(history).call_ids()
 
 
 def all_ids(history: Sequence[ModelMessage]) -> set[str]:
-    """Every tool call id the history holds anywhere: a fresh id must be none of them."""
-    return {part.tool_call_id for _, _, part in _id_parts(history)}
+    """Every tool call id the history holds anywhere: a fresh id must be none of them (the parts
+    of the classes that have one, from the survey: C-level pipelines, no loop per part)."""
+    from ._profile_scan import survey
+
+    facts = survey(history)
+    if not all(map(_field_names, facts.part_classes)):  # a part that is not a dataclass: every part read
+        return {part.tool_call_id for _, _, part in _id_parts(history)}
+    named = frozenset(kind for kind in facts.part_classes if "tool_call_id" in _field_names(kind))
+    values = set(map(attrgetter("tool_call_id"), compress(facts.flat, facts.selected(named))))
+    return {value for value in values if isinstance(value, str)}
+
+
+def _field_names(kind: type) -> frozenset[str]:
+    """A part class's dataclass fields (none for any other class)."""
+    fields = getattr(kind, "__dataclass_fields__", None)
+    return frozenset(fields) if isinstance(fields, dict) else frozenset()
 
 
 def _pairing_renames(
-    history: Sequence[ModelMessage], fresh_call: Callable[[str, bool], bool], seed: str
+    history: Sequence[ModelMessage],
+    fresh_call: Callable[[str, bool], bool],
+    seed: str,
+    renamed: Renamed | None = None,
 ) -> Renames:
     """Renames that give every call ``fresh_call(id, reused)`` picks a fresh id, with its results.
 
     Walks the history as the default repair pairs it (see the module docstring); each result
     takes the id of the call it answers, and a duplicate that of the call answered last with its
-    id (so it stays a duplicate); an orphan keeps its id (it stays an orphan).
+    id (so it stays a duplicate); an orphan keeps its id (it stays an orphan). ``renamed``, when
+    given, gets what each renamed call is (see :data:`Renamed`).
     """
+    if renamed is None:
+        renamed = {}
     taken: set[str] | None = None
     renames: Renames = {}
     open_calls: dict[str, list[str]] = {}  # id as stored -> wire ids of its open calls, oldest first
@@ -127,6 +155,7 @@ def _pairing_renames(
                         taken = all_ids(history)
                     wire = hashed_id(f"{seed}\x00{call_id}\x00{count}", taken)
                     renames[(i, j)] = wire
+                    renamed[(call_id, wire)] = [i, part.tool_name, 0]
                 times_called[call_id] = count + 1
                 open_calls.setdefault(call_id, []).append(wire)
                 owner[call_id] = i
@@ -145,27 +174,28 @@ def _pairing_renames(
                     continue
                 if wire != call_id:
                     renames[(i, j)] = wire
+                    renamed[(call_id, wire)][2] += 1
     return renames
 
 
-def reused_id_renames(history: Sequence[ModelMessage]) -> Renames:
+def reused_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call whose id an earlier call (same or earlier response) already had."""
     ids = call_ids(history)
     if len(set(ids)) == len(ids):
         return {}
-    return _pairing_renames(history, lambda call_id, reused: reused, "reused")
+    return _pairing_renames(history, lambda call_id, reused: reused, "reused", renamed)
 
 
-def empty_id_renames(history: Sequence[ModelMessage]) -> Renames:
+def empty_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call with an empty id, shared with the results the repair pairs it with."""
     if "" not in call_ids(history):
         return {}
-    return _pairing_renames(history, lambda call_id, reused: not call_id, "empty")
+    return _pairing_renames(history, lambda call_id, reused: not call_id, "empty", renamed)
 
 
 def _mapped_ids(
     history: Sequence[ModelMessage],
-    fits: Callable[[str], bool],
+    fits: Callable[[str], object],
     fitted: Callable[[str, set[str], set[str]], str],
 ) -> Renames:
     """Renames from one id-to-id mapping applied to every call and result (a bijection on the ids).
@@ -209,7 +239,7 @@ def _calls_and_results(history: Sequence[ModelMessage]) -> list[tuple[int, int, 
 
 def mistral_ids(history: Sequence[ModelMessage]) -> Renames:
     """Every call/result id that is not 9 ASCII letters or digits, mapped to one that is."""
-    return _mapped_ids(history, lambda call_id: bool(MISTRAL_ID.match(call_id)), hashed_id)
+    return _mapped_ids(history, MISTRAL_ID.match, hashed_id)
 
 
 def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
@@ -225,17 +255,20 @@ def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
         taken.add(f"{readable}_{suffix}")
         return f"{readable}_{suffix}" if readable else suffix
 
-    return _mapped_ids(history, lambda call_id: bool(ANTHROPIC_ID.match(call_id)), fitted)
+    return _mapped_ids(history, ANTHROPIC_ID.match, fitted)
 
 
 def _with_id(part: Any, new: str) -> Any:
     """``part`` with another ``tool_call_id``: ``dataclasses.replace`` at a tenth of the cost (the
-    part classes are plain dataclasses; their validation has nothing to say about an id)."""
-    if not hasattr(part, "__dict__"):
+    part classes are plain dataclasses, unfrozen, their fields in ``__dict__``, on every release;
+    their validation has nothing to say about an id; tests/test_rules_calls.py checks it equal)."""
+    fields = getattr(part, "__dict__", None)
+    if fields is None:
         return replace(part, tool_call_id=new)
     clone = object.__new__(type(part))
-    clone.__dict__.update(part.__dict__)
-    clone.tool_call_id = new
+    copied = clone.__dict__
+    copied.update(fields)
+    copied["tool_call_id"] = new
     return clone
 
 

@@ -20,7 +20,6 @@ from pydantic_ai.messages import (
 )
 
 from ._folding import is_synthetic, with_parts
-from ._memo import last_history_only
 from ._parts import is_result
 
 __all__ = ["Misplaced", "ResultKind", "misplaced_for_pass", "misplaced_results", "without_misplaced"]
@@ -98,9 +97,12 @@ def classified(history: Sequence[ModelMessage]) -> list[Misplaced]:
     return found
 
 
-#: :func:`misplaced_results` for the passes, which run one after another on the same list object
-#: (never for ``detect``: a caller may change a list in place between two checks).
-misplaced_for_pass = last_history_only(misplaced_results)
+def misplaced_for_pass(history: Sequence[ModelMessage]) -> list[Misplaced]:
+    """:func:`misplaced_results` for the passes, which run one after another on the same list
+    object: kept in its survey (never for ``detect``: a caller may change a list in place)."""
+    from ._profile_scan import survey
+
+    return survey(history).memo("misplaced", lambda: misplaced_results(history))
 
 
 def _after_results(parts: list[ModelRequestPart], moved: list[ModelRequestPart]) -> list[ModelRequestPart]:

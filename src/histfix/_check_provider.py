@@ -228,6 +228,16 @@ def check_for(
     A finding reported twice (by the validator and a rule, or by rules for several APIs) is listed
     once, with every API that rejects it.
     """
+    from ._profile_scan import pinned
+
+    history = list(history)  # the detects' own list: one survey serves them all
+    with pinned(history):
+        return _check_for(history, target, problems)
+
+
+def _check_for(
+    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+) -> list[Problem]:
     wanted = set(target.apis)
     found: dict[tuple[object, ...], tuple[Problem, dict[str, str]]] = {}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import is_
 from typing import TYPE_CHECKING
 
 from ._changes import Change
@@ -31,12 +32,16 @@ def run_profile(
     for rule in rules_for(target, "before"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    current, found = default_repair(current)
+    repaired, found = default_repair(current)
     changes.extend(found)
+    if found or len(repaired) != len(current) or not all(map(is_, repaired, current)):
+        current = repaired
+    # else: the same messages; going on with the list the before-stage surveyed keeps its survey
+    # (a copy of the caller's list that nothing mutates, as ``repaired`` would be)
     for rule in rules_for(target, "after"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    if history and nothing_sendable(current):
+    if history and nothing_sendable(current, cached=True):
         raise ValueError(
             f"nothing in this history can be sent to {target.name}: it holds only system prompts "
             "or tool-availability deltas (no prompt, result or response); add the user's prompt to it, "
@@ -45,9 +50,9 @@ def run_profile(
     return current, changes
 
 
-def nothing_sendable(history: Sequence[ModelMessage]) -> bool:
+def nothing_sendable(history: Sequence[ModelMessage], *, cached: bool = False) -> bool:
     """Whether no message holds anything but parts never sent as a turn: system prompts and
-    tool-availability deltas (an empty list counts as nothing)."""
+    tool-availability deltas (an empty list counts as nothing). ``cached`` for the runner's lists."""
     from ._rules_turns import only_unsent_request_parts
 
-    return only_unsent_request_parts(history)
+    return only_unsent_request_parts(history, cached=cached)

@@ -1,78 +1,176 @@
-"""One pass over a history that tells the shape and native rules whether they have anything to do.
+"""One survey of a history that tells every profile pass whether it has anything to do.
 
 Every profile repair runs every rule of its profile, and on a history with nothing to fix each
 rule's cost is its early exit. Reading a message's attributes is what costs (100k messages are
-100k scattered objects), so the facts the early exits need are gathered in one pass and kept for
-the last history scanned: the passes of one profile run hand each other the same list object
-whenever they change nothing. The list is checked by identity and length; the runner's lists are
-its own copies, which nothing mutates, so a later pass never sees stale facts.
+100k scattered objects), so the facts the early exits need come from one survey, built with
+C-level pipelines (``map``/``compress``/``chain``, no Python loop per part), and kept for the last
+history surveyed: the passes of one profile run hand each other the same list object whenever
+they change nothing (and the runner hands the before-stage's list on when the default repair
+changed nothing). The list is checked by identity and length; the runner's lists are its own
+copies, which nothing mutates, so a later pass never sees stale facts. Facts only some passes need
+are computed on first use and kept in the survey. ``cached=False`` (``check``'s detects, on lists
+the caller owns) builds a survey that is not kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, compress, repeat
+from operator import and_, attrgetter, eq, gt, is_
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Scan", "scan"]
+__all__ = ["Survey", "pinned", "pinned_survey", "survey"]
+
+_T = TypeVar("_T")
+_parts_of = attrgetter("parts")
+_ids_of = attrgetter("tool_call_id")
 
 
-@dataclass(frozen=True)
-class Scan:
-    """What the early exits of the shape and native rules need to know about one history."""
+class Survey:
+    """What the early exits of the profile passes need to know about one history (read-only)."""
 
-    #: the classes of every part
-    part_classes: frozenset[type]
-    #: some message has no parts
-    empty_message: bool
-    #: the ``content`` of every text part and user prompt, in order
-    text_contents: tuple[object, ...]
-    #: indices of the messages with more than one part
-    several_parts: tuple[int, ...]
-    #: two responses in a row
-    consecutive_responses: bool
+    __slots__ = ("_cache", "empty_message", "flat", "history", "lens", "part_classes", "plain", "types")
+
+    def __init__(self, history: Sequence[ModelMessage]) -> None:
+        from pydantic_ai.messages import ModelRequest, ModelResponse
+
+        parts_of = list(map(_parts_of, history))
+        self.history = history
+        #: how many parts each message has
+        self.lens: list[int] = list(map(len, parts_of))
+        #: every part, in order, and its class
+        self.flat: list[Any] = list(chain.from_iterable(parts_of))
+        self.types: list[type] = list(map(type, self.flat))
+        #: the classes of every part
+        self.part_classes: frozenset[type] = frozenset(self.types)
+        #: some message has no parts
+        self.empty_message = 0 in self.lens
+        #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
+        self.plain = set(map(type, history)) <= {ModelRequest, ModelResponse}
+        self._cache: dict[str, Any] = {}
+
+    def _once(self, key: str, compute: Callable[[], _T]) -> _T:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        found: _T = self._cache[key]
+        return found
+
+    def classes(self, *bases: type) -> frozenset[type]:
+        """The history's part classes that are subclasses of ``bases`` (isinstance, by class)."""
+        return frozenset(kind for kind in self.part_classes if issubclass(kind, bases))
+
+    def selected(self, kinds: frozenset[type]) -> list[bool]:
+        """For every part, whether its class is one of ``kinds``."""
+        return list(map(kinds.__contains__, self.types))
+
+    def in_responses(self) -> list[bool]:
+        """For every part, whether its message is a ``ModelResponse`` (needs ``plain``)."""
+        from pydantic_ai.messages import ModelResponse
+
+        def compute() -> list[bool]:
+            flags = map(is_, map(type, self.history), repeat(ModelResponse))
+            return list(chain.from_iterable(map(repeat, flags, self.lens)))
+
+        return self._once("in_responses", compute)
+
+    def call_ids(self) -> list[str]:
+        """The ids of every regular call (a ``ToolCallPart`` in a response), in order."""
+        from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+        def compute() -> list[str]:
+            if not self.plain:
+                return [
+                    part.tool_call_id
+                    for message in self.history
+                    if isinstance(message, ModelResponse)
+                    for part in message.parts
+                    if isinstance(part, ToolCallPart)
+                ]
+            chosen = map(and_, self.selected(self.classes(ToolCallPart)), self.in_responses())
+            return list(map(_ids_of, compress(self.flat, chosen)))
+
+        return self._once("call_ids", compute)
+
+    def text_contents(self) -> list[object]:
+        """The ``content`` of every text part and user prompt, in order."""
+        from pydantic_ai.messages import TextPart, UserPromptPart
+
+        def compute() -> list[object]:
+            chosen = self.selected(self.classes(TextPart, UserPromptPart))
+            return list(map(attrgetter("content"), compress(self.flat, chosen)))
+
+        return self._once("text_contents", compute)
+
+    def several_parts(self) -> list[int]:
+        """Indices of the messages with more than one part."""
+        return self._once(
+            "several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1))))
+        )
+
+    def consecutive_responses(self) -> bool:
+        """Two responses in a row (by ``kind``)."""
+
+        def compute() -> bool:
+            responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
+            return any(map(and_, responses, responses[1:]))
+
+        return self._once("consecutive", compute)
+
+    def empty_instructions(self) -> bool:
+        """Some message carries ``instructions=''``."""
+        return self._once(
+            "empty_instructions",
+            lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
+        )
+
+    def memo(self, key: str, compute: Callable[[], _T]) -> _T:
+        """A pass's own fact about this history, computed once (``key`` names it)."""
+        return self._once(f"pass:{key}", compute)
 
 
 _lock = threading.Lock()
-_last: tuple[Sequence[ModelMessage], int, Scan] | None = None
+_last: tuple[Sequence[ModelMessage], int, Survey] | None = None
+#: The list ``check`` made its own for the detects of one call (per thread), and its survey.
+_pinned = threading.local()
 
 
-def scan(history: Sequence[ModelMessage], *, cached: bool = True) -> Scan:
-    """The facts about ``history``, gathered in one pass (or the last scan's, for the same list).
+@contextlib.contextmanager
+def pinned(history: Sequence[ModelMessage]) -> Iterator[None]:
+    """Within the block, every survey of ``history`` (cached or not) is one survey: for a list the
+    caller made its own (``check``'s copy), which nothing changes while the detects run."""
+    previous = getattr(_pinned, "entry", None)
+    _pinned.entry = (history, Survey(history))
+    try:
+        yield
+    finally:
+        _pinned.entry = previous
+
+
+def pinned_survey(history: Sequence[ModelMessage]) -> Survey | None:
+    """The survey of ``history`` if it is the list pinned by :func:`pinned` (else None)."""
+    entry = getattr(_pinned, "entry", None)
+    return entry[1] if entry is not None and entry[0] is history else None
+
+
+def survey(history: Sequence[ModelMessage], *, cached: bool = True) -> Survey:
+    """The survey of ``history`` (the last one's, for the same list object of the same length).
 
     ``cached=False`` for lists the caller owns (``check``'s detects), which may change in place
-    between calls. The cache holds one history (the last scanned) alive until the next scan.
+    between calls. The cache holds one history (the last surveyed) alive until the next survey.
     """
     global _last
-    last = _last
+    mine = pinned_survey(history)
+    if mine is not None:
+        return mine
+    last = _last  # one read: another thread may replace it at any time
     if cached and last is not None and last[0] is history and last[1] == len(history):
         return last[2]
-    from pydantic_ai.messages import TextPart, UserPromptPart
-
-    texts = (TextPart, UserPromptPart)
-    classes: set[type] = set()
-    contents: list[object] = []
-    several: list[int] = []
-    empty = consecutive = previous_response = False
-    for index, message in enumerate(history):
-        parts = message.parts
-        response = message.kind == "response"
-        consecutive = consecutive or (response and previous_response)
-        previous_response = response
-        if len(parts) != 1:
-            if not parts:
-                empty = True
-                continue
-            several.append(index)
-        for part in parts:
-            classes.add(type(part))
-            if isinstance(part, texts):
-                contents.append(part.content)
-    found = Scan(frozenset(classes), empty, tuple(contents), tuple(several), consecutive)
+    found = Survey(history)
     if cached:
         with _lock:
             _last = (history, len(history), found)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Mapping, Sequence
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._changes import Change
@@ -19,7 +21,7 @@ from ._providers import ProviderTarget
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ._call_ids import Renames
+    from ._call_ids import Renamed, Renames
     from ._call_results import Misplaced
     from ._profiles import Detect, Fix, ProfileRule
 
@@ -102,9 +104,9 @@ def _problem(
 ) -> Problem:
     """A Problem rejected by the target's APIs among ``apis`` (default: the wording's), in their
     words (each prefixed with its API when there are several)."""
-    rejected = tuple(api for api in target.apis if api in (wording if apis is None else apis))
-    words = [f"{api}: {wording[api].format(**fill)}" for api in rejected]
-    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
+    rejected, error = _words(
+        id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items())
+    )
     return Problem(
         kind,
         where[0],
@@ -117,34 +119,57 @@ def _problem(
     )
 
 
+#: id() of each wording table (module constants, alive for good) -> the table.
+_WORDINGS = {
+    id(table): table
+    for table in (
+        UNIQUE_WORDING,
+        PRESENT_WORDING,
+        FORMAT_WORDING,
+        ONE_RESULT_WORDING,
+        LATE_WORDING,
+        ARGS_WORDING,
+    )
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(
+    wording_id: int,
+    target_apis: tuple[str, ...],
+    apis: frozenset[str] | None,
+    fill: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, ...], str]:
+    """The APIs that reject a finding and their words (one per distinct finding: a history of
+    51k reused ids is worded once, not 51k times)."""
+    wording = _WORDINGS[wording_id]
+    rejected = tuple(api for api in target_apis if api in (wording if apis is None else apis))
+    words = [f"{api}: {wording[api].format(**dict(fill))}" for api in rejected]
+    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
+    return rejected, error
+
+
 def _renamed(
-    history: list[ModelMessage], renames: Renames, why: str
+    history: list[ModelMessage], renames: Renames, renamed: Renamed, why: str
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Apply ``renames``; one Change per id given (the call's, with how many results follow it)."""
+    """Apply ``renames``; one Change per call given a new id (``renamed``: the call's response,
+    tool name and how many results follow it, in the order of the calls)."""
     from ._call_ids import apply_renames
 
     if not renames:
         return history, []
-    first: dict[tuple[str, str], tuple[int, Any]] = {}
-    results: dict[tuple[str, str], int] = {}
-    for (i, j), new in renames.items():  # in history order: the passes add them walking it
-        part: Any = history[i].parts[j]
-        key = (part.tool_call_id, new)
-        if key not in first:
-            first[key] = (i, part)
-            results[key] = 0
-        if part.part_kind != "tool-call":
-            results[key] += 1
-    changes: list[Change] = []
-    for (old, new), (i, part) in first.items():
-        name = getattr(part, "tool_name", None)
-        count = results[(old, new)]
-        with_results = f" and its {count} result{'s' if count != 1 else ''}" if count else ""
-        changes.append(
-            Change(
-                "renamed_call_id", i, f"id {old!r} ({name}){with_results} renamed {new!r}: {why}", old, name
-            )
+    plural = {1: " and its 1 result"}
+    changes = [
+        Change(
+            "renamed_call_id",
+            i,
+            f"id {old!r} ({name}){plural.get(count) or (f' and its {count} results' if count else '')} "
+            f"renamed {new!r}: {why}",
+            old,
+            name,
         )
+        for (old, new), (i, name, count) in renamed.items()
+    ]
     return apply_renames(history, renames), changes
 
 
@@ -161,7 +186,9 @@ def unique_call_ids(
     every release, so the pass runs for them everywhere (no switch)."""
     from ._call_ids import reused_id_renames
 
-    return _renamed(history, reused_id_renames(history), "an earlier call has the same id")
+    renamed: Renamed = {}
+    renames = reused_id_renames(history, renamed)
+    return _renamed(history, renames, renamed, "an earlier call has the same id")
 
 
 def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
@@ -178,6 +205,8 @@ def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarg
     )
     seen: set[str] = set()
     found: list[Problem] = []
+    wanted = frozenset(target.apis)
+    anthropic = frozenset({"anthropic"})
     for i, message in enumerate(history):
         if not isinstance(message, ModelResponse):
             continue
@@ -186,10 +215,10 @@ def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarg
             if not isinstance(part, ToolCallPart):
                 continue
             call_id = part.tool_call_id
-            apis = {"anthropic"} if call_id in seen else set()
+            apis = anthropic if call_id in seen else frozenset()
             if call_id in here:
                 apis |= counting
-            if apis & set(target.apis):
+            if apis & wanted:
                 description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
                 found.append(
                     _problem(
@@ -214,7 +243,9 @@ def call_ids_present(
     its result, so they never pair (measured; the APIs that pair by id then reject both)."""
     from ._call_ids import empty_id_renames
 
-    return _renamed(history, empty_id_renames(history), "its id was empty, which the wire cannot pair")
+    renamed: Renamed = {}
+    renames = empty_id_renames(history, renamed)
+    return _renamed(history, renames, renamed, "its id was empty, which the wire cannot pair")
 
 
 def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]:
@@ -401,9 +432,16 @@ def _detect_misplaced(
     wording: dict[str, str],
 ) -> list[Problem]:
     from ._call_results import misplaced_results
+    from ._profile_scan import pinned_survey
 
+    facts = pinned_survey(history)  # check's own list: both detects share one reading
+    misplaced = (
+        misplaced_results(history)
+        if facts is None
+        else facts.memo("misplaced", lambda: misplaced_results(history))
+    )
     found: list[Problem] = []
-    for m in misplaced_results(history):
+    for m in misplaced:
         if m.kind not in kinds:
             continue
         part = history[m.message_index].parts[m.part_index]
@@ -443,15 +481,22 @@ def detect_results_follow_their_call(
 # --- after: args ---------------------------------------------------------------------------------------
 
 
-def _unsendable_args(history: Sequence[ModelMessage]) -> list[tuple[int, int, str]]:
+def _unsendable_args(history: Sequence[ModelMessage], cached: bool) -> list[tuple[int, int, str]]:
     """(message, part, error) for every call whose string args are not a JSON object, where the
     release's ``args_as_dict`` raises on them (before 1.95.0)."""
     from pydantic_ai.messages import BaseToolCallPart, ModelResponse
     from pydantic_core import from_json
 
     from . import _compat
+    from ._profile_scan import survey
 
     if _compat.ARGS_AS_DICT_TOLERATES_INVALID:
+        return []
+    facts = survey(history, cached=cached)
+    calls = facts.classes(BaseToolCallPart)
+    if facts.plain and not any(  # the cheap early exit: no call holds args as a string
+        map(isinstance, map(attrgetter("args"), compress(facts.flat, facts.selected(calls))), repeat(str))
+    ):
         return []
     found = []
     for i, message in enumerate(history):
@@ -479,7 +524,7 @@ def tool_args_sendable(
 
     from ._folding import with_parts
 
-    found = _unsendable_args(history)
+    found = _unsendable_args(history, cached=True)
     if not found:
         return history, []
     out = list(history)
@@ -507,7 +552,7 @@ def tool_args_sendable(
 
 def detect_tool_args_sendable(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     found = []
-    for i, j, error in _unsendable_args(history):
+    for i, j, error in _unsendable_args(history, cached=False):
         part = history[i].parts[j]
         description = f"call args are not a JSON object, which this release cannot send: {error}"
         found.append(

@@ -78,9 +78,9 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
 
 def _part_classes(history: Sequence[ModelMessage], cached: bool = True) -> frozenset[type]:
     """The classes of every part (the rules' cheap early exits, from the shared scan)."""
-    from ._profile_scan import scan
+    from ._profile_scan import survey
 
-    return scan(history, cached=cached).part_classes
+    return survey(history, cached=cached).part_classes
 
 
 def _any_native(history: Sequence[ModelMessage], cached: bool = True) -> bool:

@@ -231,31 +231,26 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
 def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cached: bool = True) -> bool:
     """The cheap early exit: a message without parts, or a text part or user prompt that is blank
     (the strings tested at C speed, multimodal prompts' strings too)."""
-    from ._profile_scan import scan
+    from ._profile_scan import survey
 
-    found = scan(history, cached=cached)
+    found = survey(history, cached=cached)
     if found.empty_message:
         return True
-    if "bedrock" in target.apis and _empty_instructions(history):
+    if "bedrock" in target.apis and found.empty_instructions():
         return True
     if NATIVE_BLIND_APIS & set(target.apis) and any(
         getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
     ):
         return True  # a response of native parts only may send nothing: the exact pass decides
-    strings = [content for content in found.text_contents if type(content) is str]
-    if len(strings) != len(found.text_contents):
-        for content in found.text_contents:
+    contents = found.text_contents()
+    strings = [content for content in contents if type(content) is str]
+    if len(strings) != len(contents):
+        for content in contents:
             if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
     if "bedrock" in target.apis:
         return "" in map(str.strip, strings)
     return "" in strings
-
-
-def _empty_instructions(history: Sequence[ModelMessage]) -> bool:
-    """Whether a request carries ``instructions=''`` (BedrockModel sends it as an empty system
-    text block, which boto3 refuses before sending: 'Invalid length for parameter system[0].text')."""
-    return any(getattr(message, "instructions", None) == "" for message in history)
 
 
 def no_empty_content(
@@ -274,6 +269,8 @@ def no_empty_content(
     dropped_message = False
     ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
     for index, message in enumerate(history):
+        # Bedrock: BedrockModel sends instructions='' as an empty system text block, which boto3
+        # refuses before sending ('Invalid length for parameter system[0].text')
         if "bedrock" in target.apis and isinstance(message, ModelRequest) and message.instructions == "":
             message = _replace(message, instructions=None)  # noqa: PLW2901 (the copy replaces it)
             changes.append(Change("dropped_empty", index, "dropped empty instructions ('')", preview=""))
@@ -388,9 +385,9 @@ def results_first(
 
     changes: list[Change] = []
     fixed: list[ModelMessage] | None = None
-    from ._profile_scan import scan
+    from ._profile_scan import survey
 
-    for index in scan(history).several_parts:  # a one-part request never has a late result
+    for index in survey(history).several_parts():  # a one-part request never has a late result
         message = history[index]
         if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
@@ -440,9 +437,9 @@ def alternating_roles(
     responses no provider produced) become one, the parts of both in order, the first's fields."""
     from pydantic_ai.messages import ModelResponse
 
-    from ._profile_scan import scan
+    from ._profile_scan import survey
 
-    if not scan(history).consecutive_responses:
+    if not survey(history).consecutive_responses():
         return history, []  # the cheap early exit
     fixed: list[ModelMessage] = []
     changes: list[Change] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
@@ -93,14 +94,21 @@ def unsent_request_part(part: object) -> bool:
     return _unsent_request_class(type(part))
 
 
-def only_unsent_request_parts(history: Sequence[ModelMessage]) -> bool:
+def _part_classes(history: Sequence[ModelMessage], cached: bool) -> frozenset[type]:
+    """The classes of every part: from the profile's survey (``cached`` for the passes' own lists)."""
+    from ._profile_scan import survey
+
+    return survey(history, cached=cached).part_classes
+
+
+def only_unsent_request_parts(history: Sequence[ModelMessage], *, cached: bool = False) -> bool:
     """Whether every part is a system prompt or a tool-availability delta (one set of part classes)."""
-    return all(map(_unsent_request_class, set(map(type, all_parts(history)))))
+    return all(map(_unsent_request_class, _part_classes(history, cached)))
 
 
-def _unsent_request_classes(history: Sequence[ModelMessage]) -> frozenset[type]:
+def _unsent_request_classes(history: Sequence[ModelMessage], cached: bool) -> frozenset[type]:
     """The history's request part classes that are never sent as a user turn (the cheap early exit)."""
-    return frozenset(filter(_unsent_request_class, set(map(type, all_parts(history)))))
+    return frozenset(filter(_unsent_request_class, _part_classes(history, cached)))
 
 
 def _native(part: object) -> bool:
@@ -141,14 +149,14 @@ def _unsent_response(
     )
 
 
-def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool) -> frozenset[type]:
+def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, cached: bool) -> frozenset[type]:
     """The cheap early exit: the history's part classes a response may hold unsent (native parts; thinking
     where the release drops it), from one set of part classes."""
     from pydantic_ai.messages import ThinkingPart
 
     return frozenset(
         kind
-        for kind in set(map(type, all_parts(history)))
+        for kind in _part_classes(history, cached)
         if _native(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
     )
 
@@ -176,7 +184,7 @@ def responses_send_something(
     a response next to it (nothing lost: the one before it, else the one after), or, with no sent
     response beside it, is dropped and reported."""
     thinking_sent = _thinking_sent()
-    maybe = _maybe_unsent(history, thinking_sent)
+    maybe = _maybe_unsent(history, thinking_sent, cached=True)
     if not maybe:
         return history, []
     unsent = [_unsent_response(message, target, thinking_sent, maybe) for message in history]
@@ -260,7 +268,7 @@ def _describe(part: object) -> str:
 
 def detect_responses_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     thinking_sent = _thinking_sent()
-    maybe = _maybe_unsent(history, thinking_sent)
+    maybe = _maybe_unsent(history, thinking_sent, cached=False)
     if not maybe:
         return []
     return [
@@ -292,16 +300,23 @@ def _unsent_request(message: ModelMessage, classes: frozenset[type]) -> bool:
     )
 
 
-def _misplaced_requests(history: Sequence[ModelMessage]) -> tuple[int | None, list[int]]:
+def _misplaced_requests(history: Sequence[ModelMessage], cached: bool) -> tuple[int | None, list[int]]:
     """The first user turn (the first request that sends something) and the requests of only unsent
     parts that Gemini would send as empty user turns: every one after it, and the leading ones before it
     when no response comes first (with a response first, starts_with_user puts the starter prompt in
     them)."""
-    classes = _unsent_request_classes(history)
+    from ._profile_scan import survey
+
+    classes = _unsent_request_classes(history, cached)
     if not classes:
         return None, []
-    parts_of = [message.parts for message in history]
-    candidates = [index for index, parts in enumerate(parts_of) if parts and type(parts[0]) in classes]
+    facts = survey(history, cached=cached)
+    # the messages whose first part is of those classes (C-level: each message's first part is at
+    # the running total of the part counts before it)
+    starts = list(itertools.accumulate(facts.lens, initial=0))[:-1]
+    first_types = map(facts.types.__getitem__, compress(starts, facts.lens))
+    with_parts = compress(range(len(facts.lens)), facts.lens)
+    candidates = list(compress(with_parts, map(classes.__contains__, first_types)))
     unsent = [index for index in candidates if _unsent_request(history[index], classes)]
     if not unsent:
         return None, []
@@ -326,7 +341,7 @@ def requests_send_something(
     first user turn: the start of that turn), and the request goes. System prompts are collected in
     order, so the wire's system text is the same; the responses around it are then adjacent, as they
     are on the wire."""
-    first, misplaced = _misplaced_requests(history)
+    first, misplaced = _misplaced_requests(history, cached=True)
     if first is None or not misplaced:
         return history, []
     gone = set(misplaced)
@@ -364,7 +379,7 @@ def requests_send_something(
 
 
 def detect_requests_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    _, misplaced = _misplaced_requests(history)
+    _, misplaced = _misplaced_requests(history, cached=False)
     return [
         problem(
             "empty_message",

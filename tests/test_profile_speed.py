@@ -1,0 +1,166 @@
+"""The shortcuts the profiles take for speed give exactly what the plain reading gives, on the
+installed release (issue 10 item 8): the survey's facts, the fast clones, the fast id hash and the
+runner's hand-off of an unchanged list. Not timed: the benchmark measures speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import itertools
+
+import pytest
+from pydantic_ai import messages as pai
+
+import histfix
+from emulators import PROVIDER_APIS as EMULATED_APIS
+from histfix import _call_ids, _providers
+from histfix._folding import with_parts
+from histfix._profile_scan import Survey, survey
+
+from corpus import CASES
+from dsl import call, load, load_history, req, resp, ret, text, user
+from generate import random_conversation, random_history
+
+
+def histories() -> list[list[pai.ModelMessage]]:
+    """Every corpus case the release loads, and generated histories (damaged and valid)."""
+    found = []
+    for case in CASES:
+        try:
+            found.append(load_history(case))
+        except pytest.skip.Exception:
+            continue
+    found += [load(random_history(seed)) for seed in range(150)]
+    found += [load(random_conversation(seed)) for seed in range(30)]
+    return found
+
+
+HISTORIES = histories()
+
+
+def test_the_profiles_name_the_same_apis_as_the_emulators() -> None:
+    assert _providers.PROVIDER_APIS == EMULATED_APIS
+
+
+def plain_call_ids(history: list[pai.ModelMessage]) -> list[str]:
+    return [
+        part.tool_call_id
+        for message in history
+        if isinstance(message, pai.ModelResponse)
+        for part in message.parts
+        if isinstance(part, pai.ToolCallPart)
+    ]
+
+
+def test_the_survey_reads_what_a_plain_loop_reads() -> None:
+    for history in HISTORIES:
+        facts = Survey(history)
+        parts = [part for message in history for part in message.parts]
+        assert facts.part_classes == {type(part) for part in parts}
+        assert facts.empty_message == any(not message.parts for message in history)
+        assert facts.call_ids() == plain_call_ids(history)
+        texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
+        assert facts.text_contents() == texts
+        assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
+        assert facts.consecutive_responses() == any(
+            a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
+        )
+        assert facts.empty_instructions() == any(
+            getattr(message, "instructions", None) == "" for message in history
+        )
+        every_id = {
+            part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
+        }
+        assert _call_ids.all_ids(list(history)) == every_id
+
+
+def test_the_survey_is_kept_for_the_same_list_only() -> None:
+    history = load([req(user("q")), resp(call("f", "a"))])
+    mine = list(history)
+    assert survey(mine) is survey(mine)
+    assert survey(list(mine)) is not survey(mine)
+    assert survey(mine, cached=False) is not survey(mine)
+    mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
+    assert len(survey(mine).lens) == 3
+
+
+def part_samples() -> list[object]:
+    """One part of every class with a ``tool_call_id`` the release loads from the corpus and the
+    generated histories, plus native parts when the release has them."""
+    found: dict[type, object] = {}
+    for history in HISTORIES:
+        for message in history:
+            for part in message.parts:
+                if hasattr(part, "tool_call_id"):
+                    found.setdefault(type(part), part)
+    return list(found.values())
+
+
+@pytest.mark.parametrize("part", part_samples(), ids=lambda part: type(part).__name__)
+def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
+    clone = _call_ids._with_id(part, "fresh1234")
+    expected = dataclasses.replace(part, tool_call_id="fresh1234")  # type: ignore[type-var]
+    assert clone == expected and type(clone) is type(expected)
+    assert vars(clone) == vars(expected)
+    assert part.tool_call_id != "fresh1234"  # type: ignore[attr-defined]  # the original is untouched
+
+
+def test_the_fast_message_clone_equals_dataclasses_replace() -> None:
+    for history in HISTORIES:
+        for message in history:
+            parts = [_call_ids._with_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
+            assert with_parts(message, parts) == dataclasses.replace(message, parts=parts)
+
+
+def test_every_part_class_keeps_its_fields_in_its_dict() -> None:
+    """What the fast clones rest on, for every part class of the release: a dataclass, unfrozen,
+    with no field stored outside ``__dict__`` (no slot holds a value)."""
+    for name, kind in vars(pai).items():
+        if not (inspect.isclass(kind) and kind.__module__ == pai.__name__ and name.endswith("Part")):
+            continue
+        if not dataclasses.is_dataclass(kind) or inspect.isabstract(kind):
+            continue
+        assert not kind.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+        slots = [slot for base in kind.__mro__ for slot in vars(base).get("__slots__", ())]
+        assert not slots, (name, slots)
+
+
+def reference_hashed_id(seed: str, taken: set[str]) -> str:
+    """The fresh id as first written: nine base62 digits of the hash, one divmod at a time."""
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    attempt = 0
+    while True:
+        text = f"{seed}#{attempt}" if attempt else seed
+        number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+        chars = []
+        for _ in range(9):
+            number, digit = divmod(number, 62)
+            chars.append(alphabet[digit])
+        found = "".join(chars)
+        if found not in taken:
+            taken.add(found)
+            return found
+        attempt += 1
+
+
+def test_the_fast_id_hash_equals_the_digit_by_digit_one() -> None:
+    for n in range(5000):
+        seed = f"reused\x00call_{n % 97}\x00{n}"
+        assert _call_ids.hashed_id(seed, set()) == reference_hashed_id(seed, set())
+    taken: set[str] = set()
+    first = _call_ids.hashed_id("s", taken)
+    assert _call_ids.hashed_id("s", taken) == reference_hashed_id("s", {first}) != first
+
+
+@pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+def test_a_clean_history_comes_back_equal_and_as_a_new_list(provider: str) -> None:
+    """The runner goes on with the before-stage's list when the default repair changed nothing:
+    still a list of its own, never the caller's."""
+    history = load(
+        [req(user("q")), resp(call("f", "call12345")), req(ret("f", "call12345", "r")), resp(text("done"))]
+    )
+    out = histfix.repair(history, provider=provider)
+    assert out == history and out is not history
+    report = histfix.repair_report(history, provider=provider)
+    assert report.messages == history and not report.changes
