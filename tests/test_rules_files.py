@@ -18,10 +18,10 @@ from pydantic_ai import messages as pai
 import histfix
 from histfix import _compat
 from provider_bench import Bench
+from test_provider_generated import generated_history
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, text, user
-from test_provider_generated import generated_history
 
 FILE_PART = getattr(pai, "FilePart", None)
 needs_file_part = pytest.mark.skipif(FILE_PART is None, reason="FilePart arrived after 1.0.7")
@@ -51,7 +51,9 @@ def test_the_switch_is_the_measured_boundary() -> None:
     """1.79.0 is the last release whose BedrockConverseModel fails on a response file (read in its
     models/bedrock.py and measured below on the installed release)."""
     assert str(_compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE) == "1.80.0"
-    assert _compat.bedrock_skips_response_files() == (PYDANTIC_AI >= _compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE)
+    assert _compat.bedrock_skips_response_files() == (
+        PYDANTIC_AI >= _compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE
+    )
 
 
 @needs_file_part

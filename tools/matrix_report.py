@@ -597,7 +597,10 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
 
 
 def render(
-    releases: list[str], results: dict[str, Record], sweep: Record | None, sweep_providers: Record | None = None
+    releases: list[str],
+    results: dict[str, Record],
+    sweep: Record | None,
+    sweep_providers: Record | None = None,
 ) -> str:
     return "\n".join(
         [

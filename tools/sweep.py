@@ -123,7 +123,11 @@ def source_fingerprint(root: Path = ROOT) -> str:
     code = [*root.glob("src/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("tools/**/*.py")]
     files = sorted([*code, *root.glob("tests/data/**/*")])
     for path in files:
-        if (path.name.startswith("sweep") and path.suffix == ".json") or "__pycache__" in path.parts or not path.is_file():
+        if (
+            (path.name.startswith("sweep") and path.suffix == ".json")
+            or "__pycache__" in path.parts
+            or not path.is_file()
+        ):
             continue
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
@@ -258,7 +262,7 @@ def run_suite(
 
 
 def sweep_one(
-    release: str, venv: Path, requirements: list[str], uv: str, fuzz_examples: int, generated: int | None
+    release: str, venv: Path, requirements: list[str], uv: str, fuzz_examples: int, *, generated: int | None
 ) -> Entry:
     """Install `release` into a fresh `venv` (with the `uv` executable) and run the suite there
     (only the provider tests when `generated` is set)."""
@@ -282,6 +286,7 @@ def run_all(
     jobs: int,
     fuzz_examples: int,
     on_done: Callable[[str, Entry], None],
+    *,
     generated: int | None = None,
 ) -> None:
     """Sweep each release (a key of `requirements`) on `jobs` workers, each with its own env.
@@ -295,7 +300,7 @@ def run_all(
     def task(release: str) -> Entry:
         venv = slots.get()
         try:
-            return sweep_one(release, venv, requirements[release], uv, fuzz_examples, generated)
+            return sweep_one(release, venv, requirements[release], uv, fuzz_examples, generated=generated)
         finally:
             slots.put(venv)
 
@@ -382,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         finished.append(release)
         print(_progress(len(finished), len(todo), release, entry), flush=True)
 
-    run_all(requirements_for(todo), args.uv, max(1, args.jobs), args.fuzz_examples, on_done, generated)
+    run_all(
+        requirements_for(todo), args.uv, max(1, args.jobs), args.fuzz_examples, on_done, generated=generated
+    )
     bad = {r: verdict(record["releases"][r]) for r in releases if verdict(record["releases"][r]) != "pass"}
     elapsed = time.monotonic() - started
     print(
