@@ -28,12 +28,12 @@ histories (default GENERATED_SWEEP) to every API both profile ways, seeds differ
 What it proves: on every release swept, each API's profile and `any` make every corpus history and
 those generated ones accepted by that release's own model class and SDK against the emulators.
 The record keeps counts per API and way, and only the profile ways' non-accepted cases.
-How long: the corpus cross product dominates (about 1 900 distinct sends, 45 s on 1.0.0 and
-90-125 s on 2.x measured with `--jobs 1` on the shared, loaded 2-core machine; install and
-collection about 20 s), so a full provider sweep is 3-5 hours there, far over the 70 minutes
-hoped for; the generated histories add about 0.4 s per history (12 sends). The long campaign
-(HISTFIX_PROVIDER_GENERATED=500 on the pinned releases; README, "Tests") covers the generated
-histories in depth instead: 6 000 sends per release.
+How long: the corpus cross product dominates (about 1 900 distinct sends per release: 45 s on
+1.0.0, 100-270 s on 1.67.0 and later, measured with `--jobs 1` on the shared 2-core machine while
+others worked; about 20 s of it installing and importing the SDKs afresh), so all 223 releases
+take 3-5 hours there, not the 70 minutes hoped for; the generated histories add about 1.2 s per
+history on 2.x (12 sends). The long campaign (HISTFIX_PROVIDER_GENERATED=500 on the pinned
+releases: README, "The long campaign") covers generated histories in depth: 6 000 sends a release.
 
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
 is skipped (in `--providers` mode, for the same `--generated` too), so an interrupted sweep
