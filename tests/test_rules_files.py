@@ -60,6 +60,7 @@ def test_the_switch_is_the_measured_boundary() -> None:
 
 
 @needs_file_part
+@pytest.mark.uses_sdk("bedrock")
 @pytest.mark.parametrize("name", CASES)
 def test_bedrock_accepts_the_profiles_and_fails_only_where_measured(name: str, provider_bench: Bench) -> None:
     history = load(CASES[name])
@@ -116,6 +117,7 @@ def test_check_names_the_file_only_where_bedrock_fails() -> None:
         assert not found
 
 
+@pytest.mark.uses_sdk("bedrock")
 def test_the_generated_history_that_found_the_gap_is_accepted(provider_bench: Bench) -> None:
     """Seed 2562699975196673 (1.67.0's generated histories: a response file) on this release."""
     history = load(generated_history(FOUND_ON_1_67))
@@ -126,6 +128,7 @@ def test_the_generated_history_that_found_the_gap_is_accepted(provider_bench: Be
 
 
 @needs_file_part
+@pytest.mark.uses_sdk
 @pytest.mark.parametrize("api", ["openai-chat", "mistral"])
 def test_a_response_of_only_files_is_emptied_where_files_are_never_sent(
     api: str, provider_bench: Bench
@@ -150,6 +153,7 @@ FOUND_ON_1_67_CAMPAIGN = (2562699975196752, 2562699975196808, 2562699975196947, 
 
 
 @needs_file_part
+@pytest.mark.uses_sdk("openai-chat", "mistral", "gemini", "anthropic")
 @pytest.mark.parametrize("seed", [FOUND_ON_2_9_1, *FOUND_ON_1_67_CAMPAIGN])
 def test_the_campaign_histories_with_files_are_accepted_or_refused_clearly(
     seed: int, provider_bench: Bench

@@ -71,7 +71,7 @@ FIRST = Version("1.0.0")
 TIMEOUT_SECONDS = 1800
 #: The release-independent tests (these tools' and the emulators' selftests), which the
 #: per-release runs leave out (`nox -s tools` runs them once).
-RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py")
+RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py", "tests/once")
 #: `--providers`: only the provider tests run per release (the corpus cross product and
 #: `--generated` histories to every API both ways), recorded small (counts and failures).
 PROVIDER_TESTS = ("tests/test_provider_truth.py", "tests/test_provider_generated.py")
