@@ -65,6 +65,8 @@ WHEELHOUSE = ROOT / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / "inputs.json"
 #: The measured sweep over every release (committed: compat-matrix.md is rendered from it).
 SWEEP_RECORD = ROOT / "tests" / "data" / "sweep.json"
+#: `nox -s sweep -- --providers`: the provider tests alone on every release (tools/sweep.py).
+SWEEP_PROVIDERS_RECORD = ROOT / "tests" / "data" / "sweep-providers.json"
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
@@ -319,6 +321,7 @@ def compat_matrix(session: nox.Session) -> None:
     """
     mode = "--write" if "--write" in session.posargs else "--check"
     report = [sys.executable, "tools/matrix_report.py", mode, "--sweep", str(SWEEP_RECORD)]
+    report += ["--sweep-providers", str(SWEEP_PROVIDERS_RECORD)]
     session.run(*report, str(RESULTS), *PYDANTIC_AI_RELEASES)
 
 
@@ -332,10 +335,13 @@ def sweep(session: nox.Session) -> None:
     Resumable: releases already recorded in tests/data/sweep.json for the same histfix source are
     skipped. `-- --fresh` starts over, `-- --jobs N` sets the parallel workers (default: CPUs),
     `-- --fuzz-examples N` the examples per fuzz property (default 100; the pinned matrix runs 500).
+    `-- --providers` runs only the provider tests (every corpus case and `--generated N` generated
+    histories to every API both ways) into tests/data/sweep-providers.json.
     Then rewrites compat-matrix.md (which needs the pinned results of a `nox` run).
     """
     session.notify("compat_matrix", ["--write"])  # queued first: it runs even when a release fails
-    session.run(sys.executable, "tools/sweep.py", "--uv", UV, "--record", str(SWEEP_RECORD), *session.posargs)
+    record = SWEEP_PROVIDERS_RECORD if "--providers" in session.posargs else SWEEP_RECORD
+    session.run(sys.executable, "tools/sweep.py", "--uv", UV, "--record", str(record), *session.posargs)
 
 
 @nox.session

@@ -228,27 +228,6 @@ def _repaired(history: list[pai.ModelMessage], target: str) -> list[pai.ModelMes
     return repaired
 
 
-def known_gap(api: str, repaired: list[pai.ModelMessage], label: str) -> str | None:
-    """Why a refusal is a documented gap no profile pass covers yet (None: it is a failure).
-
-    Only one: a BedrockModel that cannot map a ``FilePart`` in a response (1.67.0's asserts every
-    response part it does not know is a tool call; seen on seed 2562699975196673). A pass for it
-    needs the release range where Bedrock sends response files, which is not measured yet.
-    """
-    file_part = getattr(pai, "FilePart", None)
-    if (
-        api == "bedrock"
-        and label == "raised:AssertionError"
-        and file_part is not None
-        and any(
-            isinstance(m, pai.ModelResponse) and any(isinstance(p, file_part) for p in m.parts)
-            for m in repaired
-        )
-    ):
-        return "this release's BedrockModel cannot send a FilePart in a response (asserts before sending)"
-    return None
-
-
 @pytest.mark.uses_sdk
 @pytest.mark.parametrize(
     ("api", "way", "seeds"), ITEMS, ids=[f"{api}-{way}-{seeds[0]}+{len(seeds)}" for api, way, seeds in ITEMS]
@@ -256,7 +235,6 @@ def known_gap(api: str, repaired: list[pai.ModelMessage], label: str) -> str | N
 def test_generated_histories_are_accepted(api: str, way: str, seeds: list[int], generated: Generated) -> None:
     target = api if way == "profile" else "any"
     stopped = []
-    gaps = []
     for seed in seeds:
         name = str(seed)
         repaired = _repaired(load(generated_history(seed)), target)
@@ -266,18 +244,12 @@ def test_generated_histories_are_accepted(api: str, way: str, seeds: list[int], 
         outcome = generated.bench.send(api, repaired, generated.seconds)
         generated.results[api][way][name] = outcome
         if outcome.kind != "accepted":
-            reason = known_gap(api, repaired, outcome.label())
-            if reason:
-                gaps.append(f"seed {seed}: {reason}")
-                continue
             stopped.append(f"seed {seed}: {outcome.label()} {outcome.detail[:160]}")
     assert not stopped, (
         f"{api} refuses repair(h, provider={target!r}) of {len(stopped)} of {len(seeds)} "
         f"generated histories (tests/test_provider_generated.py generated_history(seed)):\n"
         + "\n".join(stopped[:5])
     )
-    if gaps:
-        pytest.xfail("; ".join(gaps))
 
 
 def test_the_seeds_differ_by_release_and_give_distinct_histories() -> None:

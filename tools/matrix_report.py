@@ -1,9 +1,12 @@
 """Render compat-matrix.md from measured runs: the pinned `nox` matrix and the `nox -s sweep` record.
 
-Usage: python tools/matrix_report.py --check|--write [--sweep SWEEP_JSON] RESULTS_DIR RELEASE...
+Usage: python tools/matrix_report.py --check|--write [--sweep SWEEP_JSON]
+                                     [--sweep-providers SWEEP_PROVIDERS_JSON] RESULTS_DIR RELEASE...
 
 RESULTS_DIR holds one `--record-outcome` JSON per pinned RELEASE (written by the `tests`
-sessions); SWEEP_JSON is the committed record of the sweep over every release. ``--check`` exits 1
+sessions); SWEEP_JSON is the committed record of the sweep over every release, and
+SWEEP_PROVIDERS_JSON that of its provider mode (`nox -s sweep -- --providers`), rendered as the
+provider profile table's *sweep* row. ``--check`` exits 1
 when the committed compat-matrix.md differs from what they say, so a changed pinned list, a
 changed measured outcome or a new sweep cannot go unnoticed. The file is never edited by hand.
 """
@@ -304,8 +307,11 @@ def _rule(label: str) -> str:
     return label.split(":", 1)[1] if ":" in label else label
 
 
-def profile_section(releases: list[str], results: dict[str, Record]) -> list[str]:
-    """Per pinned release and API, what each profile way has accepted, then what stops it where."""
+def profile_section(
+    releases: list[str], results: dict[str, Record], sweep_providers: Record | None = None
+) -> list[str]:
+    """Per pinned release and API, what each profile way has accepted (and the provider sweep's row),
+    then what stops it where."""
     measured = [
         r
         for r in releases
@@ -330,7 +336,11 @@ def profile_section(releases: list[str], results: dict[str, Record]) -> list[str
                 *(profile_cell(record, api) for api in PROVIDER_APIS),
             ]
         )
+    swept = sweep_profile_row(sweep_providers)
+    if swept:
+        rows.append(swept)
     lines = [PROFILE_LEGEND, "", *_table(["release", "histories", "generated", *PROVIDER_APIS], rows), ""]
+    lines += sweep_profile_notes(sweep_providers)
     lines += [
         "What still stops histories after a profile, per API and release: the rule (or what",
         "pydantic-ai raised) and the corpus histories it stops (both ways unless one is named),",
@@ -345,6 +355,99 @@ def profile_section(releases: list[str], results: dict[str, Record]) -> list[str
             lines.append(f"  - {release}:")
             lines += [f"    - `{rule}`: {', '.join(cases)}" for rule, cases in sorted(found.items())]
     return [*lines, ""]
+
+
+# --- the provider sweep (`nox -s sweep -- --providers`): one row of the profile table -----------------
+
+
+def _ways_of(entry: Record) -> list[Record]:
+    return [entry.get(way) or {} for way in PROFILE_WAYS]
+
+
+def _api_counts(run: Record, api: str) -> tuple[int, int, bool]:
+    """(accepted, measured, ran) of one swept release for one API: both profile ways, corpus and
+    generated (a release without either summary, or where the API was unavailable, did not run)."""
+    accepted = measured = 0
+    ran = True
+    for found in (_providers(run), _generated(run)):
+        entry = ((found or {}).get("apis") or {}).get(api) or {}
+        if not entry or entry.get("unavailable"):
+            ran = False
+        for counts in _ways_of(entry):
+            accepted += counts.get("accepted", 0)
+            measured += counts.get("measured", 0)
+    return accepted, measured, ran and measured > 0
+
+
+def _release_ok(entry: Record) -> bool:
+    run = entry.get("run") or {}
+    return bool(entry.get("installed")) and not entry.get("error") and run.get("exitstatus") == 0
+
+
+def _each(values: list[int]) -> str:
+    return str(values[0]) if min(values) == max(values) else f"{min(values)}\N{EN DASH}{max(values)}"
+
+
+def sweep_profile_row(record: Record | None) -> list[str] | None:
+    """The profile table's row for the provider sweep: per API, the releases where every profile
+    send was accepted out of those swept, and the sends per release (``N/N each`` when all were)."""
+    entries = (record or {}).get("releases") or {}
+    if not entries:
+        return None
+    runs = {r: e["run"] for r, e in entries.items() if e.get("run")}
+    corpus = sorted({(_providers(run) or {}).get("selected", 0) for run in runs.values()}) or [0]
+    generated = sorted({(_generated(run) or {}).get("histories", 0) for run in runs.values()}) or [0]
+    cells = []
+    for api in PROVIDER_APIS:
+        counts = [_api_counts(run, api) for run in runs.values()]
+        good = sum(ran and accepted == measured for accepted, measured, ran in counts)
+        sends = [measured for _, measured, ran in counts if ran] or [0]
+        bad = sum(measured - accepted for accepted, measured, _ in counts)
+        tail = f"{_each(sends)}/{_each(sends)} each" if not bad else f"{bad} not accepted"
+        cells.append(f"{good}/{len(entries)} releases, {tail}")
+    return [
+        f"sweep ({len(entries)} releases)",
+        f"{_each(corpus)} (all)",
+        f"{_each(generated)} (all)",
+        *cells,
+    ]
+
+
+def sweep_profile_notes(record: Record | None) -> list[str]:
+    """What the sweep row measured, and every (release, case, API) a profile did not get accepted."""
+    entries = (record or {}).get("releases") or {}
+    if not entries:
+        return ["*sweep*: not run yet (`nox -s sweep -- --providers`).", ""]
+    order = sorted(entries, key=Version)
+    on_pypi = record.get("on_pypi") if record else None
+    dates = sorted({e["swept_at"] for e in entries.values()})
+    sources = sorted({e["fingerprint"] for e in entries.values()})
+    lines = [
+        f"*sweep*: `nox -s sweep -- --providers` on {len(entries)} releases"
+        + (f" of the {on_pypi} on PyPI" if on_pypi else "")
+        + f" ({order[0]} to {order[-1]}), each in a fresh environment: every corpus history to every"
+        " API both profile ways and the generated histories to every API both ways (other seeds on"
+        " every release). A cell is the releases where every such send was accepted, then the sends"
+        f" per release and API. Swept {_span(dates)} against histfix source {', '.join(sources)}.",
+        "",
+    ]
+    stopped = []
+    for release in order:
+        entry = entries[release]
+        run = entry.get("run") or {}
+        for api in PROVIDER_APIS:
+            for label, found in (("corpus", _providers(run)), ("generated", _generated(run))):
+                api_entry = ((found or {}).get("apis") or {}).get(api) or {}
+                for way, counts in zip(PROFILE_WAYS, _ways_of(api_entry), strict=True):
+                    for case, outcome in sorted((counts.get("not_accepted") or {}).items()):
+                        name = case if label == "corpus" else f"seed {case}"
+                        stopped.append(f"- {release}, {name}, {api} ({way}): `{outcome}`")
+        if not _release_ok(entry):
+            why = why_failing(entry.get("error"), run.get("failed"))
+            stopped.append(f"- {release}: the provider tests fail: {why or 'no result'}")
+    if stopped:
+        lines += ["Not accepted in the sweep (release, history, API):", "", *stopped, ""]
+    return lines
 
 
 def sweep_profile_cell(run: Record) -> str:
@@ -493,13 +596,18 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
     return [f"- {_runs(members, order)}: {reason}" for reason, members in by_reason.items()]
 
 
-def render(releases: list[str], results: dict[str, Record], sweep: Record | None) -> str:
+def render(
+    releases: list[str],
+    results: dict[str, Record],
+    sweep: Record | None,
+    sweep_providers: Record | None = None,
+) -> str:
     return "\n".join(
         [
             HEADER,
             *pinned_section(releases, results),
             *provider_section(releases, results),
-            *profile_section(releases, results),
+            *profile_section(releases, results, sweep_providers),
             *sweep_section(sweep),
         ]
     )
@@ -511,6 +619,9 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 if compat-matrix.md is stale")
     mode.add_argument("--write", action="store_true", help="rewrite compat-matrix.md")
     parser.add_argument("--sweep", type=Path, help="the sweep record (tests/data/sweep.json)")
+    parser.add_argument(
+        "--sweep-providers", type=Path, help="the provider sweep's record (tests/data/sweep-providers.json)"
+    )
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("releases", nargs="+")
     args = parser.parse_args(argv)
@@ -526,7 +637,9 @@ def main(argv: list[str]) -> int:
         print(f"no measured result for {', '.join(missing)}: run `nox -s tests` first", file=sys.stderr)
         return 1
     sweep = json.loads(args.sweep.read_text()) if args.sweep and args.sweep.exists() else None
-    text = render(args.releases, results, sweep)
+    providers_path = args.sweep_providers
+    swept = json.loads(providers_path.read_text()) if providers_path and providers_path.exists() else None
+    text = render(args.releases, results, sweep, swept)
     if args.write:
         TARGET.write_text(text)
         print(f"wrote {TARGET}")

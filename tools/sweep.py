@@ -2,6 +2,7 @@
 
 Usage: python tools/sweep.py --record tests/data/sweep.json [--fresh] [--jobs N] [--only X,Y]
                              [--fuzz-examples N]
+       python tools/sweep.py --providers --record tests/data/sweep-providers.json [--generated N] ...
 
 The release list is discovered from PyPI's JSON API (final releases from 1.0.0 on; pre-releases
 are not swept). Each release gets a fresh virtualenv (`uv venv --clear`, then `uv pip install` of
@@ -18,14 +19,32 @@ the sweep would take about 50 minutes instead of about 25 on two cores. The gene
 histories (500 to every API, both profile ways) cost minutes per release more (see
 TIMEOUT_SECONDS), which makes a whole sweep hours long on two cores.
 
+`--providers` (`nox -s sweep -- --providers`, record tests/data/sweep-providers.json) installs each
+release the same way but runs only the provider tests, which is what the provider profiles'
+claim rests on: tests/test_provider_truth.py with every corpus case (HISTFIX_PROVIDER_SAMPLE=all:
+each case to all 6 APIs as stored, after the default repairs and after both profile ways, the
+profile ways asserted accepted) and tests/test_provider_generated.py with `--generated N`
+histories (default GENERATED_SWEEP) to every API both profile ways, seeds differing by release.
+What it proves: on every release swept, each API's profile and `any` make every corpus history and
+those generated ones accepted by that release's own model class and SDK against the emulators.
+The record keeps counts per API and way, and only the profile ways' non-accepted cases.
+How long: the corpus cross product dominates (about 1 900 distinct sends per release: 45 s on
+1.0.0, 100-270 s on 1.67.0 and later, measured with `--jobs 1` on the shared 2-core machine while
+others worked; about 20 s of it installing and importing the SDKs afresh), so all 223 releases
+take 3-5 hours there, not the 70 minutes hoped for; the generated histories add about 1.2 s per
+history on 2.x (12 sends). The long campaign (HISTFIX_PROVIDER_GENERATED=500 on the pinned
+releases: README, "The long campaign") covers generated histories in depth: 6 000 sends a release.
+
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
-is skipped, so an interrupted sweep continues where it stopped; `--fresh` re-runs everything.
+is skipped (in `--providers` mode, for the same `--generated` too), so an interrupted sweep
+continues where it stopped; `--fresh` re-runs everything.
 Exit status 1 when any release did not install or did not pass.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -52,7 +71,16 @@ FIRST = Version("1.0.0")
 TIMEOUT_SECONDS = 1800
 #: The release-independent tests (these tools' and the emulators' selftests), which the
 #: per-release runs leave out (`nox -s tools` runs them once).
-RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py")
+RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py", "tests/once")
+#: `--providers`: only the provider tests run per release (the corpus cross product and
+#: `--generated` histories to every API both ways), recorded small (counts and failures).
+PROVIDER_TESTS = ("tests/test_provider_truth.py", "tests/test_provider_generated.py")
+#: Generated histories per release in `--providers` mode (each to 6 APIs x 2 ways): picked so the
+#: 223-release sweep fits about 70 minutes with `--jobs 1` on the 2-core machine (see the docstring).
+GENERATED_SWEEP = 10
+#: The profile ways (asserted accepted): their non-accepted cases are kept in a providers record;
+#: the other ways (as stored, the default repairs) are data and kept as counts only.
+PROFILE_WAYS = ("profile", "any")
 #: Keys of a `--record-outcome` record worth keeping per release (the rest is in compat-matrix.md).
 KEPT = (
     "pydantic_ai",
@@ -68,6 +96,7 @@ KEPT = (
 )
 
 Entry = dict[str, Any]
+Record = dict[str, Any]
 
 
 def discover_releases(index: dict[str, Any]) -> list[str]:
@@ -94,15 +123,27 @@ def source_fingerprint(root: Path = ROOT) -> str:
     code = [*root.glob("src/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("tools/**/*.py")]
     files = sorted([*code, *root.glob("tests/data/**/*")])
     for path in files:
-        if path.name == "sweep.json" or "__pycache__" in path.parts or not path.is_file():
+        if (
+            (path.name.startswith("sweep") and path.suffix == ".json")
+            or "__pycache__" in path.parts
+            or not path.is_file()
+        ):
             continue
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 
-def pending(releases: Iterable[str], recorded: dict[str, Entry], fingerprint: str) -> list[str]:
-    """The releases still to sweep: those not recorded for this fingerprint."""
-    return [r for r in releases if recorded.get(r, {}).get("fingerprint") != fingerprint]
+def pending(
+    releases: Iterable[str], recorded: dict[str, Entry], fingerprint: str, generated: int | None = None
+) -> list[str]:
+    """The releases still to sweep: those not recorded for this fingerprint (and, in `--providers`
+    mode, this count of generated histories)."""
+    return [
+        r
+        for r in releases
+        if recorded.get(r, {}).get("fingerprint") != fingerprint
+        or (generated is not None and recorded[r].get("generated") != generated)
+    ]
 
 
 def verdict(entry: Entry) -> str:
@@ -146,16 +187,55 @@ def suite_env(fuzz_examples: int) -> dict[str, str]:
     return env
 
 
-def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | None, str | None]:
+def provider_env(generated: int) -> dict[str, str]:
+    """`--providers` mode's environment: every corpus case (HISTFIX_PROVIDER_SAMPLE=all) and
+    `generated` histories to every API both ways (HISTFIX_PROVIDER_GENERATED)."""
+    return {**os.environ, "HISTFIX_PROVIDER_SAMPLE": "all", "HISTFIX_PROVIDER_GENERATED": str(generated)}
+
+
+def _small_tally(tally: Record | None, keep_failures: bool) -> Entry | None:
+    if tally is None:
+        return None
+    kept: Entry = {"measured": tally.get("measured", 0), "accepted": tally.get("accepted", 0)}
+    if keep_failures:
+        kept["not_accepted"] = tally.get("not_accepted") or {}
+    return kept
+
+
+def small_providers(summary: Entry | None) -> Entry | None:
+    """A provider summary (truth or generated) cut to what the sweep record keeps: per API the
+    client, counts per way, and only the profile ways' non-accepted cases (no case list)."""
+    if summary is None:
+        return None
+    apis = {}
+    for api, entry in summary.get("apis", {}).items():
+        small = {key: entry.get(key) for key in ("client", "unavailable", "cases", "seconds") if key in entry}
+        for way, tally in entry.items():
+            if isinstance(tally, dict) and "measured" in tally:
+                small[way] = _small_tally(tally, keep_failures=way in PROFILE_WAYS)
+        apis[api] = small
+    keys = ("sample", "selected", "histories", "seeds", "distinct", "refused", "seconds")
+    return {**{key: summary[key] for key in keys if key in summary}, "apis": apis}
+
+
+def run_suite(
+    release: str, python: Path, fuzz_examples: int, generated: int | None = None
+) -> tuple[Entry | None, str | None]:
     """The suite's `--record-outcome` record on one installed release (trimmed to KEPT), or an error.
 
-    pytest's output goes to .nox/_sweep/RELEASE.log, for investigating a failure.
+    With `generated` (`--providers`), only PROVIDER_TESTS run, and the provider summaries are cut
+    to counts and failures (`small_providers`). pytest's output goes to .nox/_sweep/RELEASE.log,
+    for investigating a failure.
     """
     report, log = WORK / f"{release}.json", WORK / f"{release}.log"
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--record-outcome={report}"]
-    command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
-    env = suite_env(fuzz_examples)
+    if generated is None:
+        command += [f"--ignore={path}" for path in RELEASE_INDEPENDENT]
+        env = suite_env(fuzz_examples)
+    else:
+        command += ["-p", "no:randomly", *PROVIDER_TESTS]
+        env = provider_env(generated)
     try:
         with log.open("w") as out:
             subprocess.run(
@@ -172,11 +252,20 @@ def run_suite(release: str, python: Path, fuzz_examples: int) -> tuple[Entry | N
     if not report.exists():
         return None, "the suite wrote no result:\n" + _tail(log.read_text())
     outcome = json.loads(report.read_text())
-    return {key: outcome.get(key) for key in KEPT}, None
+    kept = {key: outcome.get(key) for key in KEPT}
+    if generated is not None:
+        kept["providers"] = small_providers(kept["providers"])
+        kept["providers_generated"] = small_providers(kept["providers_generated"])
+        for key in ("scenarios", "features"):
+            kept.pop(key)
+    return kept, None
 
 
-def sweep_one(release: str, venv: Path, requirements: list[str], uv: str, fuzz_examples: int) -> Entry:
-    """Install `release` into a fresh `venv` (with the `uv` executable) and run the suite there."""
+def sweep_one(
+    release: str, venv: Path, requirements: list[str], uv: str, fuzz_examples: int, *, generated: int | None
+) -> Entry:
+    """Install `release` into a fresh `venv` (with the `uv` executable) and run the suite there
+    (only the provider tests when `generated` is set)."""
     started = time.monotonic()
     python = venv / "bin" / "python"
     made = _run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(venv)])
@@ -185,8 +274,9 @@ def sweep_one(release: str, venv: Path, requirements: list[str], uv: str, fuzz_e
     if installed.returncode:
         entry: Entry = {"installed": False, "error": _tail(installed.stderr), "run": None}
     else:
-        run, error = run_suite(release, python, fuzz_examples)
-        entry = {"installed": True, "error": error, "run": run, "fuzz_examples": fuzz_examples}
+        run, error = run_suite(release, python, fuzz_examples, generated)
+        entry = {"installed": True, "error": error, "run": run}
+        entry.update({"fuzz_examples": fuzz_examples} if generated is None else {"generated": generated})
     return {**entry, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -196,6 +286,8 @@ def run_all(
     jobs: int,
     fuzz_examples: int,
     on_done: Callable[[str, Entry], None],
+    *,
+    generated: int | None = None,
 ) -> None:
     """Sweep each release (a key of `requirements`) on `jobs` workers, each with its own env.
 
@@ -208,7 +300,7 @@ def run_all(
     def task(release: str) -> Entry:
         venv = slots.get()
         try:
-            return sweep_one(release, venv, requirements[release], uv, fuzz_examples)
+            return sweep_one(release, venv, requirements[release], uv, fuzz_examples, generated=generated)
         finally:
             slots.put(venv)
 
@@ -230,9 +322,22 @@ def requirements_for(releases: list[str]) -> dict[str, list[str]]:
     return {release: noxfile.test_requirements(release, *noxfile.TEST_TOOLS) for release in releases}
 
 
+def profile_counts(run: Entry) -> str:
+    """`corpus A/M, generated A/M`: the profile ways' sends accepted, over every API (progress lines)."""
+    parts = []
+    for label, key in (("corpus", "providers"), ("generated", "providers_generated")):
+        apis = (run.get(key) or {}).get("apis") or {}
+        ways = [entry.get(way) or {} for entry in apis.values() for way in PROFILE_WAYS]
+        accepted, measured = sum(w.get("accepted", 0) for w in ways), sum(w.get("measured", 0) for w in ways)
+        parts.append(f"{label} {accepted}/{measured}")
+    return ", ".join(parts)
+
+
 def _progress(done: int, total: int, release: str, entry: Entry) -> str:
     run = entry.get("run") or {}
     counts = ", ".join(f"{n} {k}" for k, n in (run.get("outcomes") or {}).items())
+    if entry.get("generated") is not None:
+        counts += "; " + profile_counts(run)
     return f"[{done}/{total}] {release:<9} {verdict(entry):<13} {counts}  ({entry['seconds']} s)"
 
 
@@ -243,16 +348,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
     parser.add_argument("--only", help="comma-separated releases to sweep (default: all on PyPI)")
     parser.add_argument("--fuzz-examples", type=int, default=100, help="examples per fuzz property")
+    parser.add_argument(
+        "--providers", action="store_true", help="only the provider tests, full corpus cross product"
+    )
+    parser.add_argument(
+        "--generated", type=int, default=GENERATED_SWEEP, help="--providers: generated histories per release"
+    )
     parser.add_argument("--uv", default="uv", help="the uv executable (the noxfile passes the one nox uses)")
     args = parser.parse_args(argv)
 
-    releases = args.only.split(",") if args.only else discover_releases(fetch_index())
     record = load_record(args.record)
+    if args.only:
+        releases = args.only.split(",")
+        if "on_pypi" not in record:
+            with contextlib.suppress(OSError, ValueError):
+                record["on_pypi"] = len(discover_releases(fetch_index()))
+    else:
+        releases = discover_releases(fetch_index())
+        record["on_pypi"] = len(releases)
     fingerprint = source_fingerprint()
-    todo = releases if args.fresh else pending(releases, record["releases"], fingerprint)
+    generated = max(1, args.generated) if args.providers else None
+    todo = releases if args.fresh else pending(releases, record["releases"], fingerprint, generated)
     print(
         f"{len(releases)} releases {releases[0]}..{releases[-1]}; {len(todo)} to sweep "
-        f"(histfix source {fingerprint}), {args.jobs} workers",
+        f"(histfix source {fingerprint}), {args.jobs} workers"
+        + (f", provider tests only ({generated} generated histories each)" if generated else ""),
         flush=True,
     )
     WORK.mkdir(parents=True, exist_ok=True)
@@ -267,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         finished.append(release)
         print(_progress(len(finished), len(todo), release, entry), flush=True)
 
-    run_all(requirements_for(todo), args.uv, max(1, args.jobs), args.fuzz_examples, on_done)
+    run_all(
+        requirements_for(todo), args.uv, max(1, args.jobs), args.fuzz_examples, on_done, generated=generated
+    )
     bad = {r: verdict(record["releases"][r]) for r in releases if verdict(record["releases"][r]) != "pass"}
     elapsed = time.monotonic() - started
     print(

@@ -32,6 +32,8 @@ ChangeKind = Literal[
     "dropped_signature",  # a profile dropped a thinking signature the target cannot verify (text kept)
     # issue 10, provider profiles (_rules_turns):
     "dropped_unsent",  # a response none of whose parts the release sends (it would go out empty)
+    # issue 10, provider profiles (_rules_files):
+    "dropped_file",  # a response file the target's model class cannot send (Bedrock before 1.80.0)
 ]
 
 

@@ -17,6 +17,7 @@ from ._load_probes import message_value_kept, return_tool_kind_loads
 
 __all__ = [
     "ARGS_AS_DICT_TOLERATES_INVALID",
+    "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
     "NATIVE_RETURN_NAMED_BY_TOOL_SINCE",
@@ -33,6 +34,7 @@ __all__ = [
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
+    "bedrock_skips_response_files",
     "interrupted_state",
     "native_return_named_by_tool",
     "openai_prefix_api",
@@ -69,6 +71,12 @@ RUN_REPAIR_DICT_MATCHING = (Version("2.10.0"), Version("2.55.0"))
 #: from 1.0.7 (the first pinned release that does; 1.0.1-1.0.6 not measured); 1.0.0 leaves it out, so a
 #: response of only thinking goes out empty there (issue 10, ``_rules_turns``).
 THINKING_SENT_SINCE = Version("1.0.7")
+
+#: BedrockConverseModel leaves a ``FilePart`` in a response out from 1.80.0; from FilePart's arrival
+#: (after 1.0.7) to 1.79.0 it asserts every response part it does not map is a tool call, and raises
+#: ``AssertionError`` before sending (read in 1.26.0-1.79.0's models/bedrock.py and 1.80.0's; measured
+#: on 1.67.0, seed 2562699975196673; issue 10, _rules_files).
+BEDROCK_SKIPS_RESPONSE_FILES_SINCE = Version("1.80.0")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -149,6 +157,14 @@ def native_return_named_by_tool() -> bool:  # issue 10: the Anthropic profile's 
     from ._release import VERSION
 
     return VERSION is None or VERSION >= NATIVE_RETURN_NAMED_BY_TOOL_SINCE
+
+
+def bedrock_skips_response_files() -> bool:  # issue 10: the Bedrock profile's response files
+    """Whether the installed BedrockConverseModel leaves response files out (newest when unknown)
+    rather than failing on them before sending."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= BEDROCK_SKIPS_RESPONSE_FILES_SINCE
 
 
 def thinking_sent() -> bool:  # issue 10: which responses go out empty (_rules_turns)

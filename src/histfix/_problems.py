@@ -31,6 +31,8 @@ ProblemKind = Literal[
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
     # issue 10, check(provider=):
     "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
+    # issue 10, provider profiles (_rules_files):
+    "unsendable_file",  # a response file the target's model class fails on before sending
 ]
 
 

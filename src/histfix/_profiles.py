@@ -53,9 +53,11 @@ class ProfileRule:
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
     from ._rules_calls import call_rules
+    from ._rules_files import file_rules
     from ._rules_turns import turn_rules
 
     shape = _shape_rules()
+    emptied = [rule.name for rule in shape].index("no_empty_content")
     return (
         # --- tool calls, ids and results (_rules_calls): before-stage renames, then results/args.
         *call_rules(),
@@ -63,7 +65,11 @@ def _registered() -> tuple[ProfileRule, ...]:
         # Passes that remove parts run before no_empty_content (which drops what they empty);
         # starts_with_user after it (an emptied first request is gone); alternation last, after the
         # turn rules (_rules_turns), which can make two responses neighbours.
-        *[rule for rule in shape if rule.name != "alternating_roles"],
+        *shape[:emptied],
+        # --- response files a model class cannot send (_rules_files): they remove parts, so before
+        # no_empty_content.
+        *file_rules(),
+        *[rule for rule in shape[emptied:] if rule.name != "alternating_roles"],
         # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
         # never sends, a first request without a user turn, Gemini's function call position.
         *turn_rules(),

@@ -14,6 +14,8 @@ from matrix_report import (
     render,
     short,
     sweep_profile_cell,
+    sweep_profile_notes,
+    sweep_profile_row,
     sweep_section,
     why_failing,
     wiring_cell,
@@ -239,3 +241,48 @@ def test_sweep_rows_show_the_profiles_and_fold_equal_ones() -> None:
     assert rows[0].startswith("| 1.0.0 \N{EN DASH} 1.0.1 | 2 |")
     assert rows[0].endswith("| all accepted (corpus + generated) |")
     assert rows[1].endswith("| 1 not accepted (corpus + generated): `openai-chat.x` |")
+
+
+def swept(record: Any) -> Any:
+    """A provider sweep entry as tools/sweep.py --providers keeps it."""
+    return {**entry(record), "generated": 36}
+
+
+def test_the_provider_sweep_is_a_row_of_the_profile_table() -> None:
+    good = profiled(counts(3, 3), counts(3, 3), counts(36, 36), counts(36, 36))
+    record = {"on_pypi": 3, "releases": {"1.0.0": swept(good), "1.0.1": swept(good)}}
+    row = sweep_profile_row(record)
+    assert row is not None
+    assert row[:3] == ["sweep (2 releases)", "0 (all)", "36 (all)"]
+    # openai-chat: both ways on the corpus (3 + 3) and the generated histories (36 + 36)
+    assert row[3] == "2/2 releases, 78/78 each"
+    assert row[4] == "0/2 releases, 0/0 each"  # anthropic unavailable in these records
+    text = "\n".join(profile_section(["1.0.0"], {"1.0.0": good}, record))
+    assert "| sweep (2 releases) | 0 (all) | 36 (all) | 2/2 releases, 78/78 each |" in text
+    assert "on 2 releases of the 3 on PyPI (1.0.0 to 1.0.1)" in text
+    assert "Not accepted in the sweep" not in text
+
+
+def test_the_provider_sweep_lists_each_release_case_and_api_not_accepted() -> None:
+    good = profiled(counts(3, 3), counts(3, 3), counts(36, 36), counts(36, 36))
+    bad = profiled(
+        counts(3, 3),
+        counts(2, 3, {"b": "rejected:openai-chat.x"}),
+        counts(35, 36, {"7": "raised:E"}),
+        counts(36, 36),
+    )
+    failing = {
+        **bad,
+        "exitstatus": 1,
+        "failed": {"tests/test_provider_truth.py::test_provider_truth[b]": "no"},
+    }
+    record = {"releases": {"1.0.0": swept(good), "1.0.2": swept(failing)}}
+    row = sweep_profile_row(record)
+    assert row is not None and row[3] == "1/2 releases, 2 not accepted"
+    notes = sweep_profile_notes(record)
+    assert "- 1.0.2, b, openai-chat (any): `rejected:openai-chat.x`" in notes
+    assert "- 1.0.2, seed 7, openai-chat (profile): `raised:E`" in notes
+    assert any(line.startswith("- 1.0.2: the provider tests fail: 1 test fails") for line in notes)
+    assert sweep_profile_row(None) is None and sweep_profile_notes({"releases": {}})[0].startswith(
+        "*sweep*: not"
+    )

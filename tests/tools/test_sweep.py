@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from sweep import KEPT, discover_releases, pending, source_fingerprint, suite_env, verdict
+from sweep import (
+    KEPT,
+    discover_releases,
+    pending,
+    profile_counts,
+    provider_env,
+    small_providers,
+    source_fingerprint,
+    suite_env,
+    verdict,
+)
 
 
 def test_discovers_final_releases_from_1_0_in_version_order() -> None:
@@ -64,3 +74,44 @@ def test_each_release_sends_every_provider_history_and_keeps_the_results(
     assert env["HISTFIX_PROVIDER_SAMPLE"] == "all" and env["HISTFIX_FUZZ_EXAMPLES"] == "100"
     assert "HISTFIX_PROVIDER_GENERATED" not in env
     assert {"providers", "providers_generated"} <= set(KEPT)
+
+
+def test_provider_mode_sends_the_whole_corpus_and_its_count_of_generated_histories() -> None:
+    env = provider_env(7)
+    assert env["HISTFIX_PROVIDER_SAMPLE"] == "all" and env["HISTFIX_PROVIDER_GENERATED"] == "7"
+
+
+def test_provider_mode_resumes_only_the_same_count() -> None:
+    recorded = {
+        "1.0.0": {"fingerprint": "new", "generated": 7},
+        "1.0.1": {"fingerprint": "new", "generated": 5},
+    }
+    assert pending(["1.0.0", "1.0.1"], recorded, "new", 7) == ["1.0.1"]
+    assert pending(["1.0.0", "1.0.1"], recorded, "new") == []
+
+
+def test_provider_records_keep_counts_and_only_the_profile_failures() -> None:
+    summary = {
+        "sample": "all",
+        "selected": 2,
+        "measured": ["case a", "case b"],  # every case's name: not kept
+        "seconds": 3.0,
+        "apis": {
+            "bedrock": {
+                "client": "BedrockConverseModel",
+                "unavailable": None,
+                "cases": 2,
+                "seconds": 1.0,
+                "stored": {"measured": 2, "accepted": 0, "not_accepted": {"case a": "x", "case b": "y"}},
+                "profile": {"measured": 2, "accepted": 1, "not_accepted": {"case b": "rejected:bedrock.z"}},
+                "any": {"measured": 2, "accepted": 2, "not_accepted": {}},
+            }
+        },
+    }
+    small = small_providers(summary)
+    assert small is not None and "measured" not in small and small["selected"] == 2
+    bedrock = small["apis"]["bedrock"]
+    assert bedrock["stored"] == {"measured": 2, "accepted": 0}
+    assert bedrock["profile"]["not_accepted"] == {"case b": "rejected:bedrock.z"}
+    assert profile_counts({"providers": small}) == "corpus 3/4, generated 0/0"
+    assert small_providers(None) is None
