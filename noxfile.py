@@ -103,11 +103,16 @@ def provider_pins(release: str) -> list[str]:
     """
     version = Version(release)
     pins = []
-    if version < Version("1.67.0"):
-        # 1.0.0-1.66.x import anthropic.types.beta...UserLocation, gone in anthropic 0.75 (measured
-        # on 1.0.0 and 1.0.7; with anthropic 0.125 import fails on every release up to 1.66.0).
+    if version < Version("1.24.0"):
+        # 1.0.0-1.23.x work with anthropic 0.74 (measured on 1.0.0 and 1.0.7; they allow >=0.70).
         pins.append("anthropic<0.75")
+    elif version < Version("1.61.0"):
+        # 1.24.0 requires anthropic>=0.75 (1.56.0: >=0.78) but still imports
+        # anthropic.types.beta.beta_web_search_tool_20250305_param.UserLocation, which anthropic
+        # 0.80.0 removed (read in the wheels of 1.24.0-1.60.0 and anthropic 0.74.1-0.80.0).
+        pins.append("anthropic<0.80")
     elif version < Version("2.33.0"):
+        # 1.61.0 requires anthropic>=0.80 and imports BetaUserLocationParam instead.
         # 1.67.0-2.32.x break on anthropic 2.x (BetaMessageParam is a Union; measured on 1.67.0,
         # 1.95.0, 2.0.0, 2.9.1, 2.10.0, 2.31.0) and 1.x (AsyncMessages.create() keyword; 1.67.0,
         # 2.9.1, 2.31.0); anthropic<1 works (1.107.10 caps it itself); 2.33.0 requires >=1.
