@@ -1,6 +1,6 @@
 """The turn rules of the provider profiles (histfix._rules_turns), on the installed release's types.
 
-Parts the release never sends (native parts, thinking before 1.0.7, system prompts, tool-availability
+Parts the release never sends (native parts, thinking before 1.0.3, system prompts, tool-availability
 deltas) must not leave an empty message or two model turns in a row on the wire: each rule's change,
 for which APIs only, what it reports, its detect wording; across the corpus, generated histories
 and every profile: no mutation, determinism, idempotence, and no non-blank text or prompt lost
@@ -107,7 +107,7 @@ def test_gemini_keeps_googles_own_native_parts() -> None:
 
 
 def test_thinking_alone_is_unsent_only_where_the_release_drops_it() -> None:
-    """1.0.0's OpenAI Chat and Gemini serializers drop thinking (1.0.7+ send it); Bedrock sends it."""
+    """1.0.0's OpenAI Chat and Gemini serializers drop thinking (1.0.3+ send it); Bedrock sends it."""
     history = load([req(user("q")), resp(thinking("hmm")), req(user("next"))])
     for api in ("openai-chat", "gemini"):
         fixed, changes = turns.responses_send_something(history, resolve_provider(api))

@@ -116,7 +116,9 @@ async def _close(client: Any, *methods: str) -> None:
 # --- one builder per provider API ------------------------------------------------------------------
 
 
-def _openai(responses: bool) -> Client:
+def _openai(responses: bool, model_name: str = "gpt-4o") -> Client:
+    """OpenAI Chat or Responses; ``model_name`` a reasoning model (``REASONING_MODEL``) for the
+    releases' reasoning-item replay, which they use only for models that support it."""
     openai = _module("openai")
     models = _module("pydantic_ai.models.openai")
     name, model_class = (
@@ -129,10 +131,24 @@ def _openai(responses: bool) -> Client:
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
         sdk = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
-        return model_class("gpt-4o", provider=provider(sdk)), lambda: _close(sdk, "close")
+        return model_class(model_name, provider=provider(sdk)), lambda: _close(sdk, "close")
 
     api = "openai-responses" if responses else "openai-chat"
-    return Client(api, f"{name} + OpenAIProvider(openai_client=)", build)
+    named = "" if model_name == "gpt-4o" else f"({model_name!r})"
+    return Client(api, f"{name}{named} + OpenAIProvider(openai_client=)", build)
+
+
+#: A model OpenAI's profile marks as reasoning (encrypted reasoning content): OpenAIResponsesModel
+#: replays own thinking as reasoning items only for such models (tests/test_rules_reasoning.py).
+REASONING_MODEL = "o3"
+
+
+def reasoning_responses_client() -> Client | str:
+    """OpenAIResponsesModel for ``REASONING_MODEL``, or why there is none (as ``client_for``)."""
+    try:
+        return _openai(responses=True, model_name=REASONING_MODEL)
+    except (ImportError, LookupError, AttributeError) as exc:
+        return f"openai-responses on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
 
 
 def _anthropic() -> Client:

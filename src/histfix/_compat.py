@@ -27,6 +27,8 @@ __all__ = [
     "PROFILE_FITS_TOOL_CALL_IDS",
     "REQUEST_HAS_METADATA",
     "REQUEST_HAS_TIMESTAMP",
+    "RESPONSES_NATIVE_CALLS_SENT_SINCE",
+    "RESPONSES_REASONING_OWN_ONLY_SINCE",
     "RETURN_HAS_OUTCOME",
     "RETURN_HAS_TOOL_KIND",
     "RUN_REPAIR_DICT_MATCHING",
@@ -38,6 +40,8 @@ __all__ = [
     "interrupted_state",
     "native_return_named_by_tool",
     "openai_prefix_api",
+    "responses_native_calls_sent",
+    "responses_reasoning_items",
     "return_tool_kind_loads",
     "run_repair_adds_surplus_results",
     "thinking_sent",
@@ -67,16 +71,27 @@ NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
 #: results per call turn and reject that request (measured on 2.10.0; issue 10, unique_call_ids).
 RUN_REPAIR_DICT_MATCHING = (Version("2.10.0"), Version("2.55.0"))
 
-#: OpenAIChatModel and GoogleModel send a ``ThinkingPart`` (as tagged text, a field, or a thought part)
-#: from 1.0.7 (the first pinned release that does; 1.0.1-1.0.6 not measured); 1.0.0 leaves it out, so a
-#: response of only thinking goes out empty there (issue 10, ``_rules_turns``).
-THINKING_SENT_SINCE = Version("1.0.7")
+#: OpenAIChatModel, GoogleModel and OpenAIResponsesModel send a ``ThinkingPart`` (as tagged text, a
+#: thought part, a reasoning item) from 1.0.3; 1.0.0-1.0.2 leave it out, so a response of only
+#: thinking goes out empty there (read in the wheels of 1.0.1-1.0.7, measured on 1.0.0, 1.0.4 and
+#: 1.0.7; issue 10, ``_rules_turns`` and ``_rules_reasoning``).
+THINKING_SENT_SINCE = Version("1.0.3")
 
 #: BedrockConverseModel leaves a ``FilePart`` in a response out from 1.80.0; from FilePart's arrival
 #: (after 1.0.7) to 1.79.0 it asserts every response part it does not map is a tool call, and raises
 #: ``AssertionError`` before sending (read in 1.26.0-1.79.0's models/bedrock.py and 1.80.0's; measured
 #: on 1.67.0, seed 2562699975196673; issue 10, _rules_files).
 BEDROCK_SKIPS_RESPONSE_FILES_SINCE = Version("1.80.0")
+
+#: OpenAIResponsesModel sends *every* ``ThinkingPart`` as a ``reasoning`` input item on 1.0.3-1.0.4 (one
+#: without an id under a fresh one); from 1.0.5 only OpenAI's own thinking with an id, the rest as
+#: tagged assistant text. A reasoning item needs an output item right after it (read in the wheels
+#: of 1.0.3-1.0.7 and 1.72.0; measured on 1.0.4 and 1.0.7; issue 10, _rules_reasoning).
+RESPONSES_REASONING_OWN_ONLY_SINCE = Version("1.0.5")
+
+#: OpenAIResponsesModel sends OpenAI's own native (server) tool calls as ``*_call`` items from 1.0.9;
+#: before, it leaves every native part out (read in the wheels of 1.0.8 and 1.0.9; _rules_reasoning).
+RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -168,10 +183,27 @@ def bedrock_skips_response_files() -> bool:  # issue 10: the Bedrock profile's r
 
 
 def thinking_sent() -> bool:  # issue 10: which responses go out empty (_rules_turns)
-    """Whether the installed OpenAI Chat and Gemini serializers send thinking (newest when unknown)."""
+    """Whether the installed OpenAI Chat, Gemini and Responses serializers send thinking (newest when unknown)."""
     from ._release import VERSION
 
     return VERSION is None or VERSION >= THINKING_SENT_SINCE
+
+
+def responses_reasoning_items() -> str:  # issue 10: which thinking needs a follower (_rules_reasoning)
+    """Which thinking parts the installed OpenAIResponsesModel sends as reasoning items: ``"none"``
+    (before 1.0.3), ``"every"`` (1.0.3-1.0.4) or ``"own"`` (OpenAI's, with an id; newest when unknown)."""
+    from ._release import VERSION
+
+    if VERSION is None or VERSION >= RESPONSES_REASONING_OWN_ONLY_SINCE:
+        return "own"
+    return "every" if VERSION >= THINKING_SENT_SINCE else "none"
+
+
+def responses_native_calls_sent() -> bool:  # issue 10: what can follow a reasoning item
+    """Whether the installed OpenAIResponsesModel sends OpenAI's native calls (newest when unknown)."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= RESPONSES_NATIVE_CALLS_SENT_SINCE
 
 
 def __getattr__(name: str) -> Any:

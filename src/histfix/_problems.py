@@ -33,6 +33,8 @@ ProblemKind = Literal[
     "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
     # issue 10, provider profiles (_rules_files):
     "unsendable_file",  # a response file the target's model class fails on before sending
+    # issue 10, provider profiles (_rules_reasoning):
+    "unfollowed_reasoning",  # a reasoning item (OpenAI Responses) with no output item after it
 ]
 
 

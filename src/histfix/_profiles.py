@@ -54,6 +54,7 @@ def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
     from ._rules_calls import call_rules
     from ._rules_files import file_rules
+    from ._rules_reasoning import reasoning_rules
     from ._rules_turns import turn_rules
 
     shape = _shape_rules()
@@ -69,6 +70,9 @@ def _registered() -> tuple[ProfileRule, ...]:
         # --- response files a model class cannot send (_rules_files): they remove parts, so before
         # no_empty_content.
         *file_rules(),
+        # --- reasoning items without a following output item (_rules_reasoning): after
+        # thinking_transfers; it can drop parts, so before no_empty_content.
+        *reasoning_rules(),
         *[rule for rule in shape[emptied:] if rule.name != "alternating_roles"],
         # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
         # never sends, a first request without a user turn, Gemini's function call position.

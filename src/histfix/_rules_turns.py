@@ -2,7 +2,7 @@
 
 Some parts never reach the provider as part of a turn: system prompts (a system field, or a
 system message), tool-availability deltas (2.23.0+: a system announcement or nothing), native
-(server) tool parts of another provider, and, before 1.0.7, thinking on OpenAI Chat and Gemini.
+(server) tool parts of another provider, and, before 1.0.3, thinking on OpenAI Chat and Gemini.
 A message made only of such parts goes out empty (OpenAI Chat ``content_or_tool_calls``, Gemini
 ``empty_parts``/``empty_text``, Bedrock ``empty_content``), or not at all, which leaves its
 neighbours adjacent on the wire (Bedrock ``alternate_roles``, Gemini ``function_call_turn_position``: the
@@ -118,7 +118,7 @@ def _native(part: object) -> bool:
 def _unsent_response_part(part: object, api: str, thinking_sent: bool) -> bool:
     """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
     and Bedrock never send them; Gemini sends only Google's own), and thinking on OpenAI Chat and Gemini
-    before 1.0.7 (1.0.0 drops it; Bedrock sends it for Claude models)."""
+    before 1.0.3 (1.0.0-1.0.2 drop it; Bedrock sends it for Claude models)."""
     from pydantic_ai.messages import ThinkingPart
 
     if _native(part):
@@ -480,7 +480,7 @@ def turn_rules() -> tuple[ProfileRule, ...]:
             "responses_send_something",
             RESPONSES_APIS,
             "OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content: a response of only "
-            "parts the release does not send (native parts; thinking before 1.0.7) goes out empty",
+            "parts the release does not send (native parts; thinking before 1.0.3) goes out empty",
             "after",
             responses_send_something,
             detect_responses_send_something,
