@@ -36,6 +36,8 @@ ChangeKind = Literal[
     "dropped_file",  # a response file the target's model class cannot send (Bedrock before 1.80.0)
     # issue 10, provider profiles (_rules_reasoning):
     "unfollowed_reasoning",  # thinking sent as a reasoning item with no output item after it
+    # issue 10, provider profiles (_rules_instructions):
+    "moved_system_prompt",  # a later system prompt moved to the front (1.33-1.74 Chat/Mistral instructions)
 ]
 
 

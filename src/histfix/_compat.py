@@ -20,6 +20,7 @@ __all__ = [
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
+    "INSTRUCTIONS_AT_SYSTEM_COUNT",
     "NATIVE_RETURN_NAMED_BY_TOOL_SINCE",
     "OPENAI_PREFIX_IS_RESPONSES_SINCE",
     "OUTCOME_INTERRUPTED",
@@ -37,6 +38,7 @@ __all__ = [
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
     "bedrock_skips_response_files",
+    "instructions_at_system_count",
     "interrupted_state",
     "native_return_named_by_tool",
     "openai_prefix_api",
@@ -92,6 +94,12 @@ RESPONSES_REASONING_OWN_ONLY_SINCE = Version("1.0.5")
 #: OpenAIResponsesModel sends OpenAI's own native (server) tool calls as ``*_call`` items from 1.0.9;
 #: before, it leaves every native part out (read in the wheels of 1.0.8 and 1.0.9; _rules_reasoning).
 RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
+
+#: OpenAIChatModel and MistralModel insert the instructions at the *count* of system messages in
+#: the history from 1.33.0 to 1.74.x (1.32.0 inserts them first; 1.75.0 after the leading system
+#: messages): a later system prompt lands them inside a tool exchange (read in the wheels of
+#: 1.32.0, 1.33.0, 1.74.0, 1.75.0; measured on 1.67.0, seed 2562699975196837; _rules_instructions).
+INSTRUCTIONS_AT_SYSTEM_COUNT = (Version("1.33.0"), Version("1.75.0"))
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -197,6 +205,15 @@ def responses_reasoning_items() -> str:  # issue 10: which thinking needs a foll
     if VERSION is None or VERSION >= RESPONSES_REASONING_OWN_ONLY_SINCE:
         return "own"
     return "every" if VERSION >= THINKING_SENT_SINCE else "none"
+
+
+def instructions_at_system_count() -> bool:  # issue 10: where Chat/Mistral put the instructions
+    """Whether the installed OpenAIChatModel and MistralModel place the instructions at the count of
+    system messages (1.33.0-1.74.x; newest when unknown: they do not)."""
+    from ._release import VERSION
+
+    low, high = INSTRUCTIONS_AT_SYSTEM_COUNT
+    return VERSION is not None and low <= VERSION < high
 
 
 def responses_native_calls_sent() -> bool:  # issue 10: what can follow a reasoning item

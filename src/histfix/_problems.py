@@ -35,6 +35,8 @@ ProblemKind = Literal[
     "unsendable_file",  # a response file the target's model class fails on before sending
     # issue 10, provider profiles (_rules_reasoning):
     "unfollowed_reasoning",  # a reasoning item (OpenAI Responses) with no output item after it
+    # issue 10, provider profiles (_rules_instructions):
+    "misplaced_instructions",  # a later system prompt puts the instructions inside a tool exchange
 ]
 
 

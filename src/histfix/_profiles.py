@@ -54,6 +54,7 @@ def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
     from ._rules_calls import call_rules
     from ._rules_files import file_rules
+    from ._rules_instructions import instructions_rules
     from ._rules_reasoning import reasoning_rules
     from ._rules_turns import turn_rules
 
@@ -64,7 +65,7 @@ def _registered() -> tuple[ProfileRule, ...]:
         *call_rules(),
         # --- shape, order, content and native parts (_rules_shape), after the calls/results rules.
         # Passes that remove parts run before no_empty_content (which drops what they empty);
-        # starts_with_user after it (an emptied first request is gone); alternation last, after the
+        # starts_with_user after it (an emptied first request is gone); alternation after the
         # turn rules (_rules_turns), which can make two responses neighbours.
         *shape[:emptied],
         # --- response files a model class cannot send (_rules_files): they remove parts, so before
@@ -78,6 +79,9 @@ def _registered() -> tuple[ProfileRule, ...]:
         # never sends, a first request without a user turn, Gemini's function call position.
         *turn_rules(),
         *[rule for rule in shape if rule.name == "alternating_roles"],
+        # --- where OpenAI Chat and Mistral put the instructions (_rules_instructions): last, since it
+        # counts the wire messages every other rule may drop, merge or reorder.
+        *instructions_rules(),
     )
 
 
