@@ -16,6 +16,7 @@ from packaging.version import Version
 from ._load_probes import message_value_kept, return_tool_kind_loads
 
 __all__ = [
+    "AGENT_REFUSES_RESPONSE_FIRST",
     "ARGS_AS_DICT_TOLERATES_INVALID",
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
     "HAS_REPAIR_MESSAGES",
@@ -37,6 +38,7 @@ __all__ = [
     "TOOL_AVAILABILITY_DELTA",
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
+    "agent_refuses_response_first",
     "bedrock_skips_response_files",
     "instructions_at_system_count",
     "interrupted_state",
@@ -100,6 +102,12 @@ RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
 #: messages): a later system prompt lands them inside a tool exchange (read in the wheels of
 #: 1.32.0, 1.33.0, 1.74.0, 1.75.0; measured on 1.67.0, seed 2562699975196837; _rules_instructions).
 INSTRUCTIONS_AT_SYSTEM_COUNT = (Version("1.33.0"), Version("1.75.0"))
+
+#: 1.21.0's agent refuses a history whose first message is a ``ModelResponse`` (``UserError: Message
+#: history cannot start with a `ModelResponse`.``) before any model class sees it, whatever the
+#: provider; 1.20.0 and 1.22.0 do not (read in the wheels of 1.19.0-1.23.0; measured by the
+#: provider sweep on 1.21.0; issue 10, _rules_shape.agent_accepts_opening).
+AGENT_REFUSES_RESPONSE_FIRST = (Version("1.21.0"), Version("1.22.0"))
 
 # --- detected on first access (declared here, assigned by _detect) ------------------------------------
 
@@ -205,6 +213,14 @@ def responses_reasoning_items() -> str:  # issue 10: which thinking needs a foll
     if VERSION is None or VERSION >= RESPONSES_REASONING_OWN_ONLY_SINCE:
         return "own"
     return "every" if VERSION >= THINKING_SENT_SINCE else "none"
+
+
+def agent_refuses_response_first() -> bool:  # issue 10: every profile opens with a request there
+    """Whether the installed release's agent refuses a history that opens with a response (1.21.0)."""
+    from ._release import VERSION
+
+    low, high = AGENT_REFUSES_RESPONSE_FIRST
+    return VERSION is not None and low <= VERSION < high
 
 
 def instructions_at_system_count() -> bool:  # issue 10: where Chat/Mistral put the instructions

@@ -131,6 +131,16 @@ def _shape_rules() -> tuple[ProfileRule, ...]:
             shape.FIRST_USER_WORDING,
         ),
         ProfileRule(
+            "agent_accepts_opening",
+            frozenset(shape.AGENT_OPENING_WORDING),
+            "1.21.0's Agent raises UserError 'Message history cannot start with a `ModelResponse`' for every "
+            "provider (1.20.0 and 1.22.0 do not): there the fixed prompt goes first, as starts_with_user does",
+            "after",
+            shape.agent_accepts_opening,
+            shape.detect_agent_accepts_opening,
+            shape.AGENT_OPENING_WORDING,
+        ),
+        ProfileRule(
             "results_first",
             shape.RESULTS_FIRST_APIS,
             "tool results first in a request: Anthropic tool_result_first, Bedrock tool_results_first, "

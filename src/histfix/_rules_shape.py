@@ -21,8 +21,11 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 __all__ = [
+    "AGENT_OPENING_WORDING",
     "STARTER_PROMPT",
+    "agent_accepts_opening",
     "alternating_roles",
+    "detect_agent_accepts_opening",
     "detect_alternating_roles",
     "detect_no_empty_content",
     "detect_results_first",
@@ -41,6 +44,12 @@ STARTER_PROMPT = "(The earlier part of this conversation is not included.)"
 
 # --- the providers' own words (copied from the emulator rules, from providers.md) ---------------------
 
+#: What 1.21.0's agent raises for a history opening on a response, whatever the provider.
+AGENT_OPENING_WORDING = dict.fromkeys(
+    PROVIDER_APIS,
+    "UserError: Message history cannot start with a `ModelResponse`. Conversations must begin with a user "
+    "message.",
+)
 FIRST_USER_WORDING = {
     "anthropic": 'messages: first message must use the "user" role',
     "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
@@ -174,6 +183,37 @@ def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTar
             target,
             at=index,
             description="the history starts with the model's response, not with a user turn",
+        )
+    ]
+
+
+def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
+    from pydantic_ai.messages import ModelResponse
+
+    from . import _compat
+
+    return bool(history) and isinstance(history[0], ModelResponse) and _compat.agent_refuses_response_first()
+
+
+def agent_accepts_opening(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """1.21.0's agent raises ``UserError`` on a history opening with a response, for every provider:
+    there, :data:`STARTER_PROMPT` goes first as starts_with_user puts it (elsewhere: nothing)."""
+    return starts_with_user(history, target) if _agent_refuses(history) else (history, [])
+
+
+def detect_agent_accepts_opening(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    if not _agent_refuses(history):
+        return []
+    return [
+        problem(
+            "starts_with_response",
+            AGENT_OPENING_WORDING,
+            target,
+            at=0,
+            description="the history starts with the model's response, which this release's agent refuses "
+            "(UserError) for every provider",
         )
     ]
 
