@@ -30,7 +30,9 @@ from dsl import Case, call, load, load_history, real, req, ret, system, text, us
 TARGETS = (*PROVIDER_APIS, "any")
 #: Before 2.10.0 a release sends the stored history as it is (from 2.10.0 it repairs it first).
 SENDS_AS_STORED = Version("2.10.0") > PYDANTIC_AI
-FULL_RELEASES = frozenset({"1.0.0", "2.9.1"})
+#: check(provider=) against the wire on every case here (the oldest, whose serializers differ most);
+#: elsewhere every SAMPLE_EVERY-th case (the sweep's provider truth sends them all).
+FULL_RELEASES = frozenset({"1.0.0"})
 SAMPLE_EVERY = 10
 SENT = [c for i, c in enumerate(CASES) if str(PYDANTIC_AI) in FULL_RELEASES or i % SAMPLE_EVERY == 0]
 

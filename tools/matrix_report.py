@@ -159,8 +159,9 @@ PROVIDER_LEGEND = """## Provider acceptance (pinned releases)
 Measured by `tests/test_provider_truth.py`: each history is sent by the release's own model class
 and SDK (`Agent(model).run`, real HTTP) to a strict loopback emulator of the provider API
 (`tests/emulators/`, built from shared/spec/providers.md; unverified rules enforced). Histories:
-the corpus (`tests/corpus.py`) and the seeds' four scenarios; the newest release, 1.0.0, 2.9.1 and
-2.10.0 send every one, the others a fixed sample (`HISTFIX_PROVIDER_SAMPLE=all` sends all). A
+the corpus (`tests/corpus.py`) and the seeds' four scenarios; the newest release and 1.0.0 send
+every one, the others a fixed sample (`HISTFIX_PROVIDER_SAMPLE=all` sends all; the sweep row below
+is every case on every release swept). A
 cell is *accepted as stored → accepted after `histfix.repair`*, out of the histories measured;
 "as stored" on 2.10+ already includes pydantic-ai's own repair before each request (what a user of
 that release sends). Not accepted means the emulator answered the provider's error, or
