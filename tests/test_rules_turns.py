@@ -268,3 +268,46 @@ def test_moving_and_merging_loses_no_text() -> None:
         for name in ("gemini", "openai-chat", "bedrock"):
             fixed = histfix.repair(history, provider=name)
             assert set(_texts(history)) <= set(_texts(fixed))
+
+
+# --- compaction (a provider's summary of earlier turns) -------------------------------------------------
+
+COMPACTION = getattr(pai, "CompactionPart", None)
+#: The provider sweep's 2.17.0 history (tests/test_provider_generated.py): nothing but a compaction
+#: response survives the default repair, which OpenAI Chat sends as no message at all.
+FOUND_ON_2_17 = 2444178726322182
+
+
+@pytest.mark.uses_sdk(*PROVIDER_APIS)
+def test_the_sweeps_compaction_history_is_refused_or_accepted(provider_bench: Any) -> None:
+    """Where CompactionPart loads, the history holds nothing OpenAI Chat sends: a profile refuses it
+    (nothing sendable: it has no call, prompt or text) instead of sending an empty request
+    (request_schema, as it did on 2.17.0); whatever a profile returns is accepted."""
+    from test_provider_generated import NOTHING_SENDABLE, generated_history, may_refuse
+
+    history = load(generated_history(FOUND_ON_2_17))
+    seconds: dict[str, float] = {}
+    for target in ("openai-chat", "any"):
+        try:
+            fixed = histfix.repair(history, provider=target)
+        except ValueError as exc:
+            assert NOTHING_SENDABLE in str(exc) and may_refuse(history), exc
+            continue
+        for api in PROVIDER_APIS if target == "any" else (target,):
+            assert provider_bench.send(api, fixed, seconds).kind == "accepted", (target, api)
+
+
+@pytest.mark.skipif(COMPACTION is None, reason="CompactionPart arrived after 1.80.0")
+@pytest.mark.parametrize("api", sorted(turns.RESPONSES_APIS))
+def test_compaction_alone_is_dropped_and_reported(api: str) -> None:
+    assert COMPACTION is not None
+    history = load([req(user("q")), resp(text("a")), req(user("next"))])
+    summary = COMPACTION(content="summary of earlier turns", provider_name="anthropic")
+    history[1] = pai.ModelResponse(parts=[summary])
+    before = copy.deepcopy(history)
+    report = histfix.repair_report(history, provider=api)
+    assert history == before
+    assert not any(isinstance(p, COMPACTION) for m in report.messages for p in m.parts)
+    assert [c.kind for c in report.changes if c.kind == "dropped_unsent"], report.changes
+    kept = histfix.repair(history, provider="anthropic")  # Anthropic sends its own compaction
+    assert any(isinstance(p, COMPACTION) for m in kept for p in m.parts)

@@ -43,8 +43,9 @@ def run_profile(
         changes.extend(found)
     if history and nothing_sendable(current, cached=True):
         raise ValueError(
-            f"nothing in this history can be sent to {target.name}: it holds only system prompts "
-            "or tool-availability deltas (no prompt, result or response); add the user's prompt to it, "
+            f"nothing in this history can be sent to {target.name}: it holds only system prompts, "
+            "tool-availability deltas or response parts that provider's model class leaves out (no prompt, "
+            "result or text); add the user's prompt to it, "
             "or start the run with the prompt and without this history"
         )
     return current, changes

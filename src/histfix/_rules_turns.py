@@ -115,12 +115,21 @@ def _native(part: object) -> bool:
     return getattr(part, "part_kind", "") in ("builtin-tool-call", "builtin-tool-return")
 
 
+def _compaction(part: object) -> bool:
+    """A ``CompactionPart`` (a provider's summary of earlier turns; present from after 1.80.0)."""
+    return getattr(part, "part_kind", "") == "compaction"
+
+
 def _unsent_response_part(part: object, api: str, thinking_sent: bool) -> bool:
     """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
-    and Bedrock never send them; Gemini sends only Google's own), and thinking on OpenAI Chat and Gemini
-    before 1.0.3 (1.0.0-1.0.2 drop it; Bedrock sends it for Claude models)."""
+    and Bedrock never send them; Gemini sends only Google's own), compaction (OpenAI Chat, Gemini and
+    Bedrock never send it: read in 2.9.1's and 2.68.0's model classes; found by the provider sweep on
+    2.17.0, seed 2444178726322182), and thinking on OpenAI Chat and Gemini before 1.0.3 (1.0.0-1.0.2
+    drop it; Bedrock sends it for Claude models)."""
     from pydantic_ai.messages import ThinkingPart
 
+    if _compaction(part):
+        return True  # every api of this rule (RESPONSES_APIS)
     if _native(part):
         return not (api == "gemini" and getattr(part, "provider_name", None) == "google")
     return isinstance(part, ThinkingPart) and not thinking_sent and api in _THINKING_DROPPED_BY
@@ -150,14 +159,14 @@ def _unsent_response(
 
 
 def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, cached: bool) -> frozenset[type]:
-    """The cheap early exit: the history's part classes a response may hold unsent (native parts; thinking
-    where the release drops it), from one set of part classes."""
+    """The cheap early exit: the history's part classes a response may hold unsent (native parts,
+    compaction; thinking where the release drops it), from one set of part classes."""
     from pydantic_ai.messages import ThinkingPart
 
     return frozenset(
         kind
         for kind in _part_classes(history, cached)
-        if _native(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
+        if _native(kind) or _compaction(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
     )
 
 
@@ -480,7 +489,7 @@ def turn_rules() -> tuple[ProfileRule, ...]:
             "responses_send_something",
             RESPONSES_APIS,
             "OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content: a response of only "
-            "parts the release does not send (native parts; thinking before 1.0.3) goes out empty",
+            "parts the release does not send (native parts, compaction; thinking before 1.0.3) goes out empty",
             "after",
             responses_send_something,
             detect_responses_send_something,
