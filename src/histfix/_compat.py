@@ -9,7 +9,7 @@ values are computed by :mod:`histfix._detect` on first access to any of them, wh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from packaging.version import Version
 
@@ -205,7 +205,9 @@ def thinking_sent() -> bool:  # issue 10: which responses go out empty (_rules_t
     return VERSION is None or VERSION >= THINKING_SENT_SINCE
 
 
-def responses_reasoning_items() -> str:  # issue 10: which thinking needs a follower (_rules_reasoning)
+def responses_reasoning_items() -> Literal[
+    "none", "every", "own"
+]:  # issue 10: which thinking needs a follower (_rules_reasoning)
     """Which thinking parts the installed OpenAIResponsesModel sends as reasoning items: ``"none"``
     (before 1.0.3), ``"every"`` (1.0.3-1.0.4) or ``"own"`` (OpenAI's, with an id; newest when unknown)."""
     from ._release import VERSION

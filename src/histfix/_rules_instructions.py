@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
 from ._problems import Problem
-from ._providers import ProviderTarget
+from ._providers import PROVIDER_APIS, ProviderTarget
 from ._rules_shape import preview
 
 if TYPE_CHECKING:
@@ -45,6 +45,10 @@ __all__ = [
 INSTRUCTIONS_APIS = frozenset({"openai-chat", "mistral"})
 #: Where landing right after a tool message is refused too (Mistral user_after_tool).
 _AFTER_TOOL_REFUSED = frozenset({"mistral"})
+
+
+def _system(part: object) -> bool:
+    return getattr(part, "part_kind", "") == "system-prompt"
 
 
 def _applies(target: ProviderTarget) -> bool:
@@ -101,9 +105,7 @@ def instructions_placed(
         if message.kind != "request" or (index == 0 and opens_with_request):
             fixed.append(message)
             continue
-        systems: list[Any] = [
-            part for part in message.parts if getattr(part, "part_kind", "") == "system-prompt"
-        ]
+        systems: list[Any] = [part for part in message.parts if _system(part)]
         if not systems:
             fixed.append(message)
             continue
@@ -120,7 +122,7 @@ def instructions_placed(
             )
             for part in systems
         )
-        rest = [part for part in message.parts if getattr(part, "part_kind", "") != "system-prompt"]
+        rest = [part for part in message.parts if not _system(part)]
         if rest:
             fixed.append(dataclasses.replace(message, parts=rest))
     if not opens_with_request:
@@ -128,8 +130,8 @@ def instructions_placed(
 
         return [ModelRequest(parts=moved), *fixed], changes  # a history opening on a response
     first = history[0]
-    leading = [part for part in first.parts if getattr(part, "part_kind", "") == "system-prompt"]
-    others = [part for part in first.parts if getattr(part, "part_kind", "") != "system-prompt"]
+    leading = [part for part in first.parts if _system(part)]
+    others = [part for part in first.parts if not _system(part)]
     fixed[0] = dataclasses.replace(first, parts=[*leading, *moved, *others])  # type: ignore[arg-type]
     return fixed, changes
 
@@ -143,13 +145,11 @@ def detect_instructions_placed(history: Sequence[ModelMessage], target: Provider
         (
             index
             for index, message in enumerate(history)
-            if index > 0
-            and message.kind == "request"
-            and any(getattr(part, "part_kind", "") == "system-prompt" for part in message.parts)
+            if index > 0 and message.kind == "request" and any(map(_system, message.parts))
         ),
         0,
     )
-    apis = tuple(api for api in ("openai-chat", "mistral") if api in target.apis)
+    apis = tuple(api for api in PROVIDER_APIS if api in INSTRUCTIONS_APIS and api in target.apis)
     return [
         Problem(
             "misplaced_instructions",

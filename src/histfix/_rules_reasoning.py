@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._changes import Change
 from ._problems import Problem
@@ -55,7 +55,7 @@ _OPENAI = "openai"
 class _Wire:
     """What the installed OpenAIResponsesModel sends, as far as reasoning items are concerned."""
 
-    mode: str  # "none", "every" or "own" (_compat.responses_reasoning_items)
+    mode: Literal["every", "own"]  # _compat.responses_reasoning_items, where it is not "none"
     native_calls_sent: bool
 
 

@@ -188,11 +188,10 @@ def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTar
 
 
 def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
-    from pydantic_ai.messages import ModelResponse
-
+    """Whether 1.21.0's agent would refuse ``history`` (the version test first: it is all most releases need)."""
     from . import _compat
 
-    return bool(history) and isinstance(history[0], ModelResponse) and _compat.agent_refuses_response_first()
+    return _compat.agent_refuses_response_first() and bool(history) and history[0].kind == "response"
 
 
 def agent_accepts_opening(
