@@ -1,12 +1,12 @@
 """Test histfix against every pinned pydantic-ai-slim release, offline (no provider is ever called).
 
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
-no-op while it is up to date), one `tests` session per pinned release (on pytest-xdist, one worker
-per CPU: see PARALLEL), `tools` (the release-independent tests: the programs in tools/, the
-provider emulators' selftests and tests/once/, run once, on the newest, and left out of every
-`tests` session), `lint`, `typecheck`, and
-`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
-committed file differs. Once the wheelhouse is built, every session installs from it alone
+no-op while it is up to date), then side by side, one per CPU at a time (nox's `--parallel`: see
+nox.options.parallel below), one `tests` session per pinned release, `tools` (the
+release-independent tests: the programs in tools/, the provider emulators' selftests and
+tests/once/, run once, on the newest, and left out of every `tests` session), `lint` and
+`typecheck`, and last `compat_matrix`, which rebuilds compat-matrix.md from the measured results
+and fails when the committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
@@ -74,15 +74,28 @@ nox.options.reuse_venv = "yes"
 # SDKs, and compiling them anew every run costs seconds per session. Some machines export
 # PYTHONDONTWRITEBYTECODE; the sessions (and the .pyc files they leave in the venvs) ignore it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
-#: pytest-xdist inside each tests(X) session: one worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS
-#: overrides; `-- -n 0` after the session name runs serially). loadgroup hands out tests one at a
+#: nox's own parallel scheduler (`--parallel`, new in 2026.10.20) runs each session in its own nox
+#: process, one per CPU at a time: `tests(X)`, `tools`, `lint` and `typecheck` side by side
+#: (allow_parallel), `wheelhouse` alone before them and `compat_matrix` alone after them (sessions
+#: that don't allow parallel runs start only when nothing else runs, in the order below). Each
+#: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
+nox.needs_version = ">=2026.10.20"
+nox.options.parallel = "auto"
+nox.options.sessions = ["wheelhouse", "tools", "tests", "lint", "typecheck", "compat_matrix"]
+#: pytest-xdist inside a tests(X) session run by itself (`nox -j 1 -s "tests(X)"`): one worker per
+#: CPU (PYTEST_XDIST_AUTO_NUM_WORKERS overrides). Under the parallel scheduler (the default run)
+#: every session runs pytest serially instead (SERIAL): each xdist worker imports pydantic-ai, its
+#: model classes and five provider SDKs again (measured on `tests(2.9.1)`, 2 cores: 41.6 s wall and
+#: 38 s of CPU serially, 34.9 s wall and 60 s of CPU on two workers), while a second serial session
+#: beside it does useful work with that core (`tests(2.9.1)` and `tests(2.10.0)`: 83 s one after
+#: the other on xdist, 52 s side by side serially). loadgroup hands out tests one at a
 #: time (so both cores stay busy around the long fuzz test) except the `uses_sdk` tests, which go
 #: to one worker per provider SDK (tests/conftest.py): each worker that sends through an SDK pays
 #: about a second to import it and pydantic-ai's model class, and with worksteal both workers
 #: imported all five. The controller writes the --record-outcome record (tests/conftest.py),
 #: identical to a serial run's.
 PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
+SERIAL = ["-n", "0"]
 #: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
 #: speak raw HTTP and the newest SDKs), and tests/once/ (histfix in fresh processes, and `histfix
 #: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`
@@ -282,8 +295,15 @@ def wheelhouse(session: nox.Session) -> None:
 # --- the pinned matrix ------------------------------------------------------------------------------
 
 
-@nox.session
-@nox.parametrize("pydantic_ai", PYDANTIC_AI_RELEASES, ids=PYDANTIC_AI_RELEASES)
+#: The `tests(X)` sessions longest first, so the parallel run never ends on a long one alone: the
+#: newest and the oldest send every provider case and run the full fuzz set (about 75 and 60 s under
+#: the parallel run, against 43-57 s for the others), then the rest in pinned order.
+LONGEST_FIRST = [NEWEST, PYDANTIC_AI_RELEASES[0]]
+LONGEST_FIRST += [release for release in PYDANTIC_AI_RELEASES if release not in LONGEST_FIRST]
+
+
+@nox.session(allow_parallel=True)
+@nox.parametrize("pydantic_ai", LONGEST_FIRST, ids=LONGEST_FIRST)
 def tests(session: nox.Session, pydantic_ai: str) -> None:
     """The pytest suite on one pinned release (all of it but the tools' tests, which `tools` runs)."""
     install(session, "-e", ".", *test_requirements(pydantic_ai, *TEST_TOOLS))
@@ -291,18 +311,20 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
     ignored = [f"--ignore={path}" for path in RELEASE_INDEPENDENT_TESTS]
-    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *ignored, *PARALLEL]
+    workers = SERIAL if session.parallel else PARALLEL
+    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *ignored, *workers]
     session.run(*pytest, *session.posargs)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def tools(session: nox.Session) -> None:
     """The release-independent tests (RELEASE_INDEPENDENT_TESTS), once, on the newest release."""
     install(session, "-e", ".", *test_requirements(NEWEST, *TEST_TOOLS))
-    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *TOOLS_PARALLEL, *session.posargs)
+    workers = SERIAL if session.parallel else TOOLS_PARALLEL
+    session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *workers, *session.posargs)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole repository."""
     install(session, *LINT_TOOLS)
@@ -310,7 +332,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ against the newest pinned release."""
     install_release(session, NEWEST, *TYPECHECK_TOOLS)
