@@ -26,7 +26,7 @@ from histfix._providers import PROVIDER_APIS, resolve_provider
 from histfix._rules_calls import call_rules
 
 from corpus import CASES
-from dsl import call, load, load_history, real, req, resp, ret, text, user
+from dsl import call, load, loadable, real, req, resp, ret, text, user
 from generate import random_history
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -363,12 +363,7 @@ def test_detect_words_problems_as_the_emulators_do() -> None:
 
 
 def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
-    found = []
-    for case in CASES:
-        try:
-            found.append((case.name, load_history(case)))
-        except pytest.skip.Exception:
-            continue
+    found = [(case.name, history) for case, history in loadable(CASES)]
     # A few generated ones beside the corpus: tests/test_fuzz.py's shared draw checks the same three
     # properties for a drawn profile on 500 generated histories per release.
     found += [(f"random {seed}", load(random_history(seed))) for seed in range(60)]

@@ -24,7 +24,7 @@ from dsl import (
     call,
     dump,
     load,
-    load_history,
+    loadable,
     native_call,
     native_return,
     real,
@@ -234,15 +234,7 @@ def test_check_reports_consecutive_responses_for_bedrock() -> None:
 
 
 def _corpus() -> list[list[pai.ModelMessage]]:
-    histories = []
-    for case in CASES:
-        try:
-            history = load_history(case)
-        except pytest.skip.Exception:
-            continue
-        if history:
-            histories.append(history)
-    return histories
+    return [history for _, history in loadable(CASES) if history]
 
 
 @pytest.fixture(scope="module")
