@@ -18,7 +18,7 @@ from ._problems import Problem, ProblemKind
 from ._providers import PROVIDER_APIS, ProviderTarget
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 
 __all__ = [
     "AGENT_OPENING_WORDING",
@@ -131,6 +131,19 @@ def _replace(message: Any, **changes: Any) -> Any:
     return dataclasses.replace(message, **changes)
 
 
+def starter_prompt(response: ModelResponse) -> UserPromptPart:
+    """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
+    from pydantic_ai.messages import UserPromptPart
+
+    return UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
+
+
+def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
+    """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
+    fixed: ModelRequest = _replace(request, parts=[*request.parts, starter_prompt(response)])
+    return fixed
+
+
 # --- starts_with_user ---------------------------------------------------------------------------------
 
 
@@ -152,7 +165,7 @@ def starts_with_user(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
     opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+    from pydantic_ai.messages import ModelRequest, ModelResponse
 
     from . import _compat
 
@@ -161,15 +174,15 @@ def starts_with_user(
         return history, []
     response = history[index]
     assert isinstance(response, ModelResponse)
-    prompt = UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
     description = f"the history starts with a response: put the fixed prompt {STARTER_PROMPT!r} before it"
     if index:  # a leading request of system prompts only: the prompt joins it
         opening = history[index - 1]
         assert isinstance(opening, ModelRequest)
-        fixed = [*history[: index - 1], _replace(opening, parts=[*opening.parts, prompt]), *history[index:]]
+        fixed = [*history[: index - 1], with_starter_prompt(opening, response), *history[index:]]
         return fixed, [Change("inserted_prompt", index - 1, description)]
     fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
-    return [ModelRequest(parts=[prompt], **fields), *history], [Change("inserted_prompt", 0, description)]
+    opened = ModelRequest(parts=[starter_prompt(response)], **fields)
+    return [opened, *history], [Change("inserted_prompt", 0, description)]
 
 
 def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:

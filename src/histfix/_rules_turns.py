@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ._changes import Change
 from ._problems import Problem
 from ._providers import ProviderTarget
-from ._rules_shape import STARTER_PROMPT, preview, problem
+from ._rules_shape import STARTER_PROMPT, preview, problem, with_starter_prompt
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -433,7 +433,7 @@ def opens_with_user_turn(
     """Anthropic first_message_user, Bedrock start_with_user, Gemini empty_text: a first request of
     system prompts and tool-availability deltas sends no user turn, so the first turn on the wire is
     the model's: :data:`STARTER_PROMPT` joins that request (as starts_with_user does for system prompts)."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+    from pydantic_ai.messages import ModelRequest, ModelResponse
 
     at = _opening(history)
     if at is None:
@@ -441,8 +441,7 @@ def opens_with_user_turn(
     request = history[at]
     response = history[at + 1]
     assert isinstance(request, ModelRequest) and isinstance(response, ModelResponse)
-    prompt = UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
-    fixed = [*history[:at], _replace(request, parts=[*request.parts, prompt]), *history[at + 1 :]]
+    fixed = [*history[:at], with_starter_prompt(request, response), *history[at + 1 :]]
     description = (
         "the history's first request holds only system prompts and tool-availability deltas (no user turn "
         f"on the wire): put the fixed prompt {STARTER_PROMPT!r} in it"
