@@ -229,6 +229,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
         (["trim", "x.json"], "trim needs --turns N and/or --max-tokens N (see histfix trim --help)"),
         (["trim", "x.json", "--turns", "0"], "expected a positive whole number, got 0"),
         (["repair", "-", "--in-place"], "--in-place needs a file, not stdin (see histfix repair --help)"),
+        (["trim", "x.json", "--turns", "1", "--provider", "anthropic"], "--provider needs --repair"),
         (["repair", "x.json", "--in-place", "-o", "y.json"], "not allowed with argument"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["check"], "the following arguments are required: file"),
@@ -373,6 +374,34 @@ def test_trim_does_not_repair_unless_asked(capsys: pytest.CaptureFixture[str], t
     with pytest.raises(SystemExit):
         main(["trim", "--help"])
     assert "does not repair" in capsys.readouterr().out
+
+
+def test_trim_repairs_for_a_provider(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    history = [
+        req(user("one")),
+        real(text("a")),
+        req(user("two")),
+        real(call("get", "c1"), at=2),
+        req(ret("get", "c1"), ret("get", "c1", "again")),  # a second result: Mistral counts them
+        real(text("ok"), at=3),
+    ]
+    path.write_bytes(to_json(history))
+    trimmed = tmp_path / "trimmed.json"
+    code, out, _ = run(capsys, "trim", str(path), "--turns", "1", "--repair")
+    trimmed.write_text(out)
+    assert code == 0 and run(capsys, "check", str(trimmed), "--provider", "mistral")[0] == 1
+    code, out, _ = run(capsys, "trim", str(path), "--turns", "1", "--repair", "--provider", "mistral")
+    assert code == 0
+    cut = histfix.keep_last_turns(histfix.load_json(path.read_bytes()), 1)
+    assert histfix.load_json(out) == histfix.repair(cut, provider="mistral")
+    trimmed.write_text(out)
+    assert run(capsys, "check", str(trimmed), "--provider", "mistral")[:2] == (
+        0,
+        "valid for mistral: nothing it rejects\n",
+    )
+    code, _, err = run(capsys, "trim", str(path), "--turns", "1", "--repair", "--provider", "nope")
+    assert code == 2 and err.startswith("histfix: --provider:") and err.count("\n") == 1
 
 
 def test_trim_of_a_slice_with_exactly_n_turns_passes_check(

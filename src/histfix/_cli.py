@@ -237,6 +237,7 @@ def _trim(args: argparse.Namespace) -> int:
     from ._api import keep_last_turns, repair, trim_to_budget
     from ._tokens import BudgetExceededError
 
+    provider = _provider(args)
     loaded: list[ModelMessage] = _load(args.file)
     history = loaded
     keep = not args.drop_system_prompt
@@ -248,7 +249,8 @@ def _trim(args: argparse.Namespace) -> int:
         except BudgetExceededError as exc:
             raise InputError(str(exc)) from exc
     if args.repair:
-        history = repair(history)
+        trimmed = history
+        history = _profiled("repair", provider, lambda: repair(trimmed, provider=provider))
     _emit(args, history, unchanged=history == loaded)
     return EXIT_OK
 
@@ -433,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     trim.add_argument(
         "--repair", action="store_true", help="repair the trimmed history too (trim alone only cuts)"
     )
+    _add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
     trim.set_defaults(run=_trim)
 
     show = command(
@@ -508,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if args.command == "trim" and args.turns is None and args.max_tokens is None:
         args.parser.error("trim needs --turns N and/or --max-tokens N")
+    if args.command == "trim" and args.provider is not None and not args.repair:
+        args.parser.error("--provider needs --repair: trim alone only cuts")
     if getattr(args, "in_place", False) and args.file == "-":
         args.parser.error("--in-place needs a file, not stdin")
     try:
