@@ -12,7 +12,8 @@ and fails when the committed file differs. Once the wheelhouse is built, every s
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
 (the suite on every release on PyPI, resumable), `latest` (canary: the differential suite on the
 newest release, unpinned), `compare -- FILE [--json]` (what each pinned release does with a stored
-history), `bench` (the benchmark).
+history), `bench` (the benchmark). They run by themselves, their output as it comes (none of them
+allows parallel runs, so nox says it ignores --parallel and runs them sequentially).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ nox.options.reuse_venv = "yes"
 # SDKs, and compiling them anew every run costs seconds per session. Some machines export
 # PYTHONDONTWRITEBYTECODE; the sessions (and the .pyc files they leave in the venvs) ignore it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-#: nox's own parallel scheduler (`--parallel`, new in 2026.10.20) runs each session in its own nox
+#: nox's own parallel scheduler (`--parallel`, from 2026.8; `Session.parallel`, which the sessions
+#: below read, from 2026.10.20, hence needs_version) runs each session in its own nox
 #: process, one per CPU at a time: `tests(X)`, `tools`, `lint` and `typecheck` side by side
 #: (allow_parallel), `wheelhouse` alone before them and `compat_matrix` alone after them (sessions
 #: that don't allow parallel runs start only when nothing else runs, in the order below). Each
