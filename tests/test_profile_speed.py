@@ -16,7 +16,8 @@ import histfix
 from emulators import PROVIDER_APIS as EMULATED_APIS
 from histfix import _call_ids, _providers
 from histfix._folding import with_parts
-from histfix._profile_scan import Survey, survey
+from histfix._pairing import pair
+from histfix._profile_scan import Survey, call_id_facts, remember_pairing, survey
 
 from corpus import CASES
 from dsl import call, load, loadable, req, resp, ret, text, user
@@ -68,6 +69,39 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
             part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
         }
         assert _call_ids.all_ids(list(history)) == every_id
+
+
+def test_the_pairing_walk_sees_the_calls_a_plain_loop_reads() -> None:
+    """What the profile runner hands the id passes instead of a survey of the input (and what
+    decides whether upstream must run too), on every history, both ways of the last response."""
+    for history, last in itertools.product(HISTORIES, (True, False)):
+        pairing = pair(history, last)
+        ids = plain_call_ids(history)
+        assert pairing.call_ids_seen() == set(ids)
+        assert (pairing.call_count, "" in pairing.call_ids_seen()) == (len(ids), "" in ids)
+        toolless = any(
+            isinstance(part, pai.RetryPromptPart) and part.tool_name is None
+            for message in history
+            if isinstance(message, pai.ModelRequest)
+            for part in message.parts
+        )
+        assert pairing.toolless_retry == toolless
+        mine = list(history)
+        remember_pairing(mine, pairing)
+        from_pairing = call_id_facts(mine)
+        from_survey = call_id_facts(list(history))  # another list: read from its survey
+        assert from_pairing == from_survey
+        assert from_pairing.reused == (len(set(ids)) != len(ids))
+
+
+def test_the_pairing_is_kept_for_the_same_list_only() -> None:
+    history = load([req(user("q")), resp(call("f", "a"), call("f", "a"))])
+    mine = list(history)
+    remember_pairing(mine, pair(load([req(user("q")), resp(call("f", "b"))]), True))  # another's
+    assert call_id_facts(mine).ids == {"b"}  # trusted for that very list object...
+    assert call_id_facts(list(mine)) == (False, True, {"a"})  # ...and no other
+    mine.append(history[0])  # nor the same list changed in place
+    assert call_id_facts(mine) == (False, True, {"a"})
 
 
 def test_the_survey_is_kept_for_the_same_list_only() -> None:

@@ -184,23 +184,31 @@ def _profiled_report(
 ) -> RepairReport:
     """The profile's passes around the default repair, with every change (see ``_profiles``)."""
     from . import _compat
+    from ._pairing import Pairing, pair
     from ._profile_run import run_profile
     from ._report import repair_with_changes
 
-    def default_repair(current: Sequence[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+    def default_repair(
+        current: Sequence[ModelMessage], pairing: Pairing | None
+    ) -> tuple[list[ModelMessage], list[Change]]:
         noted, notes = _noted(current, orphans)
-        report = repair_with_changes(noted, repair_last_response)
+        if noted is not current:  # orphans="note" replaced parts: that pairing is not of these
+            pairing = None
+        report = repair_with_changes(noted, repair_last_response, pairing)
         repaired = report.messages
         # Where upstream is current its output equals the walk's (tests/test_differential.py) on
         # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
         # then does upstream run too, so the profile starts from exactly what repair(h) returns.
         if backend == "upstream" and (
-            not _compat.UPSTREAM_REPAIR_IS_CURRENT or _has_toolless_retry_prompt(noted)
+            not _compat.UPSTREAM_REPAIR_IS_CURRENT
+            or (pairing.toolless_retry if pairing is not None else _has_toolless_retry_prompt(noted))
         ):
             repaired = _upstream_repair(noted, repair_last_response)
         return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
 
-    messages, changes = run_profile(history, target, default_repair)
+    messages, changes = run_profile(
+        history, target, default_repair, lambda current: pair(current, repair_last_response)
+    )
     return RepairReport(messages, tuple(changes))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -30,6 +30,9 @@ from pydantic_ai.messages import (
 
 from ._folding import with_parts
 from ._parts import is_result
+
+if TYPE_CHECKING:
+    from ._profile_scan import CallIdFacts
 
 __all__ = [
     "ANTHROPIC_ID",
@@ -91,13 +94,12 @@ def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]
                 yield i, j, part
 
 
-def call_ids(history: Sequence[ModelMessage]) -> list[str]:
-    """The ids of every regular call, in order: whether a rename pass has anything to do at all
-    depends on these alone (a result whose id no call has is an orphan, whatever its id). From
-    the profile's survey (the passes run on lists of their own)."""
-    from ._profile_scan import survey
+def call_id_facts(history: Sequence[ModelMessage]) -> CallIdFacts:
+    """Whether any call's id is empty or reused, and every call's id (the early exits' question):
+    from the runner's pairing of the list when it has one, else from the survey."""
+    from ._profile_scan import call_id_facts as facts
 
-    return survey(history).call_ids()
+    return facts(history)
 
 
 def all_ids(history: Sequence[ModelMessage]) -> set[str]:
@@ -180,15 +182,14 @@ def _pairing_renames(
 
 def reused_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call whose id an earlier call (same or earlier response) already had."""
-    ids = call_ids(history)
-    if len(set(ids)) == len(ids):
+    if not call_id_facts(history).reused:
         return {}
     return _pairing_renames(history, lambda call_id, reused: reused, "reused", renamed)
 
 
 def empty_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call with an empty id, shared with the results the repair pairs it with."""
-    if "" not in call_ids(history):
+    if not call_id_facts(history).empty:
         return {}
     return _pairing_renames(history, lambda call_id, reused: not call_id, "empty", renamed)
 
@@ -204,10 +205,10 @@ def _mapped_ids(
     id's replacement already took it. Results (and tool-less retries) follow their call's id; a
     result whose id no call has is left as it is (the default repair drops it as an orphan).
     """
-    calls = call_ids(history)
-    if all(map(fits, calls)):
+    if all(map(fits, call_id_facts(history).ids)):
         return {}
     named = _calls_and_results(history)
+    calls = [part.tool_call_id for _, _, part in named if isinstance(part, ToolCallPart)]  # responses' only
     every = {part.tool_call_id for _, _, part in named}
     mapping: dict[str, str] = {}
     taken: set[str] = set()

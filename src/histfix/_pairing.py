@@ -39,7 +39,18 @@ class Dangling(NamedTuple):
 class Pairing:
     """What the pairing walk learned about a history."""
 
-    __slots__ = ("dangling", "duplicates", "events", "late", "orphans", "scattered")
+    __slots__ = (
+        "answered",
+        "call_count",
+        "dangling",
+        "duplicates",
+        "events",
+        "late",
+        "open_calls",
+        "orphans",
+        "scattered",
+        "toolless_retry",
+    )
 
     def __init__(self) -> None:
         #: response index -> its dangling calls, in the order upstream synthesizes their returns
@@ -58,6 +69,20 @@ class Pairing:
         #: walk copies everything else wholesale, so a rule that forgets its index corrupts output
         #: silently (``_walk.repair_walk`` states the invariant, tests/test_invariant.py checks it)
         self.events: set[int] = set()
+        # What the walk saw on its way, for the provider profiles' early exits (each would otherwise
+        # read every part again): see :meth:`call_ids_seen`.
+        #: how many regular calls (``ToolCallPart`` in a response) the history holds
+        self.call_count = 0
+        #: ids with calls still open at the end (id -> the response that made them)
+        self.open_calls: dict[str, int] = {}
+        #: ids whose calls were all answered at some point
+        self.answered: set[str] = set()
+        #: some request holds a ``RetryPromptPart`` without a ``tool_name``
+        self.toolless_retry = False
+
+    def call_ids_seen(self) -> set[str]:
+        """The id of every regular call: each id is open at the end or was answered (or both)."""
+        return self.answered.union(self.open_calls)
 
 
 # One flat loop on purpose: this is the hot path, and a call per message would cost ~15%.
@@ -78,9 +103,10 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
     found = Pairing()
     events = found.events
     dangling = found.dangling
-    open_calls: dict[str, int] = {}
-    answered: set[str] = set()
+    open_calls = found.open_calls
+    answered = found.answered
     extra_open: dict[str, int] = {}
+    call_count = 0
     last_response = -1
     previous_kind: type | None = None
     for index, message in enumerate(messages):
@@ -93,6 +119,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
             for part in message.parts:
                 if not isinstance(part, ToolCallPart):
                     continue
+                call_count += 1
                 call_id = part.tool_call_id
                 owner = open_calls.get(call_id)
                 if owner is None:
@@ -134,10 +161,15 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                         found.scattered.add(index)
                         events.add(index)
                     position = 1
+                elif isinstance(piece, RetryPromptPart):  # tool_name None: a retry for the output
+                    found.toolless_retry = True
+                    if position == 1:
+                        position = 2
                 elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                     position = 2
         else:
             raise not_a_message(index, message)
+    found.call_count = call_count
     for call_id in _by_first_call(messages, open_calls, answered):
         owner = open_calls[call_id]
         dangling.setdefault(owner, []).append(Dangling(call_id, 1 + extra_open.get(call_id, 0), False))

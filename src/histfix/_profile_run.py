@@ -13,26 +13,42 @@ from ._providers import ProviderTarget
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+    from ._pairing import Pairing
+
 __all__ = ["nothing_sendable", "run_profile"]
 
-DefaultRepair = Callable[["Sequence[ModelMessage]"], "tuple[list[ModelMessage], list[Change]]"]
+#: The default repair of a list, reusing ``pairing`` (made of that very list) when it is not None.
+DefaultRepair = Callable[
+    ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change]]"
+]
 
 
 def run_profile(
-    history: Sequence[ModelMessage], target: ProviderTarget, default_repair: DefaultRepair
+    history: Sequence[ModelMessage],
+    target: ProviderTarget,
+    default_repair: DefaultRepair,
+    pair_input: Callable[[Sequence[ModelMessage]], Pairing],
 ) -> tuple[list[ModelMessage], list[Change]]:
     """The ``before`` passes, the default repair, then the ``after`` passes; every change, in order.
+
+    The input is paired first (``pair_input``, as the default repair pairs it): the before-stage's
+    early exits read its calls from that walk instead of surveying every part, and the default
+    repair reuses it when the before-stage changed nothing.
 
     Raises ValueError when the result has messages but nothing a provider could be sent (no part
     other than a system prompt): sent as it is, that is an empty conversation, which every API
     rejects far from the cause. An empty list is a new conversation, not a broken one: it stays [].
     """
+    from ._profile_scan import remember_pairing
+
     current = list(history)
+    paired, pairing = current, pair_input(current)
+    remember_pairing(paired, pairing)
     changes: list[Change] = []
     for rule in rules_for(target, "before"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    repaired, found = default_repair(current)
+    repaired, found = default_repair(current, pairing if current is paired else None)
     changes.extend(found)
     if found or len(repaired) != len(current) or not all(map(is_, repaired, current)):
         current = repaired

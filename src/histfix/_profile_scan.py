@@ -10,6 +10,11 @@ changed nothing). The list is checked by identity and length; the runner's lists
 copies, which nothing mutates, so a later pass never sees stale facts. Facts only some passes need
 are computed on first use and kept in the survey. ``cached=False`` (``check``'s detects, on lists
 the caller owns) builds a survey that is not kept.
+
+The id passes run first, on the input, and ask only about its calls (an empty id, a reused one,
+their formats): the runner pairs the input before them (the default repair needs that walk anyway)
+and hands its calls over (:func:`remember_pairing`), so on a history the default repair changes
+only one survey is made, of the repaired list.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Survey", "pinned", "pinned_survey", "survey"]
+    from ._pairing import Pairing
+
+__all__ = ["CallIdFacts", "Survey", "call_id_facts", "pinned", "pinned_survey", "remember_pairing", "survey"]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
@@ -133,8 +140,50 @@ class Survey:
         return self._once(f"pass:{key}", compute)
 
 
+class CallIdFacts(NamedTuple):
+    """What the id passes' early exits ask about the regular calls (``ToolCallPart`` in a response)."""
+
+    #: some call has the id ``""``
+    empty: bool
+    #: some call has an id an earlier call had
+    reused: bool
+    #: every call's id, once
+    ids: frozenset[str] | set[str]
+
+
 _lock = threading.Lock()
 _last: tuple[Sequence[ModelMessage], int, Survey] | None = None
+#: The call ids of the last list the runner paired before its passes (see remember_pairing).
+_paired: tuple[Sequence[ModelMessage], int, CallIdFacts] | None = None
+
+
+def remember_pairing(history: Sequence[ModelMessage], pairing: Pairing) -> None:
+    """Keep what the pairing walk saw of ``history``'s calls, for :func:`call_id_facts`: the runner
+    pairs its own copy of the input first (the default repair reuses that pairing when the
+    before-stage changes nothing), so the id passes need no survey of the input at all."""
+    global _paired
+    seen = pairing.call_ids_seen()
+    facts = CallIdFacts("" in seen, pairing.call_count != len(seen), seen)
+    with _lock:
+        _paired = (history, len(history), facts)
+
+
+def call_id_facts(history: Sequence[ModelMessage]) -> CallIdFacts:
+    """The call-id facts of ``history``: the pairing's (:func:`remember_pairing`) for that list
+    object, else read from its survey."""
+    paired = _paired  # one read: another thread may replace it at any time
+    if paired is not None and paired[0] is history and paired[1] == len(history):
+        return paired[2]
+    facts = survey(history)
+
+    def compute() -> CallIdFacts:
+        ids = facts.call_ids()
+        seen = set(ids)
+        return CallIdFacts("" in seen, len(seen) != len(ids), seen)
+
+    return facts.memo("call_id_facts", compute)
+
+
 #: The list ``check`` made its own for the detects of one call (per thread), and its survey.
 _pinned = threading.local()
 

@@ -8,7 +8,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 from ._changes import Change, RepairReport
 from ._folding import FoldEvent
-from ._pairing import pair
+from ._pairing import Pairing, pair
 from ._parts import is_result
 from ._walk import dangling_calls, repair_walk
 
@@ -22,9 +22,14 @@ def _preview(content: object) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
-def repair_with_changes(messages: Sequence[ModelMessage], repair_last_response: bool) -> RepairReport:
-    """Run histfix's walk and list its changes in input order (drops, returns, then folds)."""
-    pairing = pair(messages, repair_last_response)
+def repair_with_changes(
+    messages: Sequence[ModelMessage], repair_last_response: bool, pairing: Pairing | None = None
+) -> RepairReport:
+    """Run histfix's walk and list its changes in input order (drops, returns, then folds).
+
+    ``pairing``: one already made of these messages with this ``repair_last_response``, to reuse."""
+    if pairing is None:
+        pairing = pair(messages, repair_last_response)
     log: list[FoldEvent] = []
     repaired = repair_walk(messages, repair_last_response=repair_last_response, pairing=pairing, log=log)
     changes: list[Change] = []
