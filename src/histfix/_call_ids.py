@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -30,9 +30,7 @@ from pydantic_ai.messages import (
 
 from ._folding import with_parts
 from ._parts import is_result
-
-if TYPE_CHECKING:
-    from ._profile_scan import CallIdFacts
+from ._profile_scan import call_id_facts, survey
 
 __all__ = [
     "ANTHROPIC_ID",
@@ -94,19 +92,9 @@ def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]
                 yield i, j, part
 
 
-def call_id_facts(history: Sequence[ModelMessage]) -> CallIdFacts:
-    """Whether any call's id is empty or reused, and every call's id (the early exits' question):
-    from the runner's pairing of the list when it has one, else from the survey."""
-    from ._profile_scan import call_id_facts as facts
-
-    return facts(history)
-
-
 def all_ids(history: Sequence[ModelMessage]) -> set[str]:
     """Every tool call id the history holds anywhere: a fresh id must be none of them (the parts
     of the classes that have one, from the survey: C-level pipelines, no loop per part)."""
-    from ._profile_scan import survey
-
     facts = survey(history)
     if not all(map(_field_names, facts.part_classes)):  # a part that is not a dataclass: every part read
         return {part.tool_call_id for _, _, part in _id_parts(history)}

@@ -249,8 +249,7 @@ def _trim(args: argparse.Namespace) -> int:
         except BudgetExceededError as exc:
             raise InputError(str(exc)) from exc
     if args.repair:
-        trimmed = history
-        history = _profiled("repair", provider, lambda: repair(trimmed, provider=provider))
+        history = _profiled("repair", provider, lambda: repair(history, provider=provider))
     _emit(args, history, unchanged=history == loaded)
     return EXIT_OK
 

@@ -41,8 +41,8 @@ def run_profile(
     """
     from ._profile_scan import remember_pairing
 
-    current = list(history)
-    paired, pairing = current, pair_input(current)
+    current = paired = list(history)
+    pairing = pair_input(paired)
     remember_pairing(paired, pairing)
     changes: list[Change] = []
     for rule in rules_for(target, "before"):

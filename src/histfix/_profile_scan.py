@@ -148,7 +148,7 @@ class CallIdFacts(NamedTuple):
     #: some call has an id an earlier call had
     reused: bool
     #: every call's id, once
-    ids: frozenset[str] | set[str]
+    ids: set[str]
 
 
 _lock = threading.Lock()
@@ -169,8 +169,8 @@ def remember_pairing(history: Sequence[ModelMessage], pairing: Pairing) -> None:
 
 
 def call_id_facts(history: Sequence[ModelMessage]) -> CallIdFacts:
-    """The call-id facts of ``history``: the pairing's (:func:`remember_pairing`) for that list
-    object, else read from its survey."""
+    """Whether any call's id is empty or reused, and every call's id (the id passes' early exits):
+    the pairing's (:func:`remember_pairing`) for that very list object, else read from its survey."""
     paired = _paired  # one read: another thread may replace it at any time
     if paired is not None and paired[0] is history and paired[1] == len(history):
         return paired[2]
