@@ -57,7 +57,9 @@ LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
 #: release's own model classes and SDKs against the loopback emulators in tests/emulators/.
-PROVIDER_EXTRAS = ["openai", "anthropic", "google", "bedrock", "mistral"]
+#: groq and huggingface: model classes of their own that speak Chat Completions
+#: (tests/test_provider_prefixes.py proves their profile through them).
+PROVIDER_EXTRAS = ["openai", "anthropic", "google", "bedrock", "mistral", "groq", "huggingface"]
 
 ROOT = Path(__file__).parent
 RESULTS = ROOT / ".nox" / "_results"
@@ -139,6 +141,12 @@ def provider_pins(release: str) -> list[str]:
     if version < Version("1.76.0"):
         # mistralai 2.x moved the client: 1.67.0 fails to import it (measured); 1.76.0 requires >=2.
         pins.append("mistralai<2")
+    if version < Version("1.62.0"):
+        # 1.0.0-1.61.x's models/huggingface.py imports aiohttp, which huggingface-hub 0.x's
+        # `inference` extra brings; 1.30.0-1.61.x cap the hub <1.0 themselves, but earlier releases
+        # do not, and resolve to a hub without that extra (no aiohttp: the model class fails to
+        # import; measured on 1.0.0). 1.62.0 requires huggingface-hub>=1.3.4 and no aiohttp.
+        pins.append("huggingface-hub[inference]<1")
     if Version("2.32.0") <= version < Version("2.63.0"):
         # models/mistral.py imports httpx.Timeout, but httpx stopped being a dependency in 2.32.0
         # (httpx2 instead) and mistralai 3 needs only httpx2: measured on 2.52.0-2.60.0; 2.63.0 drops it.

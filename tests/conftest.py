@@ -85,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 # --- one worker per provider SDK ---------------------------------------------------------------------
 
-#: The SDK (and pydantic-ai model module) each emulated API's client imports.
+#: The SDK (and pydantic-ai model module) each emulated API's client imports, and each prefix's.
 SDK_OF = {
     "openai-chat": "openai",
     "openai-responses": "openai",
@@ -93,6 +93,9 @@ SDK_OF = {
     "gemini": "google",
     "bedrock": "bedrock",
     "mistral": "mistral",
+    # prefixes whose own model class and SDK speak one of those APIs (wire.PREFIX_BUILDERS)
+    "groq": "groq",
+    "huggingface": "huggingface",
 }
 
 
@@ -306,7 +309,8 @@ def _merge_generated(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One PROVIDERS from the workers' parts: details unite, counts and seconds add up (the truth
-    summary under "summary", the generated histories' under "generated")."""
+    summary under "summary", the generated histories' under "generated", the prefixes' model
+    classes' under "prefixes")."""
     if len(parts) == 1:
         return parts[0]
     merged: dict[str, Any] = {}
@@ -321,7 +325,25 @@ def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
     generated = [part["generated"] for part in parts if "generated" in part]
     if generated:
         merged["generated"] = _merge_generated(generated)
+    prefixes = [part["prefixes"] for part in parts if "prefixes" in part]
+    if prefixes:
+        merged["prefixes"] = _merge_prefixes(prefixes)
     return merged
+
+
+def _merge_prefixes(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """tests/test_provider_prefixes.py's summaries: per prefix, cases and way counts add up."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for prefix, entry in part["prefixes"].items():
+            into = merged.setdefault(prefix, {"client": None, "unavailable": None, "cases": 0})
+            into["client"] = into["client"] or entry["client"]
+            into["unavailable"] = into["unavailable"] or entry["unavailable"]
+            into["cases"] += entry["cases"]
+            for way, counts in entry.items():
+                if way not in ("client", "unavailable", "cases"):
+                    add_tally(into.setdefault(way, {}), counts)
+    return {**{key: value for key, value in parts[0].items() if key != "prefixes"}, "prefixes": merged}
 
 
 @pytest.fixture(scope="session")
@@ -365,6 +387,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "exitstatus": int(exitstatus),
         "providers": PROVIDERS.get("summary"),
         "providers_generated": PROVIDERS.get("generated"),
+        "providers_prefixes": PROVIDERS.get("prefixes"),
     }
     Path(target).write_text(json.dumps(record, indent=2) + "\n")
     detail = Path(target).with_suffix(".providers.json")

@@ -23,7 +23,10 @@ from conftest import PYDANTIC_AI
 
 
 class Bench:
-    """One emulator, client and outcome cache per API, started on first use and closed at the end."""
+    """One emulator, client and outcome cache per API, started on first use and closed at the end.
+
+    ``send``'s ``api`` may also name a prefix with its own model class (``wire.PREFIX_BUILDERS``):
+    its client sends to the emulator of the API it speaks."""
 
     def __init__(self) -> None:
         self.driver = Driver()
@@ -57,7 +60,8 @@ class Bench:
         the time a round trip takes is added to the caller's ``seconds[api]``."""
         key = (api, pai.ModelMessagesTypeAdapter.dump_json(history), prompt_for(history))
         if key not in self.cache:
-            client, emulator = self.client(api), self.emulator(api)
+            client = self.client(api)
+            emulator = self.emulator(client.api)  # a prefix's client (GroqModel) goes to its API's emulator
             started = time.perf_counter()
             self.cache[key] = self.driver.send(client, emulator, history)
             seconds[api] = seconds.get(api, 0.0) + time.perf_counter() - started

@@ -58,3 +58,32 @@ def test_every_way_and_the_generated_counts_survive_the_merge() -> None:
 def test_one_part_is_the_record_itself() -> None:
     part = _truth(["a"], {})
     assert merge_providers([part]) is part
+
+
+def _prefixes(groq: list[str], huggingface: list[str], rejected: dict[str, str]) -> dict[str, Any]:
+    """tests/test_provider_prefixes.py's part: each prefix's cases as one worker measured them."""
+
+    def entry(cases: list[str]) -> dict[str, Any]:
+        found = {"client": "C" if cases else None, "unavailable": None, "cases": len(cases)}
+        mine = {case: label for case, label in rejected.items() if case in cases}
+        found.update({way: _way(len(cases) - len(mine), len(cases), mine) for way in ("stored", "profile")})
+        return found
+
+    return {
+        "prefixes": {"sample": "all", "prefixes": {"groq": entry(groq), "huggingface": entry(huggingface)}}
+    }
+
+
+def test_the_prefixes_counts_survive_the_merge() -> None:
+    """Each prefix's tests run on one worker (its SDK's), so one part holds all of a prefix's cases."""
+    merged = merge_providers(
+        [
+            _prefixes(["a", "b"], [], {"b": "rejected:x.r"}),
+            _prefixes([], ["a", "b", "c"], {}),
+            _truth(["a"], {}),
+        ]
+    )["prefixes"]
+    assert merged["sample"] == "all"
+    groq, huggingface = merged["prefixes"]["groq"], merged["prefixes"]["huggingface"]
+    assert (groq["cases"], groq["client"], groq["profile"]) == (2, "C", _way(1, 2, {"b": "rejected:x.r"}))
+    assert (huggingface["cases"], huggingface["stored"]) == (3, _way(3, 3))

@@ -237,6 +237,42 @@ def _mistral() -> Client:
     return Client("mistral", "MistralModel + MistralProvider(mistral_client=)", build)
 
 
+def _groq() -> Client:
+    """GroqModel: its own model class and SDK (``groq``), speaking Chat Completions at Groq's path."""
+    groq = _module("groq")
+    _, model_class = _pick(_module("pydantic_ai.models.groq"), "GroqModel")
+    provider = _provider("groq", "GroqProvider", "groq_client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = groq.AsyncGroq(base_url=base_url, api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
+        return model_class("llama-3.3-70b-versatile", provider=provider(sdk)), lambda: _close(sdk, "close")
+
+    return Client("openai-chat", "GroqModel + GroqProvider(groq_client=)", build)
+
+
+def _huggingface() -> Client:
+    """HuggingFaceModel: its own model class and SDK (``huggingface_hub``'s inference client),
+    speaking Chat Completions (OpenAI's path under the client's base URL)."""
+    hub = _module("huggingface_hub")
+    _, model_class = _pick(_module("pydantic_ai.models.huggingface"), "HuggingFaceModel")
+    provider_class = _module("pydantic_ai.providers.huggingface").HuggingFaceProvider
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = hub.AsyncInferenceClient(base_url=base_url, api_key=DUMMY_KEY, timeout=TIMEOUT)
+        # the provider wants a key of its own even with a client (else it reads HF_TOKEN)
+        model = model_class("Qwen/Qwen3-235B-A22B", provider=provider_class(hf_client=sdk, api_key=DUMMY_KEY))
+        return model, lambda: _close(sdk, "close")
+
+    return Client("openai-chat", "HuggingFaceModel + HuggingFaceProvider(hf_client=)", build)
+
+
+#: pydantic-ai prefixes with a model class and SDK of their own whose wire is one of the emulated
+#: APIs (``Client.api``): sent to that API's emulator through their own classes.
+PREFIX_BUILDERS: dict[str, Callable[[], Client]] = {
+    "groq": _groq,
+    "huggingface": _huggingface,
+}
+
 BUILDERS: dict[str, Callable[[], Client]] = {
     "openai-chat": lambda: _openai(responses=False),
     "openai-responses": lambda: _openai(responses=True),
@@ -244,11 +280,13 @@ BUILDERS: dict[str, Callable[[], Client]] = {
     "gemini": _gemini,
     "bedrock": _bedrock,
     "mistral": _mistral,
+    **PREFIX_BUILDERS,
 }
 
 
 def client_for(api: str) -> Client | str:
-    """The installed release's client for ``api``, or why there is none (naming provider and release)."""
+    """The installed release's client for ``api`` (an emulated API, or a prefix of
+    ``PREFIX_BUILDERS``), or why there is none (naming provider and release)."""
     try:
         return BUILDERS[api]()
     except (ImportError, LookupError, AttributeError) as exc:
@@ -273,18 +311,19 @@ class Driver:
 
     def __init__(self) -> None:
         self._runner = asyncio.Runner()
+        # keyed by the client's classes and the URL: two clients may speak one API (OpenAIChatModel, GroqModel)
         self._models: dict[tuple[str, str], tuple[Any, Callable[[], Awaitable[None]]]] = {}
         self._agents: dict[tuple[str, str], Any] = {}
 
     def model(self, client: Client, base_url: str) -> Any:
-        key = (client.api, base_url)
+        key = (client.via, base_url)
         if key not in self._models:
             self._models[key] = client.build(base_url)
         return self._models[key][0]
 
     def agent(self, client: Client, base_url: str) -> Any:
         """One ``Agent`` per model, built once (building one per send cost 2 ms of ~50)."""
-        key = (client.api, base_url)
+        key = (client.via, base_url)
         if key not in self._agents:
             self._agents[key] = Agent(self.model(client, base_url))
         return self._agents[key]

@@ -597,6 +597,59 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
     return [f"- {_runs(members, order)}: {reason}" for reason, members in by_reason.items()]
 
 
+# --- prefixes with model classes of their own (tests/test_provider_prefixes.py) --------------------
+
+PREFIX_LEGEND = """### Model classes of their own: Groq and Hugging Face
+
+`GroqModel` (the `groq` SDK) and `HuggingFaceModel` (`huggingface_hub`) map messages themselves and
+send Chat Completions, so `provider="groq"` and `provider="huggingface"` get the `openai-chat`
+profile. Measured by `tests/test_provider_prefixes.py`: the same histories as above, sent through
+the release's own class and SDK to the Chat Completions emulator. A cell is *accepted as stored →
+after `histfix.repair`*, then *profile · any* (after `repair(h, provider=prefix)` and after
+`provider="any"`, both asserted accepted), then *gen* the same for generated histories (a sixth of
+the release's seeds per prefix and way; every seed in the sweep). Cohere and xAI (not Chat
+Completions on the wire) are not proven."""
+
+
+def _prefixes(record: Record) -> Record | None:
+    found = record.get("providers_prefixes")
+    return found if isinstance(found, dict) and found.get("prefixes") else None
+
+
+def prefix_cell(record: Record, prefix: str) -> str:
+    entry = ((_prefixes(record) or {}).get("prefixes") or {}).get(prefix) or {}
+    if entry.get("unavailable"):
+        return "unavailable"
+    if not (entry.get("histfix") or {}).get("measured"):
+        return NOT_MEASURED
+    cell = (
+        f"{_count(entry.get('stored'))} \N{RIGHTWARDS ARROW} {_count(entry.get('histfix'))}; "
+        + " \N{MIDDLE DOT} ".join(_count(entry.get(way)) for way in PROFILE_WAYS)
+    )
+    if any((entry.get(f"gen_{way}") or {}).get("measured") for way in PROFILE_WAYS):
+        cell += "; gen " + " \N{MIDDLE DOT} ".join(_count(entry.get(f"gen_{way}")) for way in PROFILE_WAYS)
+    return cell
+
+
+def prefix_section(releases: list[str], results: dict[str, Record]) -> list[str]:
+    """Per pinned release, what the prefixes' own model classes met (and what stops them after a profile)."""
+    measured = [r for r in releases if _prefixes(results[r])]
+    if not measured:
+        return []
+    names = sorted({p for r in measured for p in (_prefixes(results[r]) or {})["prefixes"]})
+    rows = [[r, *(prefix_cell(results[r], p) for p in names)] for r in measured]
+    lines = [PREFIX_LEGEND, "", *_table(["release", *names], rows), ""]
+    stopped = [
+        f"- {r} {p}: `{_rule(label)}`: {case}"
+        for r in measured
+        for p, entry in sorted(((_prefixes(results[r]) or {})["prefixes"]).items())
+        for way in (*PROFILE_WAYS, *(f"gen_{way}" for way in PROFILE_WAYS))
+        for case, label in sorted(((entry.get(way) or {}).get("not_accepted") or {}).items())
+    ]
+    lines += ["What stops a history after a profile there: " + ("none." if not stopped else ""), *stopped]
+    return [*lines, ""]
+
+
 def render(
     releases: list[str],
     results: dict[str, Record],
@@ -609,6 +662,7 @@ def render(
             *pinned_section(releases, results),
             *provider_section(releases, results),
             *profile_section(releases, results, sweep_providers),
+            *prefix_section(releases, results),
             *sweep_section(sweep),
         ]
     )

@@ -74,7 +74,11 @@ TIMEOUT_SECONDS = 1800
 RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py", "tests/once")
 #: `--providers`: only the provider tests run per release (the corpus cross product and
 #: `--generated` histories to every API both ways), recorded small (counts and failures).
-PROVIDER_TESTS = ("tests/test_provider_truth.py", "tests/test_provider_generated.py")
+PROVIDER_TESTS = (
+    "tests/test_provider_truth.py",
+    "tests/test_provider_generated.py",
+    "tests/test_provider_prefixes.py",
+)
 #: Generated histories per release in `--providers` mode (each to 6 APIs x 2 ways): picked so the
 #: 223-release sweep fits about 70 minutes with `--jobs 1` on the 2-core machine (see the docstring).
 GENERATED_SWEEP = 10
@@ -93,6 +97,7 @@ KEPT = (
     "exitstatus",
     "providers",
     "providers_generated",
+    "providers_prefixes",
 )
 
 Entry = dict[str, Any]

@@ -57,12 +57,14 @@ _PREFIXES: dict[str, str] = {
     "mistral": "mistral",
     # OpenAI Chat Completions compatible servers (OpenAIChatModel or a subclass of it).
     **dict.fromkeys(_CHAT_COMPATIBLE, "openai-chat"),
-    # Own model classes whose wire is Chat Completions shaped (tool messages answer tool_calls by
-    # id); they get that API's profile. No emulator covers them: not proven over the wire.
+    # Own model classes whose wire is Chat Completions (GroqModel, HuggingFaceModel: proven through
+    # their own classes and SDKs against the Chat Completions emulator, tests/test_provider_prefixes.py)
+    # or shaped like it (CohereModel, XaiModel: tool messages answer tool calls by id; not proven).
     **dict.fromkeys(("groq", "huggingface", "cohere", "xai"), "openai-chat"),
 }
-#: Prefixes whose API is inferred from the Chat Completions family, not proven against an emulator.
-UNPROVEN_PREFIXES = frozenset({"groq", "huggingface", "cohere", "xai"})
+#: Prefixes whose API is inferred from the Chat Completions family, not proven against an emulator
+#: (Cohere's v2 chat and xAI's gRPC API are not Chat Completions on the wire; no emulator speaks them).
+UNPROVEN_PREFIXES = frozenset({"cohere", "xai"})
 #: Every name ``provider=`` accepts besides a full model string or a Model instance.
 PROVIDER_NAMES: tuple[str, ...] = (
     ANY,

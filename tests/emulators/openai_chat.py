@@ -1,5 +1,8 @@
 """OpenAI Chat Completions: POST /v1/chat/completions (SDK base_url: `emulator.base_url + "/v1"`).
 
+Also served at /openai/v1/chat/completions, where Groq's SDK posts (base_url: `emulator.base_url`):
+providers.md lists Groq among the compatible servers these rules hold for.
+
 Rules enforced, in this order (wording from shared/spec/providers.md, "OpenAI Chat Completions"):
 - request_schema: `messages` is a non-empty list of objects with a known role. Schema validation
   every OpenAI endpoint does; the wording is OpenAI's schema-error style, not quoted there.
@@ -157,8 +160,12 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
 )
 
 
+#: The paths a Chat Completions request arrives on: OpenAI's (and Hugging Face's client's), Groq's.
+PATHS = frozenset({"/v1/chat/completions", "/openai/v1/chat/completions"})
+
+
 def route(path: str, query: str) -> Route | None:
-    return Route("", False) if path == "/v1/chat/completions" else None
+    return Route("", False) if path in PATHS else None
 
 
 def ok(route: Route, body: Mapping[str, Any]) -> Reply:

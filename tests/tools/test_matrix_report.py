@@ -8,6 +8,8 @@ from matrix_report import (
     PROVIDER_APIS,
     SCENARIOS,
     failure_lines,
+    prefix_cell,
+    prefix_section,
     profile_cell,
     profile_section,
     provider_section,
@@ -286,3 +288,50 @@ def test_the_provider_sweep_lists_each_release_case_and_api_not_accepted() -> No
     assert sweep_profile_row(None) is None and sweep_profile_notes({"releases": {}})[0].startswith(
         "*sweep*: not"
     )
+
+
+def prefixed(profile: Any, any_: Any) -> Any:
+    """A record with tests/test_provider_prefixes.py's summary: groq measured, huggingface unavailable."""
+    return {
+        **run(),
+        "providers_prefixes": {
+            "sample": "all",
+            "prefixes": {
+                "groq": {
+                    "client": "GroqModel",
+                    "unavailable": None,
+                    "cases": 3,
+                    "stored": counts(1, 3),
+                    "histfix": counts(2, 3),
+                    "profile": profile,
+                    "any": any_,
+                },
+                "huggingface": {"client": None, "unavailable": "no SDK", "cases": 0},
+            },
+        },
+    }
+
+
+def test_prefix_section_shows_each_model_class_and_what_stops_a_profile() -> None:
+    good = prefixed(counts(3, 3), counts(3, 3))
+    bad = prefixed(counts(2, 3, {"b": "rejected:openai-chat.x"}), counts(3, 3))
+    text = "\n".join(prefix_section(["1.0.0", "2.0.0"], {"1.0.0": bad, "2.0.0": good}))
+    assert "| 2.0.0 | 1/3 \N{RIGHTWARDS ARROW} 2/3; 3/3 \N{MIDDLE DOT} 3/3 | unavailable |" in text
+    assert "| 1.0.0 | 1/3 \N{RIGHTWARDS ARROW} 2/3; 2/3 \N{MIDDLE DOT} 3/3 | unavailable |" in text
+    assert "- 1.0.0 groq: `openai-chat.x`: b" in text
+    generated = {**good, "providers_prefixes": {**good["providers_prefixes"]}}
+    generated["providers_prefixes"]["prefixes"] = {
+        "groq": {
+            **good["providers_prefixes"]["prefixes"]["groq"],
+            "gen_profile": counts(6, 7, {"9": "rejected:openai-chat.y"}),
+            "gen_any": counts(7, 7),
+        }
+    }
+    assert prefix_cell(generated, "groq").endswith("; gen 6/7 \N{MIDDLE DOT} 7/7")
+    assert "- 2.0.0 groq: `openai-chat.y`: 9" in "\n".join(prefix_section(["2.0.0"], {"2.0.0": generated}))
+    assert "none." not in text
+    assert "none." in "\n".join(prefix_section(["2.0.0"], {"2.0.0": good}))
+
+
+def test_a_record_without_prefixes_adds_no_section() -> None:
+    assert prefix_section(["1.0.0"], {"1.0.0": run()}) == []
