@@ -27,7 +27,8 @@ from conftest import PYDANTIC_AI
 from corpus import CASES
 from dsl import Case, call, load, load_history, real, req, ret, system, text, user
 
-TARGETS = (*PROVIDER_APIS, "any")
+#: Each API's profile, "any", and a model whose profile has a pass of its own (tool_results_alone).
+TARGETS = (*PROVIDER_APIS, "any", "bedrock:us.meta.llama3-3-70b-instruct-v1:0")
 #: Before 2.10.0 a release sends the stored history as it is (from 2.10.0 it repairs it first).
 SENDS_AS_STORED = Version("2.10.0") > PYDANTIC_AI
 #: check(provider=) against the wire on every case here (the oldest, whose serializers differ most);

@@ -138,8 +138,9 @@ def check_agrees_with_repair(history: list[pai.ModelMessage]) -> None:
         assert histfix.check(repaired) == []
 
 
-#: The profiles a drawn history is repaired for, one per example: each API's, and "any".
-TARGETS = (*PROVIDER_APIS, "any")
+#: The profiles a drawn history is repaired for, one per example: each API's, "any", and a model
+#: whose profile has a pass of its own (Bedrock's non-Claude models: tool_results_alone).
+TARGETS = (*PROVIDER_APIS, "any", "bedrock:us.meta.llama3-3-70b-instruct-v1:0")
 _targets = st.sampled_from(TARGETS)
 
 

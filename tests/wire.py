@@ -179,7 +179,7 @@ def _gemini() -> Client:
     return Client("gemini", "GoogleModel + GoogleProvider(client=)", build)
 
 
-def _bedrock() -> Client:
+def _bedrock(model_id: str = "anthropic.claude-3-5-sonnet-20240620-v1:0") -> Client:
     boto3 = _module("boto3")
     config = _module("botocore.config").Config(
         retries={"max_attempts": 1, "mode": "standard"},
@@ -205,10 +205,11 @@ def _bedrock() -> Client:
         async def close() -> None:
             return None
 
-        model = model_class("anthropic.claude-3-5-sonnet-20240620-v1:0", provider=provider(clients[base_url]))
+        model = model_class(model_id, provider=provider(clients[base_url]))
         return model, close
 
-    return Client("bedrock", "BedrockConverseModel + BedrockProvider(bedrock_client=)", build)
+    named = "" if "claude" in model_id else f"({model_id!r})"
+    return Client("bedrock", f"BedrockConverseModel{named} + BedrockProvider(bedrock_client=)", build)
 
 
 def _mistral() -> Client:
@@ -266,11 +267,17 @@ def _huggingface() -> Client:
     return Client("openai-chat", "HuggingFaceModel + HuggingFaceProvider(hf_client=)", build)
 
 
-#: pydantic-ai prefixes with a model class and SDK of their own whose wire is one of the emulated
-#: APIs (``Client.api``): sent to that API's emulator through their own classes.
+#: A Bedrock model other than Claude: Converse refuses anything beside tool results in its turns
+#: (the profile's tool_results_alone pass; pydantic-ai#6081 names Llama).
+BEDROCK_LLAMA = "bedrock:us.meta.llama3-3-70b-instruct-v1:0"
+
+#: ``provider=`` targets proven through a client of their own: pydantic-ai prefixes with a model
+#: class and SDK of their own whose wire is one of the emulated APIs (``Client.api``), and a model
+#: whose API rules differ from the API's default client's; each goes to its API's emulator.
 PREFIX_BUILDERS: dict[str, Callable[[], Client]] = {
     "groq": _groq,
     "huggingface": _huggingface,
+    BEDROCK_LLAMA: lambda: _bedrock(BEDROCK_LLAMA.partition(":")[2]),
 }
 
 BUILDERS: dict[str, Callable[[], Client]] = {

@@ -599,16 +599,18 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
 
 # --- prefixes with model classes of their own (tests/test_provider_prefixes.py) --------------------
 
-PREFIX_LEGEND = """### Model classes of their own: Groq and Hugging Face
+PREFIX_LEGEND = """### Clients of their own: Groq, Hugging Face, and a Bedrock model other than Claude
 
 `GroqModel` (the `groq` SDK) and `HuggingFaceModel` (`huggingface_hub`) map messages themselves and
 send Chat Completions, so `provider="groq"` and `provider="huggingface"` get the `openai-chat`
-profile. Measured by `tests/test_provider_prefixes.py`: the same histories as above, sent through
-the release's own class and SDK to the Chat Completions emulator. A cell is *accepted as stored →
-after `histfix.repair`*, then *profile · any* (after `repair(h, provider=prefix)` and after
-`provider="any"`, both asserted accepted), then *gen* the same for generated histories (a sixth of
-the release's seeds per prefix and way; every seed in the sweep). Cohere and xAI (not Chat
-Completions on the wire) are not proven."""
+profile; Bedrock's models other than Claude (here Llama) refuse anything beside tool results in a
+turn, which `provider="bedrock:<model>"` handles. Measured by `tests/test_provider_prefixes.py`:
+the same histories as above, sent through the release's own class and SDK to the API's emulator. A
+cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after
+`repair(h, provider=target)` and after `provider="any"`, both asserted accepted, except `any` for
+the Bedrock model, which it names no model for), then *gen* the same for generated histories (a
+sixth of the release's seeds per target and way; every seed in the sweep). Cohere and xAI (not
+Chat Completions on the wire) are not proven."""
 
 
 def _prefixes(record: Record) -> Record | None:

@@ -38,6 +38,8 @@ ChangeKind = Literal[
     "unfollowed_reasoning",  # thinking sent as a reasoning item with no output item after it
     # issue 10, provider profiles (_rules_instructions):
     "moved_system_prompt",  # a later system prompt moved to the front (1.33-1.74 Chat/Mistral instructions)
+    # issue 10, provider profiles (_rules_results_alone):
+    "separated_results",  # results put in a request of their own, a "." response before the rest (Bedrock)
 ]
 
 

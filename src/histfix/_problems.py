@@ -37,6 +37,8 @@ ProblemKind = Literal[
     "unfollowed_reasoning",  # a reasoning item (OpenAI Responses) with no output item after it
     # issue 10, provider profiles (_rules_instructions):
     "misplaced_instructions",  # a later system prompt puts the instructions inside a tool exchange
+    # issue 10, provider profiles (_rules_results_alone):
+    "results_not_alone",  # tool results and other user content in one turn (Bedrock, non-Claude models)
 ]
 
 

@@ -56,6 +56,7 @@ def _registered() -> tuple[ProfileRule, ...]:
     from ._rules_files import file_rules
     from ._rules_instructions import instructions_rules
     from ._rules_reasoning import reasoning_rules
+    from ._rules_results_alone import results_alone_rules
     from ._rules_turns import turn_rules
 
     shape = _shape_rules()
@@ -78,6 +79,10 @@ def _registered() -> tuple[ProfileRule, ...]:
         # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
         # never sends, a first request without a user turn, Gemini's function call position.
         *turn_rules(),
+        # --- Bedrock's non-Claude models take nothing beside tool results in a turn
+        # (_rules_results_alone): after results_first and the turn rules; the response it adds sits
+        # between two requests, so alternation is unchanged.
+        *results_alone_rules(),
         *[rule for rule in shape if rule.name == "alternating_roles"],
         # --- where OpenAI Chat and Mistral put the instructions (_rules_instructions): last, since it
         # counts the wire messages every other rule may drop, merge or reorder.

@@ -1,0 +1,96 @@
+"""The ``tool_results_alone`` pass (``src/histfix/_rules_results_alone.py``) on the installed release.
+
+Bedrock refuses a turn of tool results and anything else for models other than Claude; the default
+repair makes that turn whenever a synthesized return joins the next prompt. For a named non-Claude
+Bedrock model the profile splits such a request around a ``"."`` response. The wire proof is in
+tests/test_provider_prefixes.py (``wire.BEDROCK_LLAMA``, every corpus and generated history); here:
+what the pass changes, what it leaves, and its guarantees.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pydantic_ai import messages as pai
+
+import histfix
+from histfix._rules_results_alone import SEPARATOR_TEXT
+from wire import BEDROCK_LLAMA
+
+from corpus import CASES
+from dsl import call, dump, load, loadable, req, resp, ret, system, user
+
+NOVA = "bedrock:us.amazon.nova-pro-v1:0"
+CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+#: A dangling call followed by a new prompt: the default repair puts its synthesized return in the
+#: prompt's request (the seeds' "aborted mid-tool").
+ABORTED = [req(user("find it")), resp(call("find", "c1", {"q": "it"}), at=5), req(user("never mind"), at=6)]
+
+
+def test_a_results_and_prompt_request_is_split_around_a_period() -> None:
+    history = load(ABORTED)
+    before = copy.deepcopy(dump(history))
+    default = histfix.repair(history)
+    assert isinstance(default[-1], pai.ModelRequest) and len(default[-1].parts) == 2  # return + prompt
+    report = histfix.repair_report(history, provider=BEDROCK_LLAMA)
+    out = report.messages
+    assert [m.kind for m in out] == ["request", "response", "request", "response", "request"]
+    results, separator, rest = out[2:]
+    assert [p.part_kind for p in results.parts] == ["tool-return"]
+    assert [(p.part_kind, p.content) for p in separator.parts] == [("text", SEPARATOR_TEXT)]
+    assert [p.part_kind for p in rest.parts] == ["user-prompt"]
+    assert separator.model_name is None and separator.provider_name is None  # no provider produced it
+    assert separator.timestamp == results.parts[0].timestamp or separator.timestamp == getattr(
+        default[-1], "timestamp", None
+    )
+    assert [c.kind for c in report.changes if c.kind == "separated_results"] == ["separated_results"]
+    assert dump(history) == before  # the input is untouched
+    assert dump(histfix.repair(history, provider=BEDROCK_LLAMA)) == dump(out)  # deterministic
+    assert dump(histfix.repair(out, provider=BEDROCK_LLAMA)) == dump(out)  # idempotent
+    assert histfix.check(out, provider=BEDROCK_LLAMA) == []
+
+
+def test_check_names_the_mixed_turn_in_bedrocks_words() -> None:
+    repaired = histfix.repair(load(ABORTED))
+    (found,) = [p for p in histfix.check(repaired, provider=BEDROCK_LLAMA) if p.kind == "results_not_alone"]
+    assert found.rejected_by == ("bedrock",) and found.message_index == len(repaired) - 1
+    assert found.provider_error is not None
+    assert (
+        "Conversation blocks and tool result blocks cannot be provided in the same turn"
+        in found.provider_error
+    )
+
+
+@pytest.mark.parametrize("target", ["bedrock", CLAUDE, "any", "anthropic"])
+def test_claude_and_unnamed_models_keep_the_prompt_beside_the_results(target: str) -> None:
+    """Claude takes text beside its results; ``"bedrock"`` and ``"any"`` name no model."""
+    history = load(ABORTED)
+    out = histfix.repair(history, provider=target)
+    assert not any(
+        c.kind == "separated_results" for c in histfix.repair_report(history, provider=target).changes
+    )
+    assert [m.kind for m in out][-2:] == ["response", "request"]
+
+
+def test_system_prompts_beside_results_go_to_the_system_field_and_need_no_split() -> None:
+    history = load(
+        [req(user("go")), resp(call("f", "c1"), at=2), req(ret("f", "c1", at=3), system("be brief"))]
+    )
+    assert dump(histfix.repair(history, provider=NOVA)) == dump(histfix.repair(history, provider="bedrock"))
+
+
+def test_nothing_is_dropped_on_any_corpus_history() -> None:
+    """Every part of the Bedrock profile's output is in the Llama profile's, which adds only ``"."``
+    responses; and the output is settled (idempotent, check clean)."""
+    for case, history in loadable(CASES):
+        try:
+            plain = histfix.repair(history, provider="bedrock")
+        except ValueError:
+            continue  # nothing sendable: tests/test_provider_generated.py covers those
+        out = histfix.repair(history, provider=BEDROCK_LLAMA)
+        parts = [p for m in out for p in m.parts]
+        added = [p for p in parts if isinstance(p, pai.TextPart) and p.content == SEPARATOR_TEXT]
+        assert len(parts) - len(added) == sum(len(m.parts) for m in plain), case.name
+        assert dump(histfix.repair(out, provider=BEDROCK_LLAMA)) == dump(out), case.name
+        assert [p for p in histfix.check(out, provider=BEDROCK_LLAMA) if p.kind == "results_not_alone"] == []
