@@ -15,7 +15,7 @@ with ``HISTFIX_PROVIDER_SAMPLE=all`` (the sweep) every seed.
 ``wire.BEDROCK_LLAMA`` is a model, not a prefix: ``BedrockConverseModel`` for a Llama model, which
 Bedrock refuses a turn of tool results and anything else (``provider="bedrock:<that model>"`` runs
 the ``tool_results_alone`` pass). Only its profile way is asserted: ``provider="any"`` names no model,
-and takes Bedrock's default family (Claude), which accepts text beside results.
+and takes Bedrock's default family (Claude), which accepts text beside results; it is not sent.
 """
 
 from __future__ import annotations
@@ -108,8 +108,9 @@ def test_prefix_profile_is_accepted_through_its_own_model_class(
     ways = {
         "stored": history,
         "histfix": histfix.repair(history, repair_last_response=named.repair_last_response),
-        "profile": histfix.repair(history, provider=api),
-        "any": histfix.repair(history, provider="any"),
+        **{
+            way: histfix.repair(history, provider=api if way == "profile" else "any") for way in ASSERTED[api]
+        },
     }
     seconds: dict[str, float] = {}
     outcomes = {way: provider_bench.send(api, sent, seconds) for way, sent in ways.items()}

@@ -94,3 +94,32 @@ def test_nothing_is_dropped_on_any_corpus_history() -> None:
         assert len(parts) - len(added) == sum(len(m.parts) for m in plain), case.name
         assert dump(histfix.repair(out, provider=BEDROCK_LLAMA)) == dump(out), case.name
         assert [p for p in histfix.check(out, provider=BEDROCK_LLAMA) if p.kind == "results_not_alone"] == []
+
+
+@pytest.mark.uses_sdk("bedrock", "openai-chat")
+def test_a_fallback_model_holding_a_non_claude_bedrock_model_gets_the_split() -> None:
+    """``agent_options(provider="auto")`` hands the run's FallbackModel over: its Bedrock member
+    decides, not the other members' names."""
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from wire import client_for
+
+    built = {name: client_for(name) for name in ("openai-chat", BEDROCK_LLAMA, "bedrock")}
+    if any(isinstance(found, str) for found in built.values()):
+        pytest.skip(f"no client: {built}")
+    models = {name: client.build("http://127.0.0.1:9")[0] for name, client in built.items()}  # type: ignore[union-attr]
+    history = load(ABORTED)
+    with_llama = FallbackModel(models["openai-chat"], models[BEDROCK_LLAMA])
+    with_claude = FallbackModel(models["openai-chat"], models["bedrock"])
+    assert [m.kind for m in histfix.repair(history, provider=with_llama)][-3:] == [
+        "request",
+        "response",
+        "request",
+    ]
+    assert dump(histfix.repair(history, provider=with_llama)) == dump(
+        histfix.repair(history, provider=BEDROCK_LLAMA)
+    )
+    assert len(histfix.repair(history, provider=with_claude)) == len(
+        histfix.repair(history, provider="bedrock")
+    )
+    assert len(histfix.repair(history, provider=models[BEDROCK_LLAMA])) == len(histfix.repair(history)) + 2

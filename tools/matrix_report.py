@@ -607,8 +607,8 @@ profile; Bedrock's models other than Claude (here Llama) refuse anything beside 
 turn, which `provider="bedrock:<model>"` handles. Measured by `tests/test_provider_prefixes.py`:
 the same histories as above, sent through the release's own class and SDK to the API's emulator. A
 cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after
-`repair(h, provider=target)` and after `provider="any"`, both asserted accepted, except `any` for
-the Bedrock model, which it names no model for), then *gen* the same for generated histories (a
+`repair(h, provider=target)` and after `provider="any"`, both asserted accepted; `any` is not sent
+to the Bedrock model, which it names no model for), then *gen* the same for generated histories (a
 sixth of the release's seeds per target and way; every seed in the sweep). Cohere and xAI (not
 Chat Completions on the wire) are not proven."""
 

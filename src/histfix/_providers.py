@@ -102,6 +102,9 @@ class ProviderTarget:
     apis: tuple[str, ...]
     #: the model name when one was given (a model string or a Model instance), else None
     model_name: str | None = None
+    #: (API, model name) of every model named: the one of a model string or Model, each member of a
+    #: ``FallbackModel`` (rules that depend on the model, such as Bedrock's non-Claude models', read it)
+    models: tuple[tuple[str, str], ...] = ()
 
 
 def api_of_prefix(prefix: str) -> str | None:
@@ -129,20 +132,21 @@ def _ordered(apis: set[str]) -> tuple[str, ...]:
     return tuple(api for api in PROVIDER_APIS if api in apis)
 
 
-def _apis_of_model(model: Any, seen: set[int]) -> set[str]:
+def _models_of(model: Any, seen: set[int]) -> list[tuple[str, str | None]]:
+    """(API, model name) of the model, or of each model a FallbackModel or wrapper stands for."""
     if id(model) in seen:  # a wrapper cycle would otherwise recurse forever
-        return set()
+        return []
     seen.add(id(model))
     names = [cls.__name__ for cls in type(model).__mro__]
     if "FallbackModel" in names:
-        return {api for member in getattr(model, "models", ()) for api in _apis_of_model(member, seen)}
+        return [found for member in getattr(model, "models", ()) for found in _models_of(member, seen)]
     for name in names:
         if name in _MODEL_CLASSES:
-            return {_MODEL_CLASSES[name]}
+            return [(_MODEL_CLASSES[name], _model_name(model))]
     wrapped = getattr(model, "wrapped", None)
     if wrapped is not None and "WrapperModel" in names:
-        return _apis_of_model(wrapped, seen)
-    return set()
+        return _models_of(wrapped, seen)
+    return []
 
 
 def _model_name(model: Any) -> str | None:
@@ -160,7 +164,7 @@ def resolve_provider(provider: object) -> ProviderTarget:
         api = api_of_prefix(prefix)
         if api is None or (colon and not model_name):
             raise _unknown(provider)
-        return ProviderTarget(name, (api,), model_name or None)
+        return ProviderTarget(name, (api,), model_name or None, ((api, model_name),) if model_name else ())
     from ._release import pydantic_ai_messages
 
     pydantic_ai_messages()  # a clear ImportError when pydantic-ai is missing
@@ -171,7 +175,8 @@ def resolve_provider(provider: object) -> ProviderTarget:
             f"provider must be a provider name, a model string or a pydantic-ai Model, "
             f"got {type(provider).__name__}"
         )
-    apis = _apis_of_model(provider, set())
+    found = _models_of(provider, set())
+    apis = {api for api, _ in found}
     if not apis:
         raise ValueError(
             f"no provider profile for {type(provider).__name__}: pass provider= one of "
@@ -181,4 +186,5 @@ def resolve_provider(provider: object) -> ProviderTarget:
     label = f"{type(provider).__name__}({named or ''})"
     if any(cls.__name__ == "FallbackModel" for cls in type(provider).__mro__):
         named = None  # several models: no one name applies
-    return ProviderTarget(label, _ordered(apis), named)
+    models = tuple(dict.fromkeys((api, name) for api, name in found if name is not None))
+    return ProviderTarget(label, _ordered(apis), named, models)

@@ -9,13 +9,14 @@ always, from 2.6.0 unless the model's profile forbids it, and then it inserts an
 ``"."`` itself. This pass does the same in the history, on every release: such a request becomes the
 request of its results, a response of ``"."`` and the request of the rest, so the wire alternates
 and no turn mixes them. Only for a known non-Claude Bedrock model (a model string such as
-``"bedrock:us.meta.llama3-3-70b-instruct-v1:0"``, or the BedrockConverseModel itself): Claude takes
-text beside its results, and ``provider="bedrock"`` names no model. Nothing is dropped.
+``"bedrock:us.meta.llama3-3-70b-instruct-v1:0"``, the BedrockConverseModel itself, or a FallbackModel
+holding one): Claude takes text beside its results, and ``provider="bedrock"`` names no model.
+Nothing is dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
@@ -47,39 +48,38 @@ SEPARATOR_TEXT = "."
 
 
 def refuses_mixed_turns(target: ProviderTarget) -> bool:
-    """Whether the target is a Bedrock model other than Claude (by its model id)."""
-    name = (target.model_name or "").lower()
-    return "bedrock" in target.apis and bool(name) and "anthropic" not in name and "claude" not in name
+    """Whether the target names a Bedrock model other than Claude (by its model id), alone or as a
+    member of a FallbackModel."""
+    return any(
+        api == "bedrock" and "anthropic" not in name.lower() and "claude" not in name.lower()
+        for api, name in target.models
+    )
 
 
-def _conversation_parts(request: ModelRequest) -> list[int]:
-    """Indices of the parts that go into the user turn beside the results: anything but a result, a
-    system prompt (Bedrock's ``system`` field) or a tool-availability delta (not sent)."""
-    from pydantic_ai.messages import SystemPromptPart
+def _mixed_test() -> Callable[[object], bool]:
+    """The test for a request whose user turn holds tool results and something else: any part but a
+    result, a system prompt (Bedrock's ``system`` field) or a tool-availability delta (not sent).
+    Built once per pass, so the per-message test imports nothing."""
+    from pydantic_ai.messages import ModelRequest, SystemPromptPart
 
     from . import _compat
     from ._parts import is_result
 
     delta = _compat.TOOL_AVAILABILITY_DELTA
-    return [
-        at
-        for at, part in enumerate(request.parts)
-        if not is_result(part)
-        and not isinstance(part, SystemPromptPart)
-        and not (delta is not None and isinstance(part, delta))
-    ]
+    silent: tuple[type, ...] = (SystemPromptPart,) if delta is None else (SystemPromptPart, delta)
 
+    def mixed(message: object) -> bool:
+        if not isinstance(message, ModelRequest) or len(message.parts) < 2:
+            return False
+        results = others = False
+        for part in message.parts:
+            if is_result(part):
+                results = True
+            elif not isinstance(part, silent):
+                others = True
+        return results and others
 
-def _mixed(message: ModelMessage) -> bool:
-    from pydantic_ai.messages import ModelRequest
-
-    from ._parts import is_result
-
-    return (
-        isinstance(message, ModelRequest)
-        and any(map(is_result, message.parts))
-        and bool(_conversation_parts(message))
-    )
+    return mixed
 
 
 def _separated(request: ModelRequest) -> list[Any]:
@@ -103,15 +103,18 @@ def tool_results_alone(
     """Bedrock (non-Claude models): a request of results and other user content becomes the results'
     request, a ``"."`` response and the rest's request (the wire pydantic-ai 2.6.0+ makes itself).
     Runs after results_first, so a request's results lead it."""
-    if not refuses_mixed_turns(target) or not any(map(_mixed, history)):
+    if not refuses_mixed_turns(target):
+        return history, []
+    mixed = _mixed_test()
+    if not any(map(mixed, history)):
         return history, []
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(history):
-        if not _mixed(message):
+        if not mixed(message):
             fixed.append(message)
             continue
-        fixed.extend(_separated(message))  # type: ignore[arg-type]  # _mixed: a ModelRequest
+        fixed.extend(_separated(message))  # type: ignore[arg-type]  # mixed: a ModelRequest
         changes.append(
             Change(
                 "separated_results",
@@ -126,6 +129,7 @@ def tool_results_alone(
 def detect_tool_results_alone(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     if not refuses_mixed_turns(target):
         return []
+    mixed = _mixed_test()
     return [
         problem(
             "results_not_alone",
@@ -137,7 +141,7 @@ def detect_tool_results_alone(history: Sequence[ModelMessage], target: ProviderT
             n=index,
         )
         for index, message in enumerate(history)
-        if _mixed(message)
+        if mixed(message)
     ]
 
 
