@@ -605,7 +605,8 @@ PREFIX_LEGEND = """### Clients of their own: Groq, Hugging Face, and a Bedrock m
 send Chat Completions, so `provider="groq"` and `provider="huggingface"` get the `openai-chat`
 profile; Bedrock's models other than Claude (here Llama) refuse anything beside tool results in a
 turn, which `provider="bedrock:<model>"` handles. Measured by `tests/test_provider_prefixes.py`:
-the same histories as above, sent through the release's own class and SDK to the API's emulator. A
+the same histories as above (on 2.68.0 the fixed sample: 1.0.0 sends them all), sent through the
+release's own class and SDK to the API's emulator. A
 cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after
 `repair(h, provider=target)` and after `provider="any"`, both asserted accepted; `any` is not sent
 to the Bedrock model, which it names no model for), then *gen* the same for generated histories (a
