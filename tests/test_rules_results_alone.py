@@ -15,11 +15,12 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix import _compat
 from histfix._rules_results_alone import SEPARATOR_TEXT
 from wire import BEDROCK_LLAMA
 
 from corpus import CASES
-from dsl import call, dump, load, loadable, req, resp, ret, system, user
+from dsl import call, dump, load, loadable, req, resp, ret, system, thinking, user
 
 NOVA = "bedrock:us.amazon.nova-pro-v1:0"
 CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -73,13 +74,6 @@ def test_claude_and_unnamed_models_keep_the_prompt_beside_the_results(target: st
     assert [m.kind for m in out][-2:] == ["response", "request"]
 
 
-def test_system_prompts_beside_results_go_to_the_system_field_and_need_no_split() -> None:
-    history = load(
-        [req(user("go")), resp(call("f", "c1"), at=2), req(ret("f", "c1", at=3), system("be brief"))]
-    )
-    assert dump(histfix.repair(history, provider=NOVA)) == dump(histfix.repair(history, provider="bedrock"))
-
-
 def test_nothing_is_dropped_on_any_corpus_history() -> None:
     """Every part of the Bedrock profile's output is in the Llama profile's, which adds only ``"."``
     responses; and the output is settled (idempotent, check clean)."""
@@ -123,3 +117,65 @@ def test_a_fallback_model_holding_a_non_claude_bedrock_model_gets_the_split() ->
         histfix.repair(history, provider="bedrock")
     )
     assert len(histfix.repair(history, provider=models[BEDROCK_LLAMA])) == len(histfix.repair(history)) + 2
+
+
+def test_system_prompts_beside_results_move_to_the_first_request() -> None:
+    """Found by the generated histories on 1.107.10 and 2.0.0, which send a system prompt outside
+    the first request as ``<system>`` user text, in the results' turn: moved to the first request,
+    whose system prompts every release sends as system text, the request keeps its results."""
+    history = load(
+        [
+            req(system("sys"), user("go")),
+            resp(call("f", "c1"), at=2),
+            req(ret("f", "c1", at=3), system("late system")),
+            resp(call("f", "c2"), at=4),
+        ]
+    )
+    report = histfix.repair_report(history, provider=BEDROCK_LLAMA, repair_last_response=False)
+    out = report.messages
+    assert [(p.part_kind, p.content) for p in out[0].parts] == [
+        ("system-prompt", "sys"),
+        ("system-prompt", "late system"),
+        ("user-prompt", "go"),
+    ]
+    assert [p.part_kind for p in out[2].parts] == ["tool-return"]
+    assert len(out) == len(history)  # nothing to split: no user content beside the results
+    assert [c.kind for c in report.changes] == ["moved_system_prompt"]
+    assert dump(histfix.repair(out, provider=BEDROCK_LLAMA, repair_last_response=False)) == dump(out)
+    assert histfix.check(history, provider=BEDROCK_LLAMA, repair_last_response=False) != []
+
+
+def test_a_prompt_whose_turn_would_meet_the_results_on_the_wire_gets_a_period_before_it() -> None:
+    """Found by the generated histories on 1.67.0: two requests the default repair keeps apart
+    (different instructions) go out as one user turn, results and prompt together."""
+    history = load(
+        [
+            req(user("go"), instructions="a"),
+            resp(call("f", "c1"), at=2, model_name="m"),
+            req(ret("f", "c1", at=3), instructions="a"),
+            req(user("next"), instructions="b"),
+        ]
+    )
+    out = histfix.repair(history, provider=BEDROCK_LLAMA)
+    assert [m.kind for m in out] == ["request", "response", "request", "response", "request"]
+    assert [(p.part_kind, p.content) for p in out[3].parts] == [("text", SEPARATOR_TEXT)]
+    assert [m.kind for m in histfix.repair(history, provider=CLAUDE)] == [
+        "request",
+        "response",
+        "request",
+        "request",
+    ]
+    assert dump(histfix.repair(out, provider=BEDROCK_LLAMA)) == dump(out)
+    (found,) = histfix.check(history, provider=BEDROCK_LLAMA)
+    assert (found.kind, found.message_index) == ("results_not_alone", 3)
+
+
+@pytest.mark.skipif(_compat.thinking_sent(), reason="from 1.0.3 BedrockConverseModel sends thinking")
+def test_thinking_only_responses_go_where_the_release_drops_thinking_for_non_claude_models() -> None:
+    """1.0.0-1.0.2 send thinking to Bedrock for Claude only: for another model a response of only
+    thinking goes out empty (Bedrock empty_content; found through Llama on 1.0.0)."""
+    history = load([req(user("go")), resp(thinking("hm"), at=2, model_name="m"), req(user("next", 3))])
+    assert len(histfix.repair(history, provider=CLAUDE)) == 3
+    out = histfix.repair(history, provider=BEDROCK_LLAMA)
+    assert not any(isinstance(p, pai.ThinkingPart) for m in out for p in m.parts)
+    assert histfix.check(out, provider=BEDROCK_LLAMA) == []

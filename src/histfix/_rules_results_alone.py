@@ -8,7 +8,10 @@ joins the next prompt, and BedrockConverseModel sends one request as one user tu
 always, from 2.6.0 unless the model's profile forbids it, and then it inserts an assistant turn of
 ``"."`` itself. This pass does the same in the history, on every release: such a request becomes the
 request of its results, a response of ``"."`` and the request of the rest, so the wire alternates
-and no turn mixes them. Only for a known non-Claude Bedrock model (a model string such as
+and no turn mixes them. The same holds for turns the wire joins: a request right after the
+results' request, or after a response the release sends nothing of, gets a ``"."`` response before
+it; and system prompts beside results move to the first request (some releases send a later one as
+``<system>`` user text in that turn). Only for a known non-Claude Bedrock model (a model string such as
 ``"bedrock:us.meta.llama3-3-70b-instruct-v1:0"``, the BedrockConverseModel itself, or a FallbackModel
 holding one): Claude takes text beside its results, and ``provider="bedrock"`` names no model.
 Nothing is dropped.
@@ -56,92 +59,204 @@ def refuses_mixed_turns(target: ProviderTarget) -> bool:
     )
 
 
-def _mixed_test() -> Callable[[object], bool]:
-    """The test for a request whose user turn holds tool results and something else: any part but a
-    result, a system prompt (Bedrock's ``system`` field) or a tool-availability delta (not sent).
-    Built once per pass, so the per-message test imports nothing."""
+def _assessor() -> Callable[[object], tuple[bool, bool]]:
+    """For a message: (its results share the request with user content, with system prompts).
+
+    User content is any part but a result, a system prompt or a tool-availability delta (not sent).
+    A system prompt outside the first request goes to Bedrock's ``system`` field on some releases and
+    into the user turn as ``<system>`` text on others (1.107.10 and 2.x wrap non-leading ones for
+    profiles without inline system prompts; measured through BedrockConverseModel with Llama), so
+    beside results it is moved, not left to the release. Built once per pass: the per-message test
+    imports nothing."""
     from pydantic_ai.messages import ModelRequest, SystemPromptPart
 
     from . import _compat
     from ._parts import is_result
 
     delta = _compat.TOOL_AVAILABILITY_DELTA
-    silent: tuple[type, ...] = (SystemPromptPart,) if delta is None else (SystemPromptPart, delta)
 
-    def mixed(message: object) -> bool:
+    def assess(message: object) -> tuple[bool, bool]:
         if not isinstance(message, ModelRequest) or len(message.parts) < 2:
-            return False
-        results = others = False
+            return False, False
+        results = others = system = False
         for part in message.parts:
             if is_result(part):
                 results = True
-            elif not isinstance(part, silent):
+            elif isinstance(part, SystemPromptPart):
+                system = True
+            elif not (delta is not None and isinstance(part, delta)):
                 others = True
-        return results and others
+        return results and others, results and system
 
-    return mixed
+    return assess
 
 
 def _separated(request: ModelRequest) -> list[Any]:
     """The request of the results (with what sits between them), a ``"."`` response, the request of
     the rest; each request keeps the original's fields."""
-    from pydantic_ai.messages import ModelResponse, TextPart
-
     from ._folding import with_parts
     from ._parts import is_result
 
     last = max(at for at, part in enumerate(request.parts) if is_result(part))
     results, rest = list(request.parts[: last + 1]), list(request.parts[last + 1 :])
     stamp = getattr(request, "timestamp", None) or getattr(request.parts[last], "timestamp", None)
-    separator = ModelResponse(parts=[TextPart(SEPARATOR_TEXT)], **({"timestamp": stamp} if stamp else {}))
-    return [with_parts(request, results), separator, with_parts(request, rest)]
+    return [with_parts(request, results), _separator(stamp), with_parts(request, rest)]
+
+
+def _with_system_prompts(first: ModelRequest, moved: list[Any]) -> ModelRequest:
+    """The first request with ``moved`` system prompts after its own (at its start if it has none)."""
+    from pydantic_ai.messages import SystemPromptPart
+
+    from ._folding import with_parts
+
+    at = max((i + 1 for i, part in enumerate(first.parts) if isinstance(part, SystemPromptPart)), default=0)
+    return with_parts(first, [*first.parts[:at], *moved, *first.parts[at:]])
+
+
+def _has_user_content(request: Any) -> bool:
+    """Whether the request puts anything in its user turn but results: not only system prompts and
+    tool-availability deltas (nothing is sent of those there)."""
+    from pydantic_ai.messages import SystemPromptPart
+
+    from . import _compat
+    from ._parts import is_result
+
+    delta = _compat.TOOL_AVAILABILITY_DELTA
+    return any(
+        not is_result(part)
+        and not isinstance(part, SystemPromptPart)
+        and not (delta is not None and isinstance(part, delta))
+        for part in request.parts
+    )
+
+
+def _stamp(request: Any, before: list[Any]) -> Any:
+    """A fixed time for a response put before ``request``: the request's, one of its parts', else the
+    message before's (every response has one), so the output is deterministic."""
+    found = getattr(request, "timestamp", None)
+    for part in request.parts:
+        found = found or getattr(part, "timestamp", None)
+    return found or (getattr(before[-1], "timestamp", None) if before else None)
+
+
+def _separator(stamp: Any) -> Any:
+    """A response of ``"."`` no provider produced, stamped as the turn it closes (deterministic)."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    if stamp is None:
+        return ModelResponse(parts=[TextPart(SEPARATOR_TEXT)])
+    return ModelResponse(parts=[TextPart(SEPARATOR_TEXT)], timestamp=stamp)
+
+
+def _sends_nothing() -> Callable[[object], bool]:
+    """For a response: whether BedrockConverseModel sends nothing of it, so the user turns around it
+    meet on the wire (the model class merges them): files (left out from 1.80.0; earlier the files
+    pass drops them), native parts, compaction, and thinking before 1.0.3 (not sent for models other
+    than Claude: read in 1.0.0-1.0.2's models/bedrock.py), or no parts at all."""
+    from . import _compat
+
+    unsent = {"file", "builtin-tool-call", "builtin-tool-return", "compaction"}
+    if not _compat.thinking_sent():
+        unsent.add("thinking")
+
+    def nothing(message: object) -> bool:
+        return all(getattr(part, "part_kind", "") in unsent for part in getattr(message, "parts", ()))
+
+    return nothing
 
 
 def tool_results_alone(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock (non-Claude models): a request of results and other user content becomes the results'
-    request, a ``"."`` response and the rest's request (the wire pydantic-ai 2.6.0+ makes itself).
-    Runs after results_first, so a request's results lead it."""
+    request, a ``"."`` response and the rest's request (the wire pydantic-ai 2.6.0+ makes itself);
+    a request of user content whose user turn would meet the results' on the wire (right after it,
+    or after a response the release sends nothing of) gets a ``"."`` response before it; system
+    prompts beside results move to the first request, whose system prompts every release sends as
+    system text. Runs after results_first, so a request's results lead it."""
+    from pydantic_ai.messages import ModelRequest, SystemPromptPart
+
+    from ._folding import with_parts
+    from ._parts import is_result
+
     if not refuses_mixed_turns(target):
         return history, []
-    mixed = _mixed_test()
-    if not any(map(mixed, history)):
-        return history, []
+    assess, nothing = _assessor(), _sends_nothing()
+    first = next((i for i, message in enumerate(history) if isinstance(message, ModelRequest)), None)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
-    for index, message in enumerate(history):
-        if not mixed(message):
+    moved: list[Any] = []
+    pending = False  # the user turn the wire has open holds tool results
+    for index, original in enumerate(history):
+        message: Any = original
+        if not isinstance(message, ModelRequest):
             fixed.append(message)
+            pending = pending and nothing(message)
             continue
-        fixed.extend(_separated(message))  # type: ignore[arg-type]  # mixed: a ModelRequest
-        changes.append(
-            Change(
-                "separated_results",
-                index,
-                f"put the tool results in a request of their own, then a response of {SEPARATOR_TEXT!r} "
-                "and the request's other parts (this model takes nothing beside tool results in a turn)",
+        results = any(map(is_result, message.parts))
+        system = any(isinstance(part, SystemPromptPart) for part in message.parts)
+        if system and index != first and (results or pending):
+            moved += [part for part in message.parts if isinstance(part, SystemPromptPart)]
+            message = with_parts(message, [p for p in message.parts if not isinstance(p, SystemPromptPart)])
+            changes.append(
+                Change(
+                    "moved_system_prompt",
+                    index,
+                    "moved the system prompts beside tool results to the first request (this model takes "
+                    "nothing beside tool results in a turn, where the release sends them as user text)",
+                )
             )
-        )
+        if not message.parts:  # it held only system prompts, now in the first request
+            continue
+        mixed, _ = assess(message)
+        user_content = _has_user_content(message)
+        if pending and not results and user_content:
+            fixed.append(_separator(_stamp(message, fixed)))
+            changes.append(
+                Change(
+                    "separated_results",
+                    index,
+                    f"put a response of {SEPARATOR_TEXT!r} before this request: its user turn would "
+                    "otherwise join the tool results' turn before it on the wire",
+                )
+            )
+            pending = False
+        if mixed:
+            fixed.extend(_separated(message))
+            changes.append(
+                Change(
+                    "separated_results",
+                    index,
+                    f"put the tool results in a request of their own, then a response of {SEPARATOR_TEXT!r} "
+                    "and the request's other parts (this model takes nothing beside tool results in a turn)",
+                )
+            )
+            pending = False
+        else:
+            fixed.append(message)
+            pending = results or pending
+    if not changes:
+        return history, []
+    if moved and first is not None:
+        fixed[first] = _with_system_prompts(fixed[first], moved)  # type: ignore[arg-type]  # the first request
+    changes.sort(key=lambda change: change.message_index)
     return fixed, changes
 
 
 def detect_tool_results_alone(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    if not refuses_mixed_turns(target):
-        return []
-    mixed = _mixed_test()
+    """Each request the pass would change: its turn would hold tool results and something else."""
+    _, changes = tool_results_alone(list(history), target)
     return [
         problem(
             "results_not_alone",
             RESULTS_ALONE_WORDING,
             target,
             at=index,
-            description="this request holds tool results and other user content, which this Bedrock "
-            "model refuses in one turn",
+            description="tool results share this request's user turn on the wire with other user content "
+            "(or system prompts, which some releases send as user text), which this Bedrock model refuses",
             n=index,
         )
-        for index, message in enumerate(history)
-        if mixed(message)
+        for index in sorted({change.message_index for change in changes})
     ]
 
 

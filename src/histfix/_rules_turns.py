@@ -120,19 +120,24 @@ def _compaction(part: object) -> bool:
     return getattr(part, "part_kind", "") == "compaction"
 
 
-def _unsent_response_part(part: object, api: str, thinking_sent: bool) -> bool:
+def _unsent_response_part(part: object, api: str, thinking_sent: bool, target: ProviderTarget) -> bool:
     """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
     and Bedrock never send them; Gemini sends only Google's own), compaction (OpenAI Chat, Gemini and
     Bedrock never send it: read in 2.9.1's and 2.68.0's model classes; found by the provider sweep on
     2.17.0, seed 2444178726322182), and thinking on OpenAI Chat and Gemini before 1.0.3 (1.0.0-1.0.2
-    drop it; Bedrock sends it for Claude models)."""
+    drop it; Bedrock sends it for Claude models, and drops it for the others: read in 1.0.0-1.0.2's
+    models/bedrock.py, found through a Llama model on 1.0.0)."""
     from pydantic_ai.messages import ThinkingPart
+
+    from ._rules_results_alone import refuses_mixed_turns
 
     if _compaction(part):
         return True  # every api of this rule (RESPONSES_APIS)
     if _native(part):
         return not (api == "gemini" and getattr(part, "provider_name", None) == "google")
-    return isinstance(part, ThinkingPart) and not thinking_sent and api in _THINKING_DROPPED_BY
+    if not isinstance(part, ThinkingPart) or thinking_sent:
+        return False
+    return api in _THINKING_DROPPED_BY or (api == "bedrock" and refuses_mixed_turns(target))
 
 
 def _thinking_sent() -> bool:
@@ -152,7 +157,7 @@ def _unsent_response(
     if not all(type(part) in maybe for part in parts):
         return False
     return any(
-        all(_unsent_response_part(part, api, thinking_sent) for part in parts)
+        all(_unsent_response_part(part, api, thinking_sent, target) for part in parts)
         for api in target.apis
         if api in RESPONSES_APIS
     )
