@@ -59,36 +59,32 @@ def refuses_mixed_turns(target: ProviderTarget) -> bool:
     )
 
 
-def _assessor() -> Callable[[object], tuple[bool, bool]]:
-    """For a message: (its results share the request with user content, with system prompts).
-
-    User content is any part but a result, a system prompt or a tool-availability delta (not sent).
-    A system prompt outside the first request goes to Bedrock's ``system`` field on some releases and
-    into the user turn as ``<system>`` text on others (1.107.10 and 2.x wrap non-leading ones for
-    profiles without inline system prompts; measured through BedrockConverseModel with Llama), so
-    beside results it is moved, not left to the release. Built once per pass: the per-message test
-    imports nothing."""
-    from pydantic_ai.messages import ModelRequest, SystemPromptPart
+def _turn_contents() -> Callable[[Any], tuple[bool, bool, bool]]:
+    """For a request: whether it holds tool results, system prompts, and user content (any other part
+    but a tool-availability delta, which is not sent). A system prompt outside the first request goes
+    to Bedrock's ``system`` field on some releases and into the user turn as ``<system>`` text on
+    others (1.107.10 and 2.x wrap non-leading ones for profiles without inline system prompts;
+    measured through BedrockConverseModel with Llama), so beside results it is moved, not left to
+    the release. Built once per pass: the per-request test imports nothing."""
+    from pydantic_ai.messages import SystemPromptPart
 
     from . import _compat
     from ._parts import is_result
 
     delta = _compat.TOOL_AVAILABILITY_DELTA
 
-    def assess(message: object) -> tuple[bool, bool]:
-        if not isinstance(message, ModelRequest) or len(message.parts) < 2:
-            return False, False
-        results = others = system = False
-        for part in message.parts:
+    def contents(request: Any) -> tuple[bool, bool, bool]:
+        results = system = user = False
+        for part in request.parts:
             if is_result(part):
                 results = True
             elif isinstance(part, SystemPromptPart):
                 system = True
             elif not (delta is not None and isinstance(part, delta)):
-                others = True
-        return results and others, results and system
+                user = True
+        return results, system, user
 
-    return assess
+    return contents
 
 
 def _separated(request: ModelRequest) -> list[Any]:
@@ -111,23 +107,6 @@ def _with_system_prompts(first: ModelRequest, moved: list[Any]) -> ModelRequest:
 
     at = max((i + 1 for i, part in enumerate(first.parts) if isinstance(part, SystemPromptPart)), default=0)
     return with_parts(first, [*first.parts[:at], *moved, *first.parts[at:]])
-
-
-def _has_user_content(request: Any) -> bool:
-    """Whether the request puts anything in its user turn but results: not only system prompts and
-    tool-availability deltas (nothing is sent of those there)."""
-    from pydantic_ai.messages import SystemPromptPart
-
-    from . import _compat
-    from ._parts import is_result
-
-    delta = _compat.TOOL_AVAILABILITY_DELTA
-    return any(
-        not is_result(part)
-        and not isinstance(part, SystemPromptPart)
-        and not (delta is not None and isinstance(part, delta))
-        for part in request.parts
-    )
 
 
 def _stamp(request: Any, before: list[Any]) -> Any:
@@ -177,11 +156,10 @@ def tool_results_alone(
     from pydantic_ai.messages import ModelRequest, SystemPromptPart
 
     from ._folding import with_parts
-    from ._parts import is_result
 
     if not refuses_mixed_turns(target):
         return history, []
-    assess, nothing = _assessor(), _sends_nothing()
+    contents, nothing = _turn_contents(), _sends_nothing()
     first = next((i for i, message in enumerate(history) if isinstance(message, ModelRequest)), None)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
@@ -193,8 +171,7 @@ def tool_results_alone(
             fixed.append(message)
             pending = pending and nothing(message)
             continue
-        results = any(map(is_result, message.parts))
-        system = any(isinstance(part, SystemPromptPart) for part in message.parts)
+        results, system, user_content = contents(message)
         if system and index != first and (results or pending):
             moved += [part for part in message.parts if isinstance(part, SystemPromptPart)]
             message = with_parts(message, [p for p in message.parts if not isinstance(p, SystemPromptPart)])
@@ -208,8 +185,7 @@ def tool_results_alone(
             )
         if not message.parts:  # it held only system prompts, now in the first request
             continue
-        mixed, _ = assess(message)
-        user_content = _has_user_content(message)
+        mixed = results and user_content
         if pending and not results and user_content:
             fixed.append(_separator(_stamp(message, fixed)))
             changes.append(

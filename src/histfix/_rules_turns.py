@@ -129,14 +129,14 @@ def _unsent_response_part(part: object, api: str, thinking_sent: bool, target: P
     models/bedrock.py, found through a Llama model on 1.0.0)."""
     from pydantic_ai.messages import ThinkingPart
 
-    from ._rules_results_alone import refuses_mixed_turns
-
     if _compaction(part):
         return True  # every api of this rule (RESPONSES_APIS)
     if _native(part):
         return not (api == "gemini" and getattr(part, "provider_name", None) == "google")
     if not isinstance(part, ThinkingPart) or thinking_sent:
         return False
+    from ._rules_results_alone import refuses_mixed_turns  # only here: thinking a release may drop
+
     return api in _THINKING_DROPPED_BY or (api == "bedrock" and refuses_mixed_turns(target))
 
 
