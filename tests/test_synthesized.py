@@ -73,3 +73,36 @@ def test_false_for_everything_else() -> None:
     assert synthesized(history) == []
     for other in (None, "tool-return", {"part_kind": "tool-return", "metadata": {MARKER: True}}, 3):
         assert histfix.is_synthesized(other) is False
+
+
+def test_the_walks_returns_are_the_constructors() -> None:
+    """The walk makes its synthesized returns from one constructor-made template where the class is
+    a plain dataclass (``_walk.return_maker``): for every call in the corpus, on every release, the
+    return must be the constructor's own, field by field, in class and in its attribute dict, with
+    a metadata dict of its own."""
+    import dataclasses
+
+    from histfix._walk import _return_fields, _synthesized_return, return_maker
+
+    from corpus import CASES
+    from dsl import loadable
+
+    make = return_maker()
+    if not hasattr(pai.ToolReturnPart, "__post_init__"):
+        assert make.__name__ == "make", "ToolReturnPart is plain here: the template path should be taken"
+    calls = [
+        (part, message.timestamp)
+        for _, history in loadable(CASES)
+        for message in history
+        if isinstance(message, pai.ModelResponse)
+        for part in message.parts
+        if isinstance(part, pai.ToolCallPart)
+    ]
+    assert len(calls) > 50
+    for call_part, stamp in calls:
+        made, again = make(call_part, stamp), make(call_part, stamp)
+        expected = _synthesized_return(call_part, stamp, _return_fields())
+        assert type(made) is type(expected)
+        assert vars(made) == vars(expected)
+        assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+        assert made.metadata is not again.metadata

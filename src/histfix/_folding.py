@@ -12,12 +12,19 @@ import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    RetryPromptPart,
+    ToolReturnPart,
+)
 
 from . import _compat
-from ._parts import is_result, not_result, stays_between_results
+from ._parts import is_result, stays_between_results
 
-__all__ = ["FoldEvent", "Folder", "is_synthetic", "new_request", "results_gathered", "with_parts"]
+__all__ = ["FoldEvent", "Folder", "Member", "is_synthetic", "new_request", "results_gathered", "with_parts"]
 
 _M = TypeVar("_M", ModelRequest, ModelResponse)
 
@@ -111,33 +118,57 @@ def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _merged_request(run: list[ModelRequest], scattered: bool) -> ModelRequest:
+#: A message of an open run as the building walk holds it: the message, its parts when the walk
+#: changed them (None: its own), and its input index (-1: a request of synthesized returns).
+Member = tuple[Any, "list[Any] | None", int]
+
+
+def _merged_request(run: Sequence[Member], scattered: bool) -> ModelRequest:
     """One request from a run of consecutive compatible requests: results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
     only the framework namespace survives. Every other field takes its default.
     """
-    parts = (results_gathered(run[0].parts) if scattered else None) or list(run[0].parts)
-    for request in run[1:]:
-        parts.extend(request.parts)
-    parts.sort(key=not_result)
-    instructions = run[-1].instructions
-    for request in run:
+    first = run[0][0]
+    parts: list[Any] = list(first.parts if run[0][1] is None else run[0][1])
+    if scattered:
+        parts = results_gathered(parts) or parts
+    for request, own, _ in run[1:]:
+        parts += request.parts if own is None else own
+    results: list[Any] = []
+    rest: list[Any] = []
+    for part in parts:  # ``is_result`` spelled out: this is the merge's hot loop
+        if isinstance(part, ToolReturnPart) or (
+            isinstance(part, RetryPromptPart) and part.tool_name is not None
+        ):
+            results.append(part)
+        else:
+            rest.append(part)
+    if results and rest:
+        results += rest
+        parts = results
+    instructions = run[-1][0].instructions
+    for request, _, _ in run:
         if request.instructions:
             instructions = request.instructions
             break
     fields: dict[str, Any] = {"instructions": instructions}
     if _compat.REQUEST_HAS_TIMESTAMP:
-        stamp = run[0].timestamp
-        for request in reversed(run):
+        stamp = first.timestamp
+        for request, _, _ in reversed(run):
             if request.timestamp:
                 stamp = request.timestamp
                 break
         fields["timestamp"] = stamp
     if _compat.REQUEST_HAS_METADATA:
-        namespaces = [ns for ns in map(_framework_namespace, run) if ns is not None]
-        if namespaces:
-            fields["metadata"] = {_FRAMEWORK_NAMESPACE: {k: v for ns in namespaces for k, v in ns.items()}}
+        namespace: dict[str, Any] | None = None
+        for request, _, _ in run:
+            if request.metadata:  # most requests have none
+                found = _framework_namespace(request)
+                if found is not None:
+                    namespace = {**(namespace or {}), **found}
+        if namespace is not None:
+            fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
     return new_request(parts, **fields)
 
 
@@ -154,78 +185,96 @@ class Folder:
 
     Requests join a run unless both they and the run carry different non-empty instructions;
     responses join only when the run and they are synthetic (no provider, model or response id).
+    The run is held as its first message and the members that joined it (``joined``, None while it
+    is one message); each member's parts are passed along separately when the walk changed them,
+    so a message fixed and then merged is built once, not cloned first.
     """
 
-    __slots__ = ("indices", "instructions", "log", "out", "requests", "responses", "scattered")
+    __slots__ = (
+        "held",
+        "held_index",
+        "held_instructions",
+        "held_parts",
+        "held_request",
+        "held_scattered",
+        "joined",
+        "log",
+        "out",
+    )
 
     def __init__(self, out: list[ModelMessage], log: list[FoldEvent] | None = None) -> None:
         self.out = out
         self.log = log  # when given, every merge and move is recorded there
-        self.requests: list[ModelRequest] = []
-        self.responses: list[ModelResponse] = []
-        self.indices: list[int] = []  # input indices of the open run (-1: a synthesized request)
-        self.instructions: str | None = None  # the request run's first non-empty instructions
-        self.scattered = False  # whether the run's first request has parts between its results
+        self.held: Any = None  # the open run's first message
+        self.held_parts: list[Any] | None = None  # its parts when the walk changed them
+        self.held_request = False
+        self.held_scattered = False  # a request with other parts between its results
+        self.held_instructions: str | None = None  # the request run's first non-empty instructions
+        self.held_index = -1  # its input index (-1: a request of synthesized returns)
+        self.joined: list[Member] | None = None  # the run's later members
 
-    def request(self, message: ModelRequest, scattered: bool = False, index: int = -1) -> None:
-        if self.responses:
-            self._flush_responses()
-        elif (
-            self.requests
-            and self.instructions
-            and message.instructions
-            and self.instructions != message.instructions
-        ):
-            self._flush_requests()
-        if not self.requests:
-            self.scattered = scattered
-        if not self.instructions:
-            self.instructions = message.instructions
-        self.requests.append(message)
-        self.indices.append(index)
+    def request(
+        self, message: ModelRequest, parts: list[Any] | None = None, index: int = -1, scattered: bool = False
+    ) -> None:
+        """Fold a request (``parts``: its parts when the walk changed them)."""
+        if self.held is not None:
+            if self.held_request:
+                instructions = message.instructions
+                if not (self.held_instructions and instructions and self.held_instructions != instructions):
+                    if self.joined is None:
+                        self.joined = []
+                    self.joined.append((message, parts, index))
+                    if not self.held_instructions:
+                        self.held_instructions = instructions
+                    return
+            self.flush()
+        self.held = message
+        self.held_parts = parts
+        self.held_request = True
+        self.held_scattered = scattered
+        self.held_instructions = message.instructions
+        self.held_index = index
 
     def response(self, message: ModelResponse, index: int = -1) -> None:
-        if self.requests:
-            self._flush_requests()
-        elif self.responses and not (is_synthetic(self.responses[0]) and is_synthetic(message)):
-            self._flush_responses()
-        self.responses.append(message)
-        self.indices.append(index)
+        """Fold a response (responses are only ever folded as they are)."""
+        if self.held is not None:
+            if not self.held_request and is_synthetic(self.held) and is_synthetic(message):
+                if self.joined is None:
+                    self.joined = []
+                self.joined.append((message, None, index))
+                return
+            self.flush()
+        self.held = message
+        self.held_parts = None
+        self.held_request = self.held_scattered = False
+        self.held_index = index
 
     def flush(self) -> None:
-        """Append whatever run is still open: nothing that comes later can join it."""
-        self._flush_requests()
-        self._flush_responses()
+        """Append the open run as one message: nothing that comes later can join it."""
+        first = self.held
+        if first is None:
+            return
+        self.held = None
+        joined, self.joined = self.joined, None
+        if joined is None and self.held_parts is None and not self.held_scattered:
+            self.out.append(first)  # the common case: one message, as it came
+        elif joined is None:
+            parts = first.parts if self.held_parts is None else self.held_parts
+            gathered = results_gathered(parts) if self.held_scattered else None
+            if gathered is not None:
+                self._record("moved_parts", [self.held_index])
+                parts = gathered
+            self.out.append(first if parts is first.parts else with_parts(first, parts))
+        else:
+            run: list[Member] = [(first, self.held_parts, self.held_index), *joined]
+            indices = [index for _, _, index in run]
+            if self.held_request:
+                self._record("merged_requests", indices)
+                self.out.append(_merged_request(run, self.held_scattered))
+            else:
+                self._record("merged_responses", indices)
+                self.out.append(with_parts(first, [part for message, _, _ in run for part in message.parts]))
 
     def _record(self, kind: str, indices: list[int]) -> None:
         if self.log is not None:
             self.log.append(FoldEvent(kind, len(self.out), tuple(i for i in indices if i >= 0)))
-
-    def _flush_requests(self) -> None:
-        run = self.requests
-        if not run:
-            return
-        if len(run) == 1:
-            only = run[0]
-            gathered = results_gathered(only.parts) if self.scattered else None
-            if gathered is not None:
-                self._record("moved_parts", self.indices)
-            self.out.append(only if gathered is None else with_parts(only, gathered))
-        else:
-            self._record("merged_requests", self.indices)
-            self.out.append(_merged_request(run, self.scattered))
-        self.requests = []
-        self.indices = []
-        self.instructions = None
-
-    def _flush_responses(self) -> None:
-        run = self.responses
-        if not run:
-            return
-        if len(run) == 1:
-            self.out.append(run[0])
-        else:
-            self._record("merged_responses", self.indices)
-            self.out.append(with_parts(run[0], [p for r in run for p in r.parts]))
-        self.responses = []
-        self.indices = []

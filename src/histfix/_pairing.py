@@ -114,7 +114,8 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
         if kind is previous_kind:
             events.add(index)  # two requests or two responses in a row: maybe a merge
         previous_kind = kind
-        if isinstance(message, ModelResponse):
+        # The exact classes first (an isinstance that fails walks the class's bases), then subclasses.
+        if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             last_response = index
             for part in message.parts:
                 if not isinstance(part, ToolCallPart):
@@ -131,7 +132,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
                         Dangling(call_id, 1 + extra_open.pop(call_id, 0), True)
                     )
                     open_calls[call_id] = index
-        elif isinstance(message, ModelRequest):
+        elif kind is ModelRequest or isinstance(message, ModelRequest):
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
             previous = index - 1
             for piece in message.parts:
