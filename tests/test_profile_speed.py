@@ -193,3 +193,30 @@ def test_a_clean_history_comes_back_equal_and_as_a_new_list(provider: str) -> No
     assert out == history and out is not history
     report = histfix.repair_report(history, provider=provider)
     assert report.messages == history and not report.changes
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["repair_last", "keep_last"])
+def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool) -> None:
+    """The profile runner skips the misplaced-result walk of the default repair's output when the
+    repair's pairing found no duplicate or late result in its input
+    (``_call_results.remember_results_in_place``): the repair must never make one. Checked on every
+    history, and the shortcut must be taken on the clean ones and answer [] for that list only."""
+    from histfix._call_results import misplaced_for_pass, misplaced_results, remember_results_in_place
+    from histfix._walk import repair_walk
+
+    taken = 0
+    for history in HISTORIES:
+        pairing = pair(history, last)
+        repaired = repair_walk(history, repair_last_response=last, pairing=pairing)
+        if not pairing.duplicates and not pairing.late:
+            taken += 1
+            assert misplaced_results(repaired) == []
+            remember_results_in_place(repaired)
+            assert misplaced_for_pass(repaired) == []
+            assert misplaced_for_pass(list(repaired)) == []  # the same messages: the same fact
+    assert taken > len(HISTORIES) // 3
+    late = load([req(user("q")), resp(call("f", "a"), at=1), resp(text("t"), at=2), req(ret("f", "a"))])
+    remember_results_in_place(late[:3])
+    assert [m.kind for m in misplaced_for_pass(late)] == ["late"]  # other messages: walked
+    remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
+    assert [m.kind for m in misplaced_for_pass(late)] == ["late"]

@@ -184,6 +184,7 @@ def _profiled_report(
 ) -> RepairReport:
     """The profile's passes around the default repair, with every change (see ``_profiles``)."""
     from . import _compat
+    from ._call_results import remember_results_in_place
     from ._pairing import Pairing, pair
     from ._profile_run import run_profile
     from ._report import repair_with_changes
@@ -192,41 +193,23 @@ def _profiled_report(
         current: Sequence[ModelMessage], pairing: Pairing | None
     ) -> tuple[list[ModelMessage], list[Change]]:
         noted, notes = _noted(current, orphans)
-        if noted is not current:  # orphans="note" replaced parts: that pairing is not of these
-            pairing = None
+        if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
+            pairing = pair(noted, repair_last_response)
         report = repair_with_changes(noted, repair_last_response, pairing)
         repaired = report.messages
         # Where upstream is current its output equals the walk's (tests/test_differential.py) on
         # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
         # then does upstream run too, so the profile starts from exactly what repair(h) returns.
-        if backend == "upstream" and (
-            not _compat.UPSTREAM_REPAIR_IS_CURRENT
-            or (pairing.toolless_retry if pairing is not None else _has_toolless_retry_prompt(noted))
-        ):
+        if backend == "upstream" and (not _compat.UPSTREAM_REPAIR_IS_CURRENT or pairing.toolless_retry):
             repaired = _upstream_repair(noted, repair_last_response)
+        elif not pairing.duplicates and not pairing.late:
+            remember_results_in_place(repaired)
         return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
 
     messages, changes = run_profile(
         history, target, default_repair, lambda current: pair(current, repair_last_response)
     )
     return RepairReport(messages, tuple(changes))
-
-
-def _has_toolless_retry_prompt(history: Sequence[ModelMessage]) -> bool:
-    """Whether a request holds a ``RetryPromptPart`` without a ``tool_name`` (one scan of the parts,
-    after the profile's survey of the same list, which the passes use too, has seen retry prompts)."""
-    from pydantic_ai.messages import ModelRequest, RetryPromptPart
-
-    from ._profile_scan import survey
-
-    if RetryPromptPart not in survey(history).part_classes:
-        return False
-    return any(
-        type(part) is RetryPromptPart and part.tool_name is None
-        for message in history
-        if type(message) is ModelRequest
-        for part in message.parts
-    )
 
 
 def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:

@@ -9,6 +9,7 @@ history the before-stage left with duplicate ids is read the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_
 from typing import Literal, NamedTuple
 
 from pydantic_ai.messages import (
@@ -22,7 +23,14 @@ from pydantic_ai.messages import (
 from ._folding import is_synthetic, with_parts
 from ._parts import is_result
 
-__all__ = ["Misplaced", "ResultKind", "misplaced_for_pass", "misplaced_results", "without_misplaced"]
+__all__ = [
+    "Misplaced",
+    "ResultKind",
+    "misplaced_for_pass",
+    "misplaced_results",
+    "remember_results_in_place",
+    "without_misplaced",
+]
 
 #: ``duplicate``: another result for a call answered in the same request, right after the call;
 #: ``late_duplicate``: any other result for a call already answered (in an earlier request, or
@@ -97,11 +105,31 @@ def classified(history: Sequence[ModelMessage]) -> list[Misplaced]:
     return found
 
 
+#: The last list the profile runner's default repair returned with every result in place.
+_in_place: Sequence[ModelMessage] | None = None
+
+
+def remember_results_in_place(repaired: Sequence[ModelMessage]) -> None:
+    """Note that the default repair's output ``repaired`` holds no duplicate or late result, so the
+    passes skip their walk of it: the runner calls this when the repair's own pairing found none in
+    its input. The repair never makes one: it drops orphans, adds one return per dangling call in
+    the request right after the call, and merges neighbours, which only ever brings a late result
+    next to its call (tests/test_profile_speed.py checks this on every corpus and generated
+    history). The list is the runner's own, which nothing mutates; the fact holds for any list of
+    the same messages in the same order (the runner goes on with its input's copy when the repair
+    changed nothing)."""
+    global _in_place
+    _in_place = repaired
+
+
 def misplaced_for_pass(history: Sequence[ModelMessage]) -> list[Misplaced]:
     """:func:`misplaced_results` for the passes, which run one after another on the same list
     object: kept in its survey (never for ``detect``: a caller may change a list in place)."""
     from ._profile_scan import survey
 
+    known = _in_place  # one read: another thread may replace it at any time
+    if known is not None and len(known) == len(history) and all(map(is_, known, history)):
+        return []
     return survey(history).memo("misplaced", lambda: misplaced_results(history))
 
 
