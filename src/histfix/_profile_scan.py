@@ -41,7 +41,17 @@ _ids_of = attrgetter("tool_call_id")
 class Survey:
     """What the early exits of the profile passes need to know about one history (read-only)."""
 
-    __slots__ = ("_cache", "empty_message", "flat", "history", "lens", "part_classes", "plain", "types")
+    __slots__ = (
+        "_cache",
+        "empty_message",
+        "flat",
+        "history",
+        "lens",
+        "message_types",
+        "part_classes",
+        "plain",
+        "types",
+    )
 
     def __init__(self, history: Sequence[ModelMessage]) -> None:
         from pydantic_ai.messages import ModelRequest, ModelResponse
@@ -57,8 +67,10 @@ class Survey:
         self.part_classes: frozenset[type] = frozenset(self.types)
         #: some message has no parts
         self.empty_message = 0 in self.lens
+        #: the class of every message
+        self.message_types: list[type] = list(map(type, history))
         #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
-        self.plain = set(map(type, history)) <= {ModelRequest, ModelResponse}
+        self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
         self._cache: dict[str, Any] = {}
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
@@ -80,7 +92,7 @@ class Survey:
         from pydantic_ai.messages import ModelResponse
 
         def compute() -> list[bool]:
-            flags = map(is_, map(type, self.history), repeat(ModelResponse))
+            flags = map(is_, self.message_types, repeat(ModelResponse))
             return list(chain.from_iterable(map(repeat, flags, self.lens)))
 
         return self._once("in_responses", compute)
@@ -122,8 +134,13 @@ class Survey:
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
 
+        from pydantic_ai.messages import ModelResponse
+
         def compute() -> bool:
-            responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
+            if self.plain:  # the classes are at hand: no attribute read per message
+                responses = list(map(is_, self.message_types, repeat(ModelResponse)))
+            else:
+                responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
             return any(map(and_, responses, responses[1:]))
 
         return self._once("consecutive", compute)

@@ -17,7 +17,6 @@ with what it held (media type and size, not its bytes).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +60,14 @@ def _file_part() -> type | None:
     return found if isinstance(found, type) else None
 
 
-def _files_at(history: Sequence[ModelMessage], file_part: type, *, only: bool = False) -> list[int]:
+def _files_at(
+    history: Sequence[ModelMessage], file_part: type, *, only: bool = False, cached: bool = True
+) -> list[int]:
     """The indices of responses holding a file (``only``: nothing but files and native tool parts),
-    after one set of part classes (the cheap early exit)."""
-    classes = set(map(type, itertools.chain.from_iterable([message.parts for message in history])))
-    if not any(issubclass(kind, file_part) for kind in classes):
+    after the survey's part classes (the cheap early exit; ``cached=False`` for ``detect``)."""
+    from ._profile_scan import survey
+
+    if not survey(history, cached=cached).classes(file_part):
         return []
     return [
         index
@@ -150,7 +152,7 @@ def detect_response_files_sendable(history: Sequence[ModelMessage], target: Prov
     if file_part is None:
         return []
     problems = []
-    for index in _files_at(history, file_part):
+    for index in _files_at(history, file_part, cached=False):
         for part_index, part in enumerate(history[index].parts):
             if isinstance(part, file_part):
                 problems.append(
