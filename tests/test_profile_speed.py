@@ -20,7 +20,7 @@ from histfix._pairing import pair
 from histfix._profile_scan import Survey, call_id_facts, remember_pairing, survey
 
 from corpus import CASES
-from dsl import call, load, loadable, req, resp, ret, text, user
+from dsl import call, load, loadable, req, resp, ret, system, text, user
 from generate import random_conversation, random_history
 
 
@@ -220,3 +220,16 @@ def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool)
     assert [m.kind for m in misplaced_for_pass(late)] == ["late"]  # other messages: walked
     remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
     assert [m.kind for m in misplaced_for_pass(late)] == ["late"]
+
+
+def test_a_profile_repair_holds_no_history_after_it_returns() -> None:
+    """The runner forgets the repaired list it marked (``remember_results_in_place``) once its
+    passes are done, also when a pass raises: no history stays alive in the module."""
+    from histfix import _call_results
+
+    history = load([req(user("q")), resp(call("f", "a"), at=1), req(ret("f", "a")), resp(text("t"), at=2)])
+    histfix.repair(history, provider="anthropic")
+    assert _call_results._in_place is None
+    with pytest.raises(ValueError, match="nothing in this history can be sent"):
+        histfix.repair(load([req(system("only a system prompt"))]), provider="anthropic")
+    assert _call_results._in_place is None

@@ -184,7 +184,7 @@ def _profiled_report(
 ) -> RepairReport:
     """The profile's passes around the default repair, with every change (see ``_profiles``)."""
     from . import _compat
-    from ._call_results import remember_results_in_place
+    from ._call_results import forget_results_in_place, remember_results_in_place
     from ._pairing import Pairing, pair
     from ._profile_run import run_profile
     from ._report import repair_with_changes
@@ -206,9 +206,12 @@ def _profiled_report(
             remember_results_in_place(repaired)
         return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
 
-    messages, changes = run_profile(
-        history, target, default_repair, lambda current: pair(current, repair_last_response)
-    )
+    try:
+        messages, changes = run_profile(
+            history, target, default_repair, lambda current: pair(current, repair_last_response)
+        )
+    finally:
+        forget_results_in_place()  # the passes are done with it: hold no history alive
     return RepairReport(messages, tuple(changes))
 
 

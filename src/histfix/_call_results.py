@@ -26,6 +26,7 @@ from ._parts import is_result
 __all__ = [
     "Misplaced",
     "ResultKind",
+    "forget_results_in_place",
     "misplaced_for_pass",
     "misplaced_results",
     "remember_results_in_place",
@@ -120,6 +121,12 @@ def remember_results_in_place(repaired: Sequence[ModelMessage]) -> None:
     changed nothing)."""
     global _in_place
     _in_place = repaired
+
+
+def forget_results_in_place() -> None:
+    """Drop the list :func:`remember_results_in_place` kept (the runner, once its passes are done)."""
+    global _in_place
+    _in_place = None
 
 
 def misplaced_for_pass(history: Sequence[ModelMessage]) -> list[Misplaced]:
