@@ -457,8 +457,9 @@ def pythons(session: nox.Session) -> None:
     Opt-in, never part of CI: an interpreter it cannot find (on PATH as pythonX.Y, or through
     pyenv), or a release that does not install on it (2.68.0 needs Python >= 3.11, hence the
     1.107.10 run on 3.10), is skipped and named in the summary; only a failing suite fails it. Each run gets its own uv venv in .nox/pythons-*,
-    installed from the package index (the wheelhouse holds wheels for one Python only), and runs
-    pytest serially, like the `tests` sessions minus the tools' tests. Posargs go to pytest.
+    installed from the package index (the wheelhouse holds wheels for one Python only) with what a
+    `tests` session installs (the provider SDKs too), and runs pytest serially, like the `tests`
+    sessions minus the tools' tests. Posargs go to pytest.
     """
     runs = [(python, NEWEST) for python in PYTHONS] + PYTHONS_EXTRA
     summary = []
@@ -475,7 +476,7 @@ def pythons(session: nox.Session) -> None:
         )
         install = [UV, "pip", "install", "--quiet", "--python", str(bin_python), "-e", "."]
         try:
-            session.run(*install, *release_requirements(release, *TEST_TOOLS), external=True)
+            session.run(*install, *test_requirements(release, *TEST_TOOLS), external=True)
         except nox.command.CommandFailed:  # e.g. 2.x releases need Python >= 3.11: uv said why, above
             summary.append(
                 f"Python {python} ({interpreter}): pydantic-ai-slim {release} does not install, skipped"

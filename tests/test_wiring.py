@@ -286,12 +286,10 @@ def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
     """One line stays right when a FallbackModel moves from one provider to another: its first model
     (OpenAI Chat) fails over, its second (Mistral, strict emulator) must accept the history. Repaired
     for OpenAI Chat alone, or only paired (the default), Mistral refuses it."""
-    import asyncio
-
     from pydantic_ai.models.fallback import FallbackModel
 
     from emulators import serve
-    from wire import client_for
+    from wire import client_for, loop_runner
 
     chat, mistral = client_for("openai-chat"), client_for("mistral")
     for found in (chat, mistral):
@@ -299,7 +297,7 @@ def test_auto_follows_a_fallback_model_to_the_provider_that_answers() -> None:
             pytest.skip(found)
     assert not isinstance(chat, str) and not isinstance(mistral, str)
     history = load(TWICE_ANSWERED)
-    runner = asyncio.Runner()
+    runner = loop_runner()
     # The OpenAI client posts /v1/chat/completions to the Anthropic emulator: a 404, so the
     # FallbackModel moves on to Mistral, as it does when a provider is down.
     with serve("anthropic") as elsewhere, serve("mistral") as strict:

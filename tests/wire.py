@@ -308,6 +308,31 @@ def prompt_for(history: list[pai.ModelMessage]) -> str | None:
     return None if history and isinstance(history[-1], pai.ModelRequest) else PROMPT
 
 
+class _LoopRunner:
+    """``asyncio.Runner`` (Python 3.11+) for Python 3.10: one event loop, kept for many runs."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+
+    def run(self, coroutine: Awaitable[Any]) -> Any:
+        return self._loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        try:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            self._loop.close()
+
+
+def loop_runner() -> Any:
+    """An object with ``run(coroutine)`` and ``close()`` that keeps one event loop between runs."""
+    runner = getattr(asyncio, "Runner", None)
+    return runner() if runner is not None else _LoopRunner()
+
+
 class Driver:
     """Sends histories through one release's clients, reusing one event loop and one model per API.
 
@@ -317,7 +342,7 @@ class Driver:
     """
 
     def __init__(self) -> None:
-        self._runner = asyncio.Runner()
+        self._runner = loop_runner()
         # keyed by the client's classes and the URL: two clients may speak one API (OpenAIChatModel, GroqModel)
         self._models: dict[tuple[str, str], tuple[Any, Callable[[], Awaitable[None]]]] = {}
         self._agents: dict[tuple[str, str], Any] = {}
