@@ -223,6 +223,23 @@ def small_providers(summary: Entry | None) -> Entry | None:
     return {**{key: summary[key] for key in keys if key in summary}, "apis": apis}
 
 
+def small_prefixes(summary: Entry | None) -> Entry | None:
+    """tests/test_provider_prefixes.py's summary cut the same way: per prefix the client and the
+    counts per way (corpus and ``gen_`` generated), the non-accepted cases of the profile ways only
+    (the stored and default-repair ways' refusals are data the pinned matrix shows, not failures)."""
+    if summary is None:
+        return None
+    prefixes = {}
+    for prefix, entry in (summary.get("prefixes") or {}).items():
+        small = {key: entry.get(key) for key in ("client", "unavailable", "cases", "seconds") if key in entry}
+        for way, tally in entry.items():
+            if isinstance(tally, dict) and "measured" in tally:
+                kept = way.removeprefix("gen_") in PROFILE_WAYS
+                small[way] = _small_tally(tally, keep_failures=kept)
+        prefixes[prefix] = small
+    return {**{key: value for key, value in summary.items() if key != "prefixes"}, "prefixes": prefixes}
+
+
 def run_suite(
     release: str, python: Path, fuzz_examples: int, generated: int | None = None
 ) -> tuple[Entry | None, str | None]:
@@ -261,6 +278,7 @@ def run_suite(
     if generated is not None:
         kept["providers"] = small_providers(kept["providers"])
         kept["providers_generated"] = small_providers(kept["providers_generated"])
+        kept["providers_prefixes"] = small_prefixes(kept["providers_prefixes"])
         for key in ("scenarios", "features"):
             kept.pop(key)
     return kept, None

@@ -12,6 +12,7 @@ from sweep import (
     pending,
     profile_counts,
     provider_env,
+    small_prefixes,
     small_providers,
     source_fingerprint,
     suite_env,
@@ -115,3 +116,31 @@ def test_provider_records_keep_counts_and_only_the_profile_failures() -> None:
     assert bedrock["profile"]["not_accepted"] == {"case b": "rejected:bedrock.z"}
     assert profile_counts({"providers": small}) == "corpus 3/4, generated 0/0"
     assert small_providers(None) is None
+
+
+def test_prefix_records_keep_counts_and_only_the_profile_failures() -> None:
+    summary = {
+        "generated": "HISTFIX_PROVIDER_GENERATED=10",
+        "prefixes": {
+            "groq": {
+                "client": "GroqModel",
+                "unavailable": None,
+                "cases": 2,
+                "stored": {"measured": 2, "accepted": 0, "not_accepted": {"case a": "x", "case b": "y"}},
+                "histfix": {"measured": 2, "accepted": 1, "not_accepted": {"case a": "x"}},
+                "profile": {"measured": 2, "accepted": 1, "not_accepted": {"case b": "rejected:chat.z"}},
+                "gen_histfix": {"measured": 1, "accepted": 0, "not_accepted": {"seed 1": "x"}},
+                "gen_any": {"measured": 1, "accepted": 0, "not_accepted": {"seed 1": "rejected:chat.z"}},
+            }
+        },
+    }
+    small = small_prefixes(summary)
+    assert small is not None and small["generated"] == "HISTFIX_PROVIDER_GENERATED=10"
+    groq = small["prefixes"]["groq"]
+    assert groq["client"] == "GroqModel" and groq["cases"] == 2
+    assert groq["stored"] == {"measured": 2, "accepted": 0}
+    assert groq["histfix"] == {"measured": 2, "accepted": 1}
+    assert groq["gen_histfix"] == {"measured": 1, "accepted": 0}
+    assert groq["profile"]["not_accepted"] == {"case b": "rejected:chat.z"}
+    assert groq["gen_any"]["not_accepted"] == {"seed 1": "rejected:chat.z"}
+    assert small_prefixes(None) is None
