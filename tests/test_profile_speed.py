@@ -200,26 +200,41 @@ def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool)
     """The profile runner skips the misplaced-result walk of the default repair's output when the
     repair's pairing found no duplicate or late result in its input
     (``_call_results.remember_results_in_place``): the repair must never make one. Checked on every
-    history, and the shortcut must be taken on the clean ones and answer [] for that list only."""
-    from histfix._call_results import misplaced_for_pass, misplaced_results, remember_results_in_place
+    history (a third of them at least qualify)."""
+    from histfix._call_results import misplaced_results
     from histfix._walk import repair_walk
 
-    taken = 0
+    qualified = 0
     for history in HISTORIES:
         pairing = pair(history, last)
         repaired = repair_walk(history, repair_last_response=last, pairing=pairing)
         if not pairing.duplicates and not pairing.late:
-            taken += 1
+            qualified += 1
             assert misplaced_results(repaired) == []
-            remember_results_in_place(repaired)
-            assert misplaced_for_pass(repaired) == []
-            assert misplaced_for_pass(list(repaired)) == []  # the same messages: the same fact
-    assert taken > len(HISTORIES) // 3
+    assert qualified > len(HISTORIES) // 3
+
+
+def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``misplaced_for_pass`` answers [] without walking for a list of the remembered messages (the
+    runner goes on with its input's copy when the repair changed nothing), and walks any other."""
+    from histfix import _call_results
+
     late = load([req(user("q")), resp(call("f", "a"), at=1), resp(text("t"), at=2), req(ret("f", "a"))])
-    remember_results_in_place(late[:3])
-    assert [m.kind for m in misplaced_for_pass(late)] == ["late"]  # other messages: walked
-    remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
-    assert [m.kind for m in misplaced_for_pass(late)] == ["late"]
+    walked = []
+    real = _call_results.misplaced_results
+    monkeypatch.setattr(_call_results, "misplaced_results", lambda h: walked.append(h) or real(h))
+    try:
+        _call_results.remember_results_in_place(late)
+        assert _call_results.misplaced_for_pass(list(late)) == [] and walked == []  # taken: no walk
+        _call_results.remember_results_in_place(late[:3])
+        assert [m.kind for m in _call_results.misplaced_for_pass(late)] == ["late"]  # other messages
+        _call_results.remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
+        assert [m.kind for m in _call_results.misplaced_for_pass(list(late))] == ["late"]
+        assert len(walked) == 2
+    finally:
+        _call_results.forget_results_in_place()
 
 
 def test_a_profile_repair_holds_no_history_after_it_returns() -> None:

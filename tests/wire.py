@@ -309,22 +309,27 @@ def prompt_for(history: list[pai.ModelMessage]) -> str | None:
 
 
 class _LoopRunner:
-    """``asyncio.Runner`` (Python 3.11+) for Python 3.10: one event loop, kept for many runs."""
+    """``asyncio.Runner`` (Python 3.11+) for Python 3.10: one event loop, kept for many runs (the
+    loop is running, and so current, whenever a coroutine of a run is)."""
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
 
     def run(self, coroutine: Awaitable[Any]) -> Any:
         return self._loop.run_until_complete(coroutine)
 
     def close(self) -> None:
+        loop = self._loop
         try:
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
         finally:
-            asyncio.set_event_loop(None)
-            self._loop.close()
+            loop.close()
 
 
 def loop_runner() -> Any:

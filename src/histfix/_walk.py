@@ -75,16 +75,27 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
     fields = _return_fields()
     template = _synthesized_return(ToolCallPart(tool_name="", tool_call_id=""), None, fields)
     own_fields = {field.name for field in dataclasses.fields(ToolReturnPart)}
-    if hasattr(ToolReturnPart, "__post_init__") or template.__dict__.keys() != own_fields:
+    base: dict[str, Any] | None = getattr(template, "__dict__", None)  # None: a class with slots
+    if (
+        hasattr(ToolReturnPart, "__post_init__")
+        or base is None
+        or base.keys() != own_fields
+        # a mutable default the copy would share between returns (the four set below are fresh)
+        or any(
+            isinstance(value, list | dict | set | bytearray)
+            for key, value in base.items()
+            if key != "metadata"
+        )
+    ):
         return lambda call, stamp: _synthesized_return(call, stamp, fields)
-    base = template.__dict__
+    plain_fields: dict[str, Any] = base
     new = object.__new__
     kinds = _compat.RETURN_HAS_TOOL_KIND
 
     def make(call: ToolCallPart, stamp: Any) -> ModelRequestPart:
         if kinds and getattr(call, "tool_kind", None) is not None:
             return _synthesized_return(call, stamp, fields)
-        values = base.copy()
+        values = plain_fields.copy()
         values["tool_name"] = call.tool_name
         values["tool_call_id"] = call.tool_call_id
         values["metadata"] = {SYNTHESIZED_MARKER: True}
@@ -110,7 +121,7 @@ def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[To
                 same.append(part)
     found: list[ToolCallPart] = []
     for entry in dangling:
-        found.extend(by_id[entry.call_id][-entry.n :])
+        found.extend(by_id.get(entry.call_id, [])[-entry.n :])
     return found
 
 
