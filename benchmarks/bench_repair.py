@@ -237,7 +237,9 @@ def bench_shape(
     sizes: list[int],
     upstream: Callable[[History], History] | None,
     runs: int | None = None,
+    *,
     phases: bool = False,
+    prototype: bool = False,
 ) -> None:
     make = SHAPES[shape]
     print(f"\n{shape}")
@@ -257,6 +259,13 @@ def bench_shape(
         if upstream is not None:
             assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
             contenders["upstream"] = lambda h=history: upstream(h)
+        if prototype:  # benchmarks/one_pass_prototype.py: the repair in one walk (issue 13)
+            from one_pass_prototype import one_pass
+
+            single = one_pass(history)
+            assert single is None or single == repair_walk(history), f"{shape} {size}: one-pass differs"
+            if single is not None:
+                contenders["one-pass"] = lambda h=history: one_pass(h)
         if phases:  # the walk's two phases, timed apart: pairing, then building from that pairing
             made = pair(history, True)
             contenders["pair"] = lambda h=history: pair(h, True)
@@ -271,6 +280,13 @@ def bench_shape(
             f"{mid['histfix'] * 1e3:>9.2f} {up * 1e3:>12.2f} {up_mid * 1e3:>9.2f} "
             f"{up / low['histfix']:>8.2f}x {low['histfix'] / low['floor']:>8.2f}x"
         )
+        if "one-pass" in low:
+            print(
+                f"{'':>9} one-pass prototype: {low['one-pass'] * 1e3:.2f} ms, {up / low['one-pass']:.2f}x "
+                f"upstream, {low['one-pass'] / low['floor']:.2f}x floor"
+            )
+        elif prototype:
+            print(f"{'':>9} one-pass prototype: gives up on this history")
         if phases:
             print(
                 f"{'':>9} phases: pair {low['pair'] * 1e3:.2f} ms ({low['pair'] / low['floor']:.2f}x floor), "
@@ -332,6 +348,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--phases", action="store_true", help="also time the walk's pairing and building phases apart"
     )
+    parser.add_argument(
+        "--prototype",
+        action="store_true",
+        help="also time benchmarks/one_pass_prototype.py (the repair in one walk) where it does not give up",
+    )
     parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
@@ -351,7 +372,7 @@ def main(argv: list[str]) -> None:
     )
     for shape in args.shapes.split(","):
         if not args.only_profiles:
-            bench_shape(shape, args.sizes, upstream, args.runs, args.phases)
+            bench_shape(shape, args.sizes, upstream, args.runs, phases=args.phases, prototype=args.prototype)
         if args.profiles or args.only_profiles:
             bench_profiles(shape, args.sizes, args.runs or 5)
     if not args.extras:
