@@ -289,13 +289,18 @@ def _merge_truth(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _keep_known(into: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Merge one worker's client and unavailability reason: the first that is known stays."""
+    into["client"] = into["client"] or entry["client"]
+    into["unavailable"] = into["unavailable"] or entry["unavailable"]
+
+
 def _merge_generated(parts: list[dict[str, Any]]) -> dict[str, Any]:
     apis: dict[str, Any] = {}
     for part in parts:
         for api, entry in part["apis"].items():
             into = apis.setdefault(api, {"client": None, "unavailable": None, "seconds": 0.0})
-            into["client"] = into["client"] or entry["client"]
-            into["unavailable"] = into["unavailable"] or entry["unavailable"]
+            _keep_known(into, entry)
             into["seconds"] = round(into["seconds"] + entry["seconds"], 2)
             for way in ("profile", "any"):
                 add_tally(into.setdefault(way, {}), entry[way])
@@ -339,8 +344,7 @@ def _merge_prefixes(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for part in parts:
         for prefix, entry in part["prefixes"].items():
             into = merged.setdefault(prefix, {"client": None, "unavailable": None, "cases": 0})
-            into["client"] = into["client"] or entry["client"]
-            into["unavailable"] = into["unavailable"] or entry["unavailable"]
+            _keep_known(into, entry)
             into["cases"] += entry["cases"]
             for way, counts in entry.items():
                 if way not in ("client", "unavailable", "cases"):

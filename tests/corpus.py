@@ -48,6 +48,8 @@ def case(name: str, doc: str, history: list[Json], expected: list[Json], **optio
 
 
 NS = "__pydantic_ai__"  # the request-metadata namespace a merge keeps
+#: The form of OpenAI's encrypted reasoning (a Fernet token), which Anthropic cannot verify
+OPENAI_SIGNATURE = "gAAAAABpZmFrZS1lbmNyeXB0ZWQtcmVhc29uaW5n"
 
 # === Seed: the history from the bug report ==========================================================
 SEED_CALL = call("retrieve_documents", "call_1", {"search_query": "test"})
@@ -992,6 +994,31 @@ case(
         req(user("hi")),
         real(thinking("let me look", signature="sig-1"), call("f", "c1"), at=10),
         req(synth("f", "c1", at=10), user("next")),
+    ],
+)
+case(
+    "X_thinking_signed_by_another_provider",
+    "OpenAI's signed reasoning (its encrypted content, kept as the signature) stays as it is: the "
+    "repair never touches thinking. Anthropic cannot verify that signature; its profile drops it.",
+    history=[
+        req(user("hi")),
+        real(
+            thinking("let me think", signature=OPENAI_SIGNATURE, provider="openai"),
+            text("hello"),
+            at=10,
+            provider_name="openai",
+        ),
+        req(user("next")),
+    ],
+    expected=[
+        req(user("hi")),
+        real(
+            thinking("let me think", signature=OPENAI_SIGNATURE, provider="openai"),
+            text("hello"),
+            at=10,
+            provider_name="openai",
+        ),
+        req(user("next")),
     ],
 )
 case(

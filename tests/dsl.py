@@ -88,8 +88,12 @@ def text(content: str) -> Json:
     return {"part_kind": "text", "content": content}
 
 
-def thinking(content: str, signature: str | None = None) -> Json:
-    return {"part_kind": "thinking", "content": content, "signature": signature}
+def thinking(content: str, signature: str | None = None, provider: str | None = None) -> Json:
+    """A thinking part; ``provider`` sets its ``provider_name`` (a key releases before 1.0.7 ignore)."""
+    part: Json = {"part_kind": "thinking", "content": content, "signature": signature}
+    if provider is not None:
+        part["provider_name"] = provider
+    return part
 
 
 def native_call(name: str, id: str, args: Any = None, provider: str = "anthropic") -> Json:

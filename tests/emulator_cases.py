@@ -452,6 +452,11 @@ VIOLATIONS: list[Violation] = [
         "anthropic.thinking_signature",
         _claude(_HI, _asst({"type": "redacted_thinking"}, _TEXT), _HI),
     ),
+    Violation(  # OpenAI's encrypted reasoning replayed as a signature: Anthropic cannot verify it
+        "anthropic.thinking_signature",
+        _claude(_HI, _asst({"type": "thinking", "thinking": "hmm", "signature": "gAAAAABoX1"}, _TEXT), _HI),
+        expect="Invalid signature in thinking block",
+    ),
     Violation(
         "anthropic.tool_use_id_unique",
         _claude(_HI, _asst(_tool_use(), _tool_use()), _user(_tool_result())),

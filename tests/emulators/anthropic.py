@@ -11,8 +11,11 @@ Rules enforced, verified ones first, in this order (wording from shared/spec/pro
 - unexpected_tool_result: every `tool_result` answers a `tool_use` of the previous assistant message.
 - code_execution_without_result: a `server_tool_use` named *code_execution* has its result block
   in the same message (pydantic-ai #6401; verified for code execution only).
-- thinking_signature: a thinking block carries a non-empty `signature` (redacted: `data`); the
-  emulator cannot check a signature cryptographically, so any non-empty string passes.
+- thinking_signature: a thinking block carries a non-empty `signature` (redacted: `data`) that
+  Anthropic issued: blocks from another model fail the check (anthropic-sdk-python#1598). The
+  emulator cannot check a signature cryptographically; it refuses the one foreign kind it can tell
+  by its form, OpenAI's encrypted reasoning, a Fernet token (`gAAAAA...`, which pydantic-ai keeps
+  as the thinking part's signature), and passes any other non-empty string.
 Unverified (off with enforce_unverified=False):
 - tool_use_id_unique: no tool_use id twice in the request (wording secondhand).
 - empty_message: every message but an optional final assistant one has non-empty content.
@@ -220,11 +223,21 @@ def check_server_tool(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
+#: How OpenAI's encrypted reasoning starts: a Fernet token (version byte 0x80, base64url), which
+#: OpenAIResponsesModel stores as the thinking part's signature. Anthropic never issues one.
+FOREIGN_SIGNATURE_PREFIX = "gAAAAA"
+
+
 def check_signature(body: Mapping[str, Any], model: str) -> str | None:
     for n, message in enumerate(_messages(body)):
         for kind, field in (("thinking", "signature"), ("redacted_thinking", "data")):
             for m, block in _typed(message, kind):
-                if not isinstance(block.get(field), str) or not block[field]:
+                signature = block.get(field)
+                if (
+                    not isinstance(signature, str)
+                    or not signature
+                    or signature.startswith(FOREIGN_SIGNATURE_PREFIX)
+                ):
                     return SIGNATURE.message.format(n=n, m=m)
     return None
 
