@@ -35,8 +35,7 @@ from pydantic_ai.messages import (
 
 from histfix import _compat
 from histfix._folding import _merged_request, is_synthetic, new_request, results_gathered, with_parts
-from histfix._parts import is_result
-from histfix._walk import return_maker
+from histfix._walk import _with_closing_returns, return_maker
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 
@@ -53,14 +52,6 @@ def one_pass(
         return _walk(messages, repair_last_response)
     except _GiveUp:
         return None
-
-
-def _with_returns(parts: Sequence[Any], returns: list[Any]) -> list[Any]:
-    """``returns`` straight after the last result in ``parts`` (first when there is none)."""
-    at = len(parts)
-    while at and not is_result(parts[at - 1]):
-        at -= 1
-    return [*parts[:at], *returns, *parts[at:]]
 
 
 def _flush(
@@ -109,7 +100,7 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
         if held is None:
             held = new_request(returns)
         else:
-            held_parts = _with_returns(held.parts if held_parts is None else held_parts, returns)
+            held_parts = _with_closing_returns(held.parts if held_parts is None else held_parts, returns)
 
     for index, message in enumerate(messages):
         kind = message.__class__
