@@ -242,6 +242,8 @@ def bench_shape(
     prototype: bool = False,
 ) -> None:
     make = SHAPES[shape]
+    if prototype:
+        from one_pass_prototype import one_pass
     print(f"\n{shape}")
     print(
         f"{'messages':>9} {'parts':>9} {'events':>8} {'floor ms':>9} {'histfix ms':>11} "
@@ -260,8 +262,6 @@ def bench_shape(
             assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
             contenders["upstream"] = lambda h=history: upstream(h)
         if prototype:  # benchmarks/one_pass_prototype.py: the repair in one walk (issue 13)
-            from one_pass_prototype import one_pass
-
             single = one_pass(history)
             assert single is None or single == repair_walk(history), f"{shape} {size}: one-pass differs"
             if single is not None:

@@ -33,6 +33,8 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
+# Private names on purpose: the prototype folds and inserts returns exactly as the walk does, so a
+# change there changes what this benchmark measures too.
 from histfix import _compat
 from histfix._folding import _merged_request, is_synthetic, new_request, results_gathered, with_parts
 from histfix._walk import _with_closing_returns, return_maker
@@ -49,25 +51,32 @@ def one_pass(
 ) -> list[ModelMessage] | None:
     """The newest upstream repair of ``messages`` in one walk, or None where it gives up."""
     try:
-        return _walk(messages, repair_last_response)
+        return _one_pass_walk(messages, repair_last_response)
     except _GiveUp:
         return None
 
 
 def _flush(
-    out: list[ModelMessage], held: Any, parts: list[Any] | None, scattered: bool, joined: list[Any] | None
+    out: list[ModelMessage],
+    held: Any,
+    parts: list[Any] | None,
+    scattered: bool,
+    joined: list[Any] | None,
+    *,
+    held_index: int,
 ) -> None:
-    """Append the held request run as one request (merged, or with its parts changed)."""
+    """Append the held request run as one request (merged, or with its parts changed); ``joined``
+    holds the later members as ``_folding.Member`` tuples, ``held_index`` the first one's index."""
     if joined is None:
         own = held.parts if parts is None else parts
         if scattered:
             own = results_gathered(own) or own
         out.append(held if own is held.parts else with_parts(held, own))
     else:
-        out.append(_merged_request([(held, parts, 0), *joined], scattered))
+        out.append(_merged_request([(held, parts, held_index), *joined], scattered))
 
 
-def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:  # noqa: PLR0915
+def _one_pass_walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:  # noqa: PLR0915
     size = len(messages)
     excluded = -1  # the last response, whose calls stay open when it is not repaired
     if not repair_last_response:
@@ -82,6 +91,7 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
     # The request run since the last response, held for folding: its first member, that member's
     # parts when changed, whether its results are scattered, the run's instructions, later members.
     held: Any = None
+    held_index = -1  # its input index (-1: a request of synthesized returns)
     held_parts: list[Any] | None = None
     held_scattered = False
     held_instructions: str | None = None
@@ -89,7 +99,7 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
     after_response = False  # the last message kept was a response
 
     def close_open_calls() -> None:
-        nonlocal open_calls, held, held_parts
+        nonlocal open_calls, held, held_parts, held_index
         calls = list(open_calls.values())
         if len(calls) > 1 and not answered.isdisjoint(open_calls):
             raise _GiveUp
@@ -98,7 +108,7 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
         closed.update(open_calls)
         open_calls = {}
         if held is None:
-            held = new_request(returns)
+            held, held_index = new_request(returns), -1
         else:
             held_parts = _with_closing_returns(held.parts if held_parts is None else held_parts, returns)
 
@@ -111,7 +121,7 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
                 if joined is None and held_parts is None and not held_scattered:
                     append(held)
                 else:
-                    _flush(out, held, held_parts, held_scattered, joined)
+                    _flush(out, held, held_parts, held_scattered, joined, held_index=held_index)
                     joined = held_parts = None
                     held_scattered = False
                 held = None
@@ -158,28 +168,29 @@ def _walk(messages: Sequence[ModelMessage], repair_last_response: bool) -> list[
                     continue  # an emptied interior request disappears
             after_response = False
             if held is None:
-                held, held_parts, held_scattered = message, parts, scattered
+                held, held_parts, held_scattered, held_index = message, parts, scattered, index
                 held_instructions = message.instructions
                 continue
             instructions = message.instructions
             if held_instructions and instructions and held_instructions != instructions:
                 if open_calls:
                     raise _GiveUp
-                _flush(out, held, held_parts, held_scattered, joined)
+                _flush(out, held, held_parts, held_scattered, joined, held_index=held_index)
                 joined = None
                 held, held_parts, held_scattered, held_instructions = message, parts, scattered, instructions
+                held_index = index
                 continue
             if not held_instructions:
                 held_instructions = instructions
             if joined is None:
                 joined = []
-            joined.append((message, parts, 0))
+            joined.append((message, parts, index))
         else:
             raise TypeError(f"messages[{index}] is not a ModelRequest or ModelResponse")
     if open_calls and owner != excluded:
         close_open_calls()
     if held is not None:
-        _flush(out, held, held_parts, held_scattered, joined)
+        _flush(out, held, held_parts, held_scattered, joined, held_index=held_index)
     return out
 
 

@@ -996,24 +996,6 @@ case(
         req(synth("f", "c1", at=10), user("next")),
     ],
 )
-#: A history that OpenAI's reasoning continues: nothing for the repair to change.
-FOREIGN_THINKING = [
-    req(user("hi")),
-    real(
-        thinking("let me think", signature=OPENAI_SIGNATURE, provider="openai"),
-        text("hello"),
-        at=10,
-        provider_name="openai",
-    ),
-    req(user("next")),
-]
-case(
-    "X_thinking_signed_by_another_provider",
-    "OpenAI's signed reasoning (its encrypted content, kept as the signature) stays as it is: the "
-    "repair never touches thinking. Anthropic cannot verify that signature; its profile drops it.",
-    history=FOREIGN_THINKING,
-    expected=FOREIGN_THINKING,
-)
 case(
     "X_empty_history",
     "An empty history stays empty.",
@@ -1107,4 +1089,25 @@ case(
         real(call("final", "f1"), at=60),
         req(synth("final", "f1", at=60)),
     ],
+)
+
+
+# Appended last, so the provider tests' every-tenth sample of the cases before it stays the same.
+#: A history that OpenAI's reasoning continues: nothing for the repair to change.
+FOREIGN_THINKING = [
+    req(user("hi")),
+    real(
+        thinking("let me think", signature=OPENAI_SIGNATURE, provider="openai"),
+        text("hello"),
+        at=10,
+        provider_name="openai",
+    ),
+    req(user("next")),
+]
+case(
+    "X_thinking_signed_by_another_provider",
+    "OpenAI's signed reasoning (its encrypted content, kept as the signature) stays as it is: the "
+    "repair never touches thinking. Anthropic cannot verify that signature; its profile drops it.",
+    history=FOREIGN_THINKING,
+    expected=FOREIGN_THINKING,
 )

@@ -89,7 +89,8 @@ def text(content: str) -> Json:
 
 
 def thinking(content: str, signature: str | None = None, provider: str | None = None) -> Json:
-    """A thinking part; ``provider`` sets its ``provider_name`` (a key releases before 1.0.7 ignore)."""
+    """A thinking part; ``provider`` sets its ``provider_name`` (a key releases whose ``ThinkingPart``
+    has no such field ignore, 1.0.0 among them)."""
     part: Json = {"part_kind": "thinking", "content": content, "signature": signature}
     if provider is not None:
         part["provider_name"] = provider
