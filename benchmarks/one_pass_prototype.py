@@ -66,7 +66,10 @@ def _flush(
     held_index: int,
 ) -> None:
     """Append the held request run as one request (merged, or with its parts changed); ``joined``
-    holds the later members as ``_folding.Member`` tuples, ``held_index`` the first one's index."""
+    holds the later members as ``_folding.Member`` tuples, ``held_index`` the first one's index.
+
+    What ``Folder.flush`` does for a request run, without a ``Folder`` per run: built through one,
+    the prototype took 232 ms instead of 191-198 ms on adversarial at 100k (every run there changes)."""
     if joined is None:
         own = held.parts if parts is None else parts
         if scattered:
