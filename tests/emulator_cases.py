@@ -335,6 +335,38 @@ VIOLATIONS: list[Violation] = [
         _converse(_B_HI, _b("assistant", _use("t1"), _use("t2")), _b("user", _res("t1"), _res("t3"))),
         expect="Expected toolResult blocks at messages.2.content for the following Ids: t2",
     ),
+    Violation(  # 1.0.0-1.0.6 send thinking without a signature as a reasoning block
+        "bedrock.thinking_signature_missing",
+        _converse(
+            _B_HI, _b("assistant", {"reasoningContent": {"reasoningText": {"text": "hmm"}}}, _B_TEXT), _B_HI
+        ),
+        expect="messages.1.content.0.thinking.signature: Field required",
+    ),
+    Violation(
+        "bedrock.thinking_signature_missing",
+        _converse(
+            _B_HI,
+            _b(
+                "assistant",
+                _B_TEXT,
+                {"reasoningContent": {"reasoningText": {"text": "hmm", "signature": ""}}},
+            ),
+            _B_HI,
+        ),
+        expect="messages.1.content.1.thinking",
+    ),
+    Violation(  # OpenAI's encrypted reasoning replayed as a signature: Claude cannot verify it
+        "bedrock.thinking_signature_invalid",
+        _converse(
+            _B_HI,
+            _b(
+                "assistant",
+                {"reasoningContent": {"reasoningText": {"text": "hmm", "signature": "gAAAAABoX1"}}},
+            ),
+            _B_HI,
+        ),
+        expect="messages.1.content.0: Invalid signature in thinking block",
+    ),
     Violation(
         "bedrock.mixed_tool_result_turn",
         _converse(_B_HI, _b("assistant", _use()), _b("user", _res(), _B_TEXT)),

@@ -361,6 +361,23 @@ def test_gemini_signature_rule_is_for_gemini_3_current_turn_only() -> None:
     assert emulators.judge("gemini", current, path="/v1beta/models/gemini-2.5-pro:generateContent").accepted
 
 
+def test_bedrock_signature_rules_are_for_claude_and_pass_its_own_signatures() -> None:
+    def body(reasoning: dict[str, Any]) -> dict[str, Any]:
+        hello = {"role": "user", "content": [{"text": "hi"}]}
+        answer = {"role": "assistant", "content": [{"reasoningContent": reasoning}, {"text": "hello"}]}
+        return {"messages": [hello, answer, {"role": "user", "content": [{"text": "next"}]}]}
+
+    claude = "/model/us.anthropic.claude-sonnet-4-5-v1%3A0/converse"
+    nova = "/model/amazon.nova-pro-v1%3A0/converse"
+    signed = body({"reasoningText": {"text": "hmm", "signature": "EqQBCkYIBRgCKkB"}})
+    unsigned = body({"reasoningText": {"text": "hmm"}})
+    redacted = body({"redactedContent": "b3BhcXVl"})
+    assert emulators.judge("bedrock", signed, path=claude).accepted
+    assert emulators.judge("bedrock", redacted, path=claude).accepted
+    assert emulators.judge("bedrock", unsigned, path=claude).rule == "bedrock.thinking_signature_missing"
+    assert emulators.judge("bedrock", unsigned, path=nova).accepted  # only Claude verifies signatures
+
+
 def test_gemini_streaming_forms(servers: dict[str, Emulator]) -> None:
     path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
     status, headers, raw = post(servers["gemini"], path + "?alt=sse", GOOD["gemini"])

@@ -18,6 +18,7 @@ from ._load_probes import message_value_kept, return_tool_kind_loads
 __all__ = [
     "AGENT_REFUSES_RESPONSE_FIRST",
     "ARGS_AS_DICT_TOLERATES_INVALID",
+    "BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE",
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
@@ -39,6 +40,7 @@ __all__ = [
     "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
     "agent_refuses_response_first",
+    "bedrock_sends_only_own_thinking",
     "bedrock_skips_response_files",
     "instructions_at_system_count",
     "interrupted_state",
@@ -102,6 +104,12 @@ RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
 #: messages): a later system prompt lands them inside a tool exchange (read in the wheels of
 #: 1.32.0, 1.33.0, 1.74.0, 1.75.0; measured on 1.67.0, seed 2562699975196837; _rules_instructions).
 INSTRUCTIONS_AT_SYSTEM_COUNT = (Version("1.33.0"), Version("1.75.0"))
+
+#: BedrockConverseModel sends a Claude model every ``ThinkingPart`` as a reasoning block, signed or not and
+#: whatever provider made it, before 1.0.7; from 1.0.7 only Bedrock's own signed thinking (the rest
+#: as tagged text). Claude refuses a reasoning block without its own signature (read in the wheels of
+#: 1.0.0, 1.0.7, 1.107.10 and 2.68.0; issue 10, _rules_bedrock_thinking).
+BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE = Version("1.0.7")
 
 #: 1.21.0's agent refuses a history whose first message is a ``ModelResponse`` (``UserError: Message
 #: history cannot start with a `ModelResponse`.``) before any model class sees it, whatever the
@@ -196,6 +204,14 @@ def bedrock_skips_response_files() -> bool:  # issue 10: the Bedrock profile's r
     from ._release import VERSION
 
     return VERSION is None or VERSION >= BEDROCK_SKIPS_RESPONSE_FILES_SINCE
+
+
+def bedrock_sends_only_own_thinking() -> bool:  # issue 10: the Bedrock profile's thinking
+    """Whether the installed BedrockConverseModel sends only Bedrock's own signed thinking to Claude as
+    reasoning blocks (newest when unknown), rather than every thinking part."""
+    from ._release import VERSION
+
+    return VERSION is None or VERSION >= BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE
 
 
 def thinking_sent() -> bool:  # issue 10: which responses go out empty (_rules_turns)

@@ -52,6 +52,7 @@ class ProfileRule:
 
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule, in the order the passes run (rule modules append theirs here)."""
+    from ._rules_bedrock_thinking import bedrock_thinking_rules
     from ._rules_calls import call_rules
     from ._rules_files import file_rules
     from ._rules_instructions import instructions_rules
@@ -72,6 +73,10 @@ def _registered() -> tuple[ProfileRule, ...]:
         # --- response files a model class cannot send (_rules_files): they remove parts, so before
         # no_empty_content.
         *file_rules(),
+        # --- thinking Claude on Bedrock refuses as 1.0.0-1.0.6 send it (_rules_bedrock_thinking): after
+        # thinking_transfers (whose unsigned thinking it then sees); it drops parts, so before
+        # no_empty_content.
+        *bedrock_thinking_rules(),
         # --- reasoning items without a following output item (_rules_reasoning): after
         # thinking_transfers; it can drop parts, so before no_empty_content.
         *reasoning_rules(),

@@ -14,6 +14,12 @@ Converse"; the quoted fragments completed in the service's own style):
 - tool_results_first: the message after a turn with N toolUse blocks begins with N toolResult
   blocks (langchain-aws#451).
 - expected_tool_results: those toolResult blocks answer every toolUse id of the previous turn.
+- thinking_signature_missing, thinking_signature_invalid: for Claude models, a `reasoningContent`
+  block's `reasoningText` carries a non-empty `signature` (earendil-works/pi#2063,
+  run-llama/llama_index#20851: `thinking.signature: Field required`) that Claude can verify
+  (chenhg5/cc-connect#897: `Invalid signature in thinking block`). Like the Anthropic emulator, it
+  refuses the one foreign kind it can tell (`FOREIGN_SIGNATURE_PREFIX`, OpenAI's encrypted
+  reasoning) and passes any other non-empty string; `redactedContent` is opaque and passes.
 - mixed_tool_result_turn: for non-Claude models (model id without "anthropic"/"claude"), a turn
   with toolResult blocks holds nothing else.
 Errors: status 400 with `x-amzn-ErrorType: ValidationException` and `{"message": ...}`, which
@@ -34,6 +40,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._base import ApiSpec, Check, Reply, Route, Rule, json_reply
+from .anthropic import FOREIGN_SIGNATURE_PREFIX
 
 __all__ = ["SPEC", "event_stream_message"]
 
@@ -73,6 +80,13 @@ FIRST = _rule(
 )
 EXPECTED = _rule(
     "expected_tool_results", "Expected toolResult blocks at messages.{n}.content for the following Ids: {ids}"
+)
+SIGNATURE_MISSING = _rule(
+    "thinking_signature_missing",
+    "The model returned the following errors: messages.{n}.content.{m}.thinking.signature: Field required",
+)
+SIGNATURE_INVALID = _rule(
+    "thinking_signature_invalid", "messages.{n}.content.{m}: Invalid signature in thinking block"
 )
 MIXED = _rule(
     "mixed_tool_result_turn",
@@ -172,8 +186,43 @@ def check_expected(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
+def _claude(model: str) -> bool:
+    return "anthropic" in model or "claude" in model
+
+
+def _reasoning_texts(body: Mapping[str, Any]) -> list[tuple[int, int, Mapping[str, Any]]]:
+    """(message, block, reasoningText) of every reasoning block with text."""
+    found = []
+    for n, message in enumerate(_messages(body)):
+        for m, block in enumerate(_blocks(message)):
+            reasoning = block.get("reasoningContent")
+            text = reasoning.get("reasoningText") if isinstance(reasoning, Mapping) else None
+            if isinstance(text, Mapping):
+                found.append((n, m, text))
+    return found
+
+
+def check_signature_missing(body: Mapping[str, Any], model: str) -> str | None:
+    if not _claude(model):
+        return None
+    for n, m, text in _reasoning_texts(body):
+        if not text.get("signature"):
+            return SIGNATURE_MISSING.message.format(n=n, m=m)
+    return None
+
+
+def check_signature_invalid(body: Mapping[str, Any], model: str) -> str | None:
+    if not _claude(model):
+        return None
+    for n, m, text in _reasoning_texts(body):
+        signature = text.get("signature")
+        if not isinstance(signature, str) or signature.startswith(FOREIGN_SIGNATURE_PREFIX):
+            return SIGNATURE_INVALID.message.format(n=n, m=m)
+    return None
+
+
 def check_mixed(body: Mapping[str, Any], model: str) -> str | None:
-    if "anthropic" in model or "claude" in model:
+    if _claude(model):
         return None
     for message in _messages(body):
         if _results(message) and len(_results(message)) != len(_blocks(message)):
@@ -190,6 +239,8 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (TOO_MANY, check_too_many),
     (FIRST, check_first),
     (EXPECTED, check_expected),
+    (SIGNATURE_MISSING, check_signature_missing),
+    (SIGNATURE_INVALID, check_signature_invalid),
     (MIXED, check_mixed),
 )
 
