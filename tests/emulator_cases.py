@@ -335,7 +335,7 @@ VIOLATIONS: list[Violation] = [
         _converse(_B_HI, _b("assistant", _use("t1"), _use("t2")), _b("user", _res("t1"), _res("t3"))),
         expect="Expected toolResult blocks at messages.2.content for the following Ids: t2",
     ),
-    Violation(  # 1.0.0-1.0.6 send thinking without a signature as a reasoning block
+    Violation(  # 1.0.0-1.0.2 send thinking without a signature as a reasoning block
         "bedrock.thinking_signature_missing",
         _converse(
             _B_HI, _b("assistant", {"reasoningContent": {"reasoningText": {"text": "hmm"}}}, _B_TEXT), _B_HI

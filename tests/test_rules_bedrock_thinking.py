@@ -1,8 +1,8 @@
 """bedrock_thinking_signed (histfix._rules_bedrock_thinking), on the installed release's types.
 
-BedrockConverseModel 1.0.0-1.0.6 sends Claude every thinking part as a reasoning block; Claude
+BedrockConverseModel 1.0.0-1.0.2 sends Claude every thinking part as a reasoning block; Claude
 refuses one without a signature or with another provider's. There the Bedrock profile drops those
-parts (reported, with their text); from 1.0.7 the release sends them as text and nothing changes.
+parts (reported, with their text); from 1.0.3 the release sends them as text and nothing changes.
 The emulator half of the proof is tests/test_provider_truth.py (X_thinking_signed_by_another_provider,
 X_long_multi_turn_mixed through BedrockConverseModel on 1.0.0).
 """
@@ -60,7 +60,7 @@ def test_refused_thinking_is_dropped_where_the_release_sends_it_to_claude(
         assert [p for p in histfix.check(report.messages, provider=target) if "thinking" in p.kind] == []
     else:
         assert dropped == []
-        assert pai.ThinkingPart in kinds  # 1.0.7+ send it as text: it stays
+        assert pai.ThinkingPart in kinds  # 1.0.3+ send it as text: it stays
 
 
 @pytest.mark.parametrize(("signature", "origin"), ACCEPTED)

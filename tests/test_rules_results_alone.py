@@ -85,7 +85,7 @@ def test_nothing_is_dropped_on_any_corpus_history() -> None:
         out = histfix.repair(history, provider=BEDROCK_LLAMA)
         parts = [p for m in out for p in m.parts]
         added = [p for p in parts if isinstance(p, pai.TextPart) and p.content == SEPARATOR_TEXT]
-        # Claude (which "bedrock" may be) refuses thinking that Llama is never sent (1.0.0-1.0.6)
+        # Claude (which "bedrock" may be) refuses thinking that Llama is never sent (1.0.0-1.0.2)
         claude_only = sum(c.kind == "dropped_thinking" for c in plain.changes)
         assert len(parts) - len(added) == sum(len(m.parts) for m in plain.messages) + claude_only, case.name
         assert dump(histfix.repair(out, provider=BEDROCK_LLAMA)) == dump(out), case.name

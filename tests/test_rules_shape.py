@@ -257,7 +257,7 @@ def test_profiles_are_pure_deterministic_idempotent_and_keep_text(
         assert dump(histfix.repair(history, provider=profile)) == dump(fixed)  # deterministic
         assert histfix.repair(fixed, provider=profile) == fixed  # idempotent
         kept = texts(fixed)
-        # no text lost, but thinking a provider refuses (Bedrock's Claude on 1.0.0-1.0.6), reported
+        # no text lost, but thinking a provider refuses (Bedrock's Claude on 1.0.0-1.0.2), reported
         report = histfix.repair_report(history, provider=profile)
         dropped = {change.preview for change in report.changes if change.kind == "dropped_thinking"}
         assert all(t in kept or shape.preview(t) in dropped for t in texts(histfix.repair(history))), profile
@@ -351,7 +351,7 @@ def test_a_signature_stays_with_its_own_provider(provider: str, api: str) -> Non
 
 
 def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedrock_can_send() -> None:
-    """Bedrock's Claude refuses unsigned thinking, which 1.0.0-1.0.6 send it: there ``"any"`` drops
+    """Bedrock's Claude refuses unsigned thinking, which 1.0.0-1.0.2 send it: there ``"any"`` drops
     the thinking it has stripped of its signature, and says so."""
     for provider in ("anthropic", "openai", "google-gla"):
         report = histfix.repair_report(_signed_by(provider), provider="any")

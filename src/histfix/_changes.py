@@ -35,7 +35,7 @@ ChangeKind = Literal[
     # issue 10, provider profiles (_rules_files):
     "dropped_file",  # a response file the target's model class cannot send (Bedrock before 1.80.0)
     # issue 10, provider profiles (_rules_bedrock_thinking):
-    "dropped_thinking",  # thinking Claude on Bedrock refuses as 1.0.0-1.0.6 send it (unsigned, or foreign)
+    "dropped_thinking",  # thinking Claude on Bedrock refuses as 1.0.0-1.0.2 send it (unsigned, or foreign)
     # issue 10, provider profiles (_rules_reasoning):
     "unfollowed_reasoning",  # thinking sent as a reasoning item with no output item after it
     # issue 10, provider profiles (_rules_instructions):

@@ -106,10 +106,11 @@ RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
 INSTRUCTIONS_AT_SYSTEM_COUNT = (Version("1.33.0"), Version("1.75.0"))
 
 #: BedrockConverseModel sends a Claude model every ``ThinkingPart`` as a reasoning block, signed or not and
-#: whatever provider made it, before 1.0.7; from 1.0.7 only Bedrock's own signed thinking (the rest
+#: whatever provider made it, before 1.0.3; from 1.0.3 only Bedrock's own signed thinking (the rest
 #: as tagged text). Claude refuses a reasoning block without its own signature (read in the wheels of
-#: 1.0.0, 1.0.7, 1.107.10 and 2.68.0; issue 10, _rules_bedrock_thinking).
-BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE = Version("1.0.7")
+#: 1.0.0, 1.0.2, 1.0.3, 1.0.6, 1.0.7, 1.107.10 and 2.68.0; measured by the provider sweep: 1.0.0-1.0.2
+#: refuse two corpus cases as stored, 1.0.3 and later accept them; issue 10, _rules_bedrock_thinking).
+BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE = Version("1.0.3")
 
 #: 1.21.0's agent refuses a history whose first message is a ``ModelResponse`` (``UserError: Message
 #: history cannot start with a `ModelResponse`.``) before any model class sees it, whatever the

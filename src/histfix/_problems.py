@@ -40,7 +40,7 @@ ProblemKind = Literal[
     # issue 10, provider profiles (_rules_results_alone):
     "results_not_alone",  # tool results and other user content in one turn (Bedrock, non-Claude models)
     # issue 10, provider profiles (_rules_bedrock_thinking):
-    "unsigned_thinking",  # thinking without a signature, sent where one is required (Bedrock Claude, 1.0.0-1.0.6)
+    "unsigned_thinking",  # thinking without a signature, sent where one is required (Bedrock Claude, 1.0.0-1.0.2)
 ]
 
 

@@ -73,7 +73,7 @@ def _registered() -> tuple[ProfileRule, ...]:
         # --- response files a model class cannot send (_rules_files): they remove parts, so before
         # no_empty_content.
         *file_rules(),
-        # --- thinking Claude on Bedrock refuses as 1.0.0-1.0.6 send it (_rules_bedrock_thinking): after
+        # --- thinking Claude on Bedrock refuses as 1.0.0-1.0.2 send it (_rules_bedrock_thinking): after
         # thinking_transfers (whose unsigned thinking it then sees); it drops parts, so before
         # no_empty_content.
         *bedrock_thinking_rules(),

@@ -3,10 +3,10 @@
 Claude on Bedrock refuses a reasoning block without a signature (``messages.N.content.M.thinking.
 signature: Field required``: earendil-works/pi#2063, run-llama/llama_index#20851) and one whose
 signature another provider issued (``messages.N.content.M: Invalid signature in thinking block``:
-chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.6 sends *every* ``ThinkingPart`` to a Claude
-model as a reasoning block, signed or not, whatever made it; from 1.0.7 it sends only Bedrock's own
+chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.2 sends *every* ``ThinkingPart`` to a Claude
+model as a reasoning block, signed or not, whatever made it; from 1.0.3 it sends only Bedrock's own
 signed thinking that way and the rest as tagged text (``_compat.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``;
-read in the wheels of 1.0.0, 1.0.7, 1.107.10 and 2.68.0). So on 1.0.0-1.0.6 this pass drops the
+read in the wheels of 1.0.0, 1.0.2, 1.0.3, 1.0.6, 1.0.7, 1.107.10 and 2.68.0). So on 1.0.0-1.0.2 this pass drops the
 thinking parts that would be refused, each reported with its text. It drops rather than turning
 them into text: a stored history is also what an application shows, and reasoning stored as a
 ``TextPart`` would read as the model's answer (1.0.x's AnthropicModel likewise leaves unsigned
@@ -59,7 +59,7 @@ def _applies(target: ProviderTarget) -> bool:
 
 
 def _refused(part: Any, response: Any, thinking: type) -> str | None:
-    """Why Claude on Bedrock refuses this part as 1.0.0-1.0.6 send it (None: a thinking part it takes,
+    """Why Claude on Bedrock refuses this part as 1.0.0-1.0.2 send it (None: a thinking part it takes,
     or no thinking part). A signature of unknown origin may be Bedrock's own: it stays."""
     if not isinstance(part, thinking):
         return None
@@ -91,7 +91,7 @@ def _refused_at(history: Sequence[ModelMessage], *, cached: bool = True) -> list
 def bedrock_thinking_signed(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Bedrock (Claude), 1.0.0-1.0.6: drop the thinking parts sent unsigned or with another provider's
+    """Bedrock (Claude), 1.0.0-1.0.2: drop the thinking parts sent unsigned or with another provider's
     signature, each reported with its text."""
     from pydantic_ai.messages import ThinkingPart
 
@@ -161,7 +161,7 @@ def bedrock_thinking_rules() -> tuple[ProfileRule, ...]:
             "bedrock_thinking_signed",
             BEDROCK_THINKING_APIS,
             "Claude on Bedrock refuses unsigned thinking ('thinking.signature: Field required') and other "
-            "providers' signatures ('Invalid signature in thinking block'); 1.0.0-1.0.6 send every thinking part",
+            "providers' signatures ('Invalid signature in thinking block'); 1.0.0-1.0.2 send every thinking part",
             "after",
             bedrock_thinking_signed,
             detect_bedrock_thinking_signed,
