@@ -351,8 +351,10 @@ def test_a_signature_stays_with_its_own_provider(provider: str, api: str) -> Non
 
 
 def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedrock_can_send() -> None:
-    """Bedrock's Claude refuses unsigned thinking, which 1.0.0-1.0.2 send it: there ``"any"`` drops
-    the thinking it has stripped of its signature, and says so."""
+    """From 1.0.3 no known provider's signature verifies with both Anthropic and OpenAI Responses, and
+    the thinking text stays. 1.0.0-1.0.2 send OpenAI Responses no thinking, so Anthropic's signature
+    stays there; Bedrock's Claude refuses the unsigned thinking they send it, so ``"any"`` drops the
+    thinking it stripped of a signature, and says so."""
     for provider in ("anthropic", "openai", "google-gla"):
         report = histfix.repair_report(_signed_by(provider), provider="any")
         part = report.messages[1].parts[0]
@@ -360,9 +362,20 @@ def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedr
             assert (
                 isinstance(part, pai.ThinkingPart) and part.signature is None and part.content == "let me see"
             )
+        elif provider == "anthropic":
+            assert isinstance(part, pai.ThinkingPart) and part.signature == "sig-x"
+            assert not report.changes
         else:
             assert [(p.part_kind, p.content) for p in report.messages[1].parts] == [("text", "done")]
             assert [c.preview for c in report.changes if c.kind == "dropped_thinking"] == ["let me see"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google-gla"])
+def test_openai_responses_drops_a_signature_only_where_it_is_sent_thinking(provider: str) -> None:
+    report = histfix.repair_report(_signed_by(provider), provider="openai-responses")
+    dropped = [c.preview for c in report.changes if c.kind == "dropped_signature"]
+    assert dropped == (["sig-x"] if _compat.thinking_sent() else [])
+    assert report.messages[1].parts[0].content == "let me see"
 
 
 def test_a_signature_of_unknown_origin_is_kept() -> None:

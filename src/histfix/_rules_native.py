@@ -194,7 +194,17 @@ def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thin
     origin = _origin(part, response)
     if origin is None:
         return False  # unknown origin: the signature may well be the target's own
-    return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in target.apis if api in _OWN_PROVIDERS)
+    return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in _verifying(target))
+
+
+def _verifying(target: ProviderTarget) -> list[str]:
+    """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
+    every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
+    there its signatures need not go; ``_compat.THINKING_SENT_SINCE``)."""
+    from . import _compat
+
+    apis = [api for api in target.apis if api in _OWN_PROVIDERS]
+    return apis if _compat.thinking_sent() else [api for api in apis if api != "openai-responses"]
 
 
 def thinking_transfers(
