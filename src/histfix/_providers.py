@@ -18,6 +18,7 @@ __all__ = [
     "UNPROVEN_PREFIXES",
     "ProviderTarget",
     "api_of_prefix",
+    "bedrock_claude",
     "resolve_provider",
 ]
 
@@ -118,6 +119,12 @@ def api_of_prefix(prefix: str) -> str | None:
     if prefix in PROVIDER_APIS:
         return prefix
     return _PREFIXES.get(prefix)
+
+
+def bedrock_claude(model_name: str) -> bool:
+    """Whether a Bedrock model id names a Claude model (``us.anthropic.claude-...``)."""
+    lowered = model_name.lower()
+    return "anthropic" in lowered or "claude" in lowered
 
 
 def _unknown(name: str) -> ValueError:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
 from ._problems import Problem
-from ._providers import ProviderTarget
+from ._providers import ProviderTarget, bedrock_claude
+from ._rules_native import THINKING_WORDING, thinking_origin
 from ._rules_shape import preview, problem
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ BEDROCK_THINKING_APIS = frozenset({"bedrock"})
 BEDROCK_THINKING_WORDING = {
     "bedrock": "The model returned the following errors: messages.{n}.content.{m}.thinking.signature: Field required",
 }
-_FOREIGN_WORDING = {"bedrock": "messages.{n}.content.{m}: Invalid signature in thinking block"}
+#: Bedrock passes Claude's own refusal through.
+_FOREIGN_WORDING = {"bedrock": THINKING_WORDING["anthropic"]}
 #: ``provider_name`` prefixes whose signatures Claude on Bedrock verifies.
 _OWN = ("bedrock", "anthropic")
 
@@ -54,8 +56,8 @@ def _applies(target: ProviderTarget) -> bool:
 
     if "bedrock" not in target.apis or _compat.bedrock_sends_only_own_thinking():
         return False
-    named = [name.lower() for api, name in target.models if api == "bedrock"]
-    return not named or any("anthropic" in name or "claude" in name for name in named)
+    named = [name for api, name in target.models if api == "bedrock"]
+    return not named or any(map(bedrock_claude, named))
 
 
 def _refused(part: Any, response: Any, thinking: type) -> str | None:
@@ -65,7 +67,7 @@ def _refused(part: Any, response: Any, thinking: type) -> str | None:
         return None
     if not getattr(part, "signature", None):
         return "unsigned"
-    origin = getattr(part, "provider_name", None) or response.provider_name
+    origin = thinking_origin(part, response)
     if origin is not None and not origin.startswith(_OWN):
         return f"signed by {origin}"
     return None
@@ -93,11 +95,11 @@ def bedrock_thinking_signed(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock (Claude), 1.0.0-1.0.2: drop the thinking parts sent unsigned or with another provider's
     signature, each reported with its text."""
-    from pydantic_ai.messages import ThinkingPart
-
     found = _refused_at(history) if _applies(target) else []
     if not found:
         return history, []
+    from pydantic_ai.messages import ThinkingPart
+
     fixed = list(history)
     changes = []
     for index in found:
@@ -125,10 +127,10 @@ def bedrock_thinking_signed(
 
 def detect_bedrock_thinking_signed(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     """Each thinking part Claude on Bedrock refuses as this release sends it."""
-    from pydantic_ai.messages import ThinkingPart
-
     if not _applies(target):
         return []
+    from pydantic_ai.messages import ThinkingPart
+
     found = []
     for index in _refused_at(history, cached=False):
         message = history[index]

@@ -25,6 +25,7 @@ __all__ = [
     "detect_native_calls_paired",
     "detect_thinking_transfers",
     "native_calls_paired",
+    "thinking_origin",
     "thinking_transfers",
 ]
 
@@ -182,7 +183,7 @@ def detect_native_calls_paired(history: Sequence[ModelMessage], target: Provider
 # --- thinking_transfers -------------------------------------------------------------------------------
 
 
-def _origin(part: object, response: ModelResponse) -> str | None:
+def thinking_origin(part: object, response: ModelResponse) -> str | None:
     """Which provider produced a thinking part: its own ``provider_name`` (1.x.y+), else its response's."""
     return getattr(part, "provider_name", None) or response.provider_name
 
@@ -191,7 +192,7 @@ def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thin
     """A signed thinking part that the target's APIs cannot verify (another provider made it)."""
     if not isinstance(part, thinking) or not getattr(part, "signature", None):
         return False
-    origin = _origin(part, response)
+    origin = thinking_origin(part, response)
     if origin is None:
         return False  # unknown origin: the signature may well be the target's own
     return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in _verifying(target))
@@ -234,7 +235,7 @@ def thinking_transfers(
                     Change(
                         "dropped_signature",
                         index,
-                        f"dropped the thinking signature from {_origin(part, message)}: the target cannot "
+                        f"dropped the thinking signature from {thinking_origin(part, message)}: the target cannot "
                         "verify it (the thinking text is kept)",
                         preview=preview(part.signature),
                     )
@@ -257,7 +258,7 @@ def detect_thinking_transfers(history: Sequence[ModelMessage], target: ProviderT
             target,
             at=index,
             apis=THINKING_APIS,
-            description=f"a thinking part signed by {_origin(part, message)}, which the target cannot verify",
+            description=f"a thinking part signed by {thinking_origin(part, message)}, which the target cannot verify",
             n=index,
             m=at,
             id=getattr(part, "id", None),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._changes import Change
 from ._problems import Problem
-from ._providers import ProviderTarget
+from ._providers import ProviderTarget, bedrock_claude
 from ._rules_shape import problem
 
 if TYPE_CHECKING:
@@ -53,10 +53,7 @@ SEPARATOR_TEXT = "."
 def refuses_mixed_turns(target: ProviderTarget) -> bool:
     """Whether the target names a Bedrock model other than Claude (by its model id), alone or as a
     member of a FallbackModel."""
-    return any(
-        api == "bedrock" and "anthropic" not in name.lower() and "claude" not in name.lower()
-        for api, name in target.models
-    )
+    return any(api == "bedrock" and not bedrock_claude(name) for api, name in target.models)
 
 
 def _turn_contents() -> Callable[[Any], tuple[bool, bool, bool]]:
