@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._forward import forward_walk
+from histfix._forward import repair as forward_repair
 from histfix._pairing import pair
 from histfix._walk import repair_walk
 
@@ -239,11 +241,8 @@ def bench_shape(
     runs: int | None = None,
     *,
     phases: bool = False,
-    prototype: bool = False,
 ) -> None:
     make = SHAPES[shape]
-    if prototype:
-        from one_pass_prototype import one_pass
     print(f"\n{shape}")
     print(
         f"{'messages':>9} {'parts':>9} {'events':>8} {'floor ms':>9} {'histfix ms':>11} "
@@ -254,19 +253,19 @@ def bench_shape(
         history = make(size)
         parts = sum(len(m.parts) for m in history)
         events = len(pair(history, True).events)
+        # histfix: what repair() runs where upstream is not current (the forward walk, or the
+        # general two-walk repair where it stops); "walks": the general repair alone
+        settled = forward_walk(history) is not None
         contenders: dict[str, Callable[[], object]] = {
             "floor": lambda h=history: floor(h),
-            "histfix": lambda h=history: repair_walk(h),
+            "histfix": lambda h=history: forward_repair(h),
+            "walks": lambda h=history: repair_walk(h),
         }
         if upstream is not None:
-            assert repair_walk(history) == upstream(history), f"{shape} {size}: outputs differ"
+            assert forward_repair(history) == upstream(history), f"{shape} {size}: outputs differ"
             contenders["upstream"] = lambda h=history: upstream(h)
-        if prototype:  # benchmarks/one_pass_prototype.py: the repair in one walk (issue 13)
-            single = one_pass(history)
-            assert single is None or single == repair_walk(history), f"{shape} {size}: one-pass differs"
-            if single is not None:
-                contenders["one-pass"] = lambda h=history: one_pass(h)
-        if phases:  # the walk's two phases, timed apart: pairing, then building from that pairing
+        assert forward_repair(history) == repair_walk(history), f"{shape} {size}: the two paths differ"
+        if phases:  # the general repair's two walks, timed apart: pairing, then building from that pairing
             made = pair(history, True)
             contenders["pair"] = lambda h=history: pair(h, True)
             contenders["build"] = lambda h=history, p=made: repair_walk(h, pairing=p)
@@ -280,13 +279,11 @@ def bench_shape(
             f"{mid['histfix'] * 1e3:>9.2f} {up * 1e3:>12.2f} {up_mid * 1e3:>9.2f} "
             f"{up / low['histfix']:>8.2f}x {low['histfix'] / low['floor']:>8.2f}x"
         )
-        if "one-pass" in low:
-            print(
-                f"{'':>9} one-pass prototype: {low['one-pass'] * 1e3:.2f} ms, {up / low['one-pass']:.2f}x "
-                f"upstream, {low['one-pass'] / low['floor']:.2f}x floor"
-            )
-        elif prototype:
-            print(f"{'':>9} one-pass prototype: gives up on this history")
+        print(
+            f"{'':>9} "
+            + ("forward walk settled it" if settled else "forward walk stopped: the general repair ran")
+            + f"; the general repair alone: {low['walks'] * 1e3:.2f} ms, {up / low['walks']:.2f}x upstream"
+        )
         if phases:
             print(
                 f"{'':>9} phases: pair {low['pair'] * 1e3:.2f} ms ({low['pair'] / low['floor']:.2f}x floor), "
@@ -348,11 +345,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--phases", action="store_true", help="also time the walk's pairing and building phases apart"
     )
-    parser.add_argument(
-        "--prototype",
-        action="store_true",
-        help="also time benchmarks/one_pass_prototype.py (the repair in one walk) where it does not give up",
-    )
     parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
@@ -372,7 +364,7 @@ def main(argv: list[str]) -> None:
     )
     for shape in args.shapes.split(","):
         if not args.only_profiles:
-            bench_shape(shape, args.sizes, upstream, args.runs, phases=args.phases, prototype=args.prototype)
+            bench_shape(shape, args.sizes, upstream, args.runs, phases=args.phases)
         if args.profiles or args.only_profiles:
             bench_profiles(shape, args.sizes, args.runs or 5)
     if not args.extras:
@@ -386,7 +378,8 @@ def main(argv: list[str]) -> None:
         + ", ".join(f"{k} {min(v) * 1e3:.2f} ms" for k, v in extras.items())
     )
     print(
-        f"peak extra memory per part: histfix {peak_extra_bytes_per_part(history, repair_walk):.1f} B", end=""
+        f"peak extra memory per part: histfix {peak_extra_bytes_per_part(history, forward_repair):.1f} B",
+        end="",
     )
     if upstream is not None:
         print(f", upstream {peak_extra_bytes_per_part(history, upstream):.1f} B", end="")

@@ -21,6 +21,7 @@ import histfix
 from emulators import PROVIDER_APIS
 from fuzz_strategies import histories
 from histfix import _compat
+from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
 
 from conftest import PYDANTIC_AI
@@ -167,6 +168,7 @@ PROPERTIES = [
     synthesized_returns_answer_unanswered_calls,
     check_agrees_with_repair,
     fast_path_equals_every_index_walk,  # the walk's copy-between-events invariant (test_invariant.py)
+    forward_walk_equals_reference,  # the one-walk fast path of repair() (test_forward.py)
     *([equals_upstream] if UPSTREAM_IS_ORACLE else []),
 ]
 

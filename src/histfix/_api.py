@@ -162,9 +162,9 @@ def repair(
             return report.messages  # the same walk already ran
     if backend == "upstream":
         return _upstream_repair(history, repair_last_response)
-    from ._walk import repair_walk
+    from ._forward import repair as forward_repair
 
-    return repair_walk(history, repair_last_response=repair_last_response)
+    return forward_repair(history, repair_last_response)
 
 
 def _target(provider: object) -> ProviderTarget | None:

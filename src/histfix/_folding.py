@@ -24,7 +24,16 @@ from pydantic_ai.messages import (
 from . import _compat
 from ._parts import is_result, stays_between_results
 
-__all__ = ["FoldEvent", "Folder", "Member", "is_synthetic", "new_request", "results_gathered", "with_parts"]
+__all__ = [
+    "FoldEvent",
+    "Folder",
+    "Member",
+    "is_synthetic",
+    "merged_request",
+    "new_request",
+    "results_gathered",
+    "with_parts",
+]
 
 _M = TypeVar("_M", ModelRequest, ModelResponse)
 
@@ -123,7 +132,7 @@ def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
 Member = tuple[Any, "list[Any] | None", int]
 
 
-def _merged_request(run: Sequence[Member], scattered: bool) -> ModelRequest:
+def merged_request(run: Sequence[Member], scattered: bool) -> ModelRequest:
     """One request from a run of consecutive compatible requests: results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
@@ -270,7 +279,7 @@ class Folder:
             indices = [index for _, _, index in run]
             if self.held_request:
                 self._record("merged_requests", indices)
-                self.out.append(_merged_request(run, self.held_scattered))
+                self.out.append(merged_request(run, self.held_scattered))
             else:
                 self._record("merged_responses", indices)
                 self.out.append(with_parts(first, [part for message, _, _ in run for part in message.parts]))

@@ -28,7 +28,14 @@ from ._folding import Folder, FoldEvent, new_request
 from ._pairing import Dangling, Pairing, pair
 from ._parts import is_result
 
-__all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_MARKER", "dangling_calls", "repair_walk", "return_maker"]
+__all__ = [
+    "SYNTHESIZED_CONTENT",
+    "SYNTHESIZED_MARKER",
+    "dangling_calls",
+    "repair_walk",
+    "return_maker",
+    "with_closing_returns",
+]
 
 #: The content of every synthesized return (the same text in every upstream release that has one).
 SYNTHESIZED_CONTENT = "The tool call was interrupted before a result was produced."
@@ -125,7 +132,7 @@ def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[To
     return found
 
 
-def _with_closing_returns(
+def with_closing_returns(
     parts: Sequence[ModelRequestPart], closing: Sequence[ModelRequestPart]
 ) -> list[ModelRequestPart]:
     """Insert synthesized returns straight after the last existing result (or first)."""
@@ -206,7 +213,7 @@ def repair_walk(
                     if not parts and index != size:
                         continue  # an emptied interior request disappears; its neighbours may fold
                 if closing:
-                    parts = _with_closing_returns(message.parts if parts is None else parts, closing)
+                    parts = with_closing_returns(message.parts if parts is None else parts, closing)
                     closing = []
                 folder.request(message, parts, index - 1, index - 1 in scattered)
             # Past the event, stop at the first index that is not one once nothing is pending: the

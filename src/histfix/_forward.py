@@ -1,0 +1,247 @@
+"""histfix's repair in one forward walk: the fast path, for every history it can settle alone.
+
+The general repair (``_pairing`` then ``_walk``) reads the history twice, because whether a call
+dangles depends on the future. This walk reads it once and builds the output as it goes, by
+settling each response's open calls when the next response arrives: a call still open then
+dangles, unless a result further on answers it across that response (a late result). Its returns
+go into the first request after the calling response, which the walk still holds for folding.
+
+Where that guess, or the order upstream gives several returns, could be wrong, the walk stops and
+returns None, and the caller runs the general repair (:func:`repair`). It stops on:
+
+- a result for a call it already closed (a late result);
+- an id repeated in one response;
+- a response closing two or more calls one of whose ids was called before (upstream orders such
+  returns by the first call of each id), or an id called again whose earlier call was closed with
+  others (upstream then orders that batch by when each id was called again);
+- a request run split by other instructions before the calls it follows are closed.
+
+Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
+on the corpus, generated and fuzzed histories, and every pinned release).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from . import _compat
+from ._folding import is_synthetic, merged_request, new_request, results_gathered, with_parts
+from ._inputs import not_a_message
+from ._walk import repair_walk, return_maker, with_closing_returns
+
+__all__ = ["forward_walk", "repair"]
+
+_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+
+
+class _Unsettled(Exception):
+    """The walk cannot settle this history alone: the general repair must (see the module)."""
+
+
+def repair(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[ModelMessage]:
+    """The newest upstream repair of ``messages``: the forward walk, or the general repair where it stops."""
+    repaired = forward_walk(messages, repair_last_response)
+    if repaired is None:
+        return repair_walk(messages, repair_last_response=repair_last_response)
+    return repaired
+
+
+def forward_walk(
+    messages: Sequence[ModelMessage], repair_last_response: bool = True
+) -> list[ModelMessage] | None:
+    """The repair in one walk, or None where the general repair must decide (see the module)."""
+    try:
+        return _walk_forward(messages, repair_last_response)
+    except _Unsettled:
+        return None
+
+
+# One flat loop on purpose, as in ``_pairing.pair``: a call per message or part costs ~15%.
+def _walk_forward(  # noqa: PLR0915
+    messages: Sequence[ModelMessage], repair_last_response: bool
+) -> list[ModelMessage]:
+    size = len(messages)
+    excluded = -1  # the last response, whose calls stay open when it is not repaired
+    if not repair_last_response:
+        for at in range(size - 1, -1, -1):
+            if isinstance(messages[at], ModelResponse):
+                excluded = at
+                break
+    make_return = return_maker()
+    out: list[ModelMessage] = []
+    append = out.append
+    #: the calls of the last calling response that no result answered yet, by id, in call order
+    open_calls: dict[str, ToolCallPart] = {}
+    owner: Any = None  # that response
+    owner_index = -1
+    # Kept apart so that the lookup every call makes stays in a small map: ``closed`` holds only
+    # the ids whose last call the walk closed, ``answered`` every id all of whose calls were answered.
+    #: id -> how many returns closed its last call's batch (the walk stops when it is called again
+    #: after a batch of two or more: upstream would then order that batch by the second calls)
+    closed: dict[str, int] = {}
+    answered: set[str] = set()
+    reused = False  # the last calling response called an id again that the walk had closed
+    # The request run since the last response, held for folding: its first member, that member's
+    # parts when the walk changed them (None: its own), whether its results are scattered, the
+    # run's first non-empty instructions, and the later members as ``_folding.Member`` tuples.
+    held: Any = None
+    held_parts: list[Any] | None = None
+    held_scattered = False
+    held_instructions: str | None = None
+    joined: list[Any] | None = None
+    split = False  # the run after the calling response was already flushed (other instructions)
+    response_last = False  # the last message in ``out`` is a response and nothing is held
+    message: Any  # told apart by exact class below, which mypy does not narrow on
+    for index, message in enumerate(messages):
+        kind = message.__class__
+        if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
+            if open_calls and owner_index != excluded:  # the previous response's calls dangle
+                if split:
+                    raise _Unsettled  # the request their returns belong in is already out
+                closing = _closing_returns(
+                    open_calls,
+                    owner,
+                    closed=closed,
+                    answered=answered,
+                    reused=reused,
+                    make_return=make_return,
+                )
+                open_calls = {}
+                if held is None:  # no request followed the calls: their returns get one of their own
+                    held = new_request(closing)
+                    held_scattered = False
+                else:
+                    held_parts = with_closing_returns(
+                        held.parts if held_parts is None else held_parts, closing
+                    )
+            if held is not None:
+                if joined is None and held_parts is None and not held_scattered:
+                    append(held)
+                else:
+                    append(_request_run(held, held_parts, held_scattered, joined))
+                    joined = held_parts = None
+                held = None
+                append(message)
+            elif response_last and is_synthetic(message) and is_synthetic(previous := out[-1]):  # type: ignore[arg-type]
+                out[-1] = with_parts(previous, [*previous.parts, *message.parts])  # type: ignore[type-var]
+            else:
+                append(message)
+            response_last = True
+            split = reused = False
+            for part in message.parts:
+                # the exact class first (an isinstance that fails walks the bases), then subclasses
+                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                    call_id = part.tool_call_id
+                    if call_id in open_calls:
+                        raise _Unsettled  # an id repeated in one response
+                    if call_id in closed:
+                        if closed.pop(call_id) > 1:
+                            raise _Unsettled  # closed with others: upstream orders them anew
+                        reused = True
+                    open_calls[call_id] = part
+                    owner = message
+                    owner_index = index
+        elif kind is ModelRequest or isinstance(message, ModelRequest):
+            dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
+            position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+            scattered = False
+            for piece in message.parts:
+                if isinstance(piece, ToolReturnPart) or (
+                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                ):
+                    call_id = piece.tool_call_id
+                    if call_id in open_calls:
+                        del open_calls[call_id]
+                        answered.add(call_id)
+                    elif call_id in closed:
+                        raise _Unsettled  # a late result: the walk already closed its call
+                    elif call_id not in answered:  # an orphan: repair drops it
+                        dropped = [piece] if dropped is None else [*dropped, piece]
+                        continue
+                    if position == 2:
+                        scattered = True
+                    position = 1
+                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                    position = 2
+            parts: list[Any] | None = None
+            if dropped is not None:
+                gone = set(map(id, dropped))
+                parts = [part for part in message.parts if id(part) not in gone]
+                if not parts and index != size - 1:
+                    continue  # an emptied interior request disappears; its neighbours may fold
+            response_last = False
+            if held is None:
+                held, held_parts, held_scattered = message, parts, scattered
+                held_instructions = message.instructions
+                continue
+            instructions = message.instructions
+            if held_instructions and instructions and held_instructions != instructions:
+                if open_calls:
+                    split = True
+                append(_request_run(held, held_parts, held_scattered, joined))
+                joined = None
+                held, held_parts, held_scattered, held_instructions = message, parts, scattered, instructions
+                continue
+            if not held_instructions:
+                held_instructions = instructions
+            if joined is None:
+                joined = []
+            joined.append((message, parts, index))
+        else:
+            raise not_a_message(index, message)
+    if open_calls and owner_index != excluded:
+        if split:
+            raise _Unsettled
+        closing = _closing_returns(
+            open_calls, owner, closed=closed, answered=answered, reused=reused, make_return=make_return
+        )
+        if held is None:
+            held, held_scattered = new_request(closing), False
+        else:
+            held_parts = with_closing_returns(held.parts if held_parts is None else held_parts, closing)
+    if held is not None:
+        append(_request_run(held, held_parts, held_scattered, joined))
+    return out
+
+
+def _closing_returns(
+    open_calls: dict[str, ToolCallPart],
+    owner: ModelResponse,
+    *,
+    closed: dict[str, int],
+    answered: set[str],
+    reused: bool,
+    make_return: Any,
+) -> list[Any]:
+    """The synthesized returns for ``owner``'s calls still open, in call order, noting each id in
+    ``closed``; raises ``_Unsettled`` where two or more close and one of their ids was called before
+    (``reused``: closed before, or answered): upstream orders those returns by each id's first call."""
+    batch = len(open_calls)
+    if batch > 1 and (reused or not answered.isdisjoint(open_calls)):
+        raise _Unsettled
+    stamp = owner.timestamp
+    closing = [make_return(call, stamp) for call in open_calls.values()]
+    for call_id in open_calls:
+        closed[call_id] = batch
+    return closing
+
+
+def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: list[Any] | None) -> Any:
+    """One request from a held run: ``first`` with its ``parts`` (None: its own), merged with the
+    ``joined`` members if any, results gathered when ``scattered`` (as ``Folder.flush`` does)."""
+    if joined is not None:
+        return merged_request([(first, parts, -1), *joined], scattered)
+    own = first.parts if parts is None else parts
+    if scattered:
+        own = results_gathered(own) or own
+    return first if own is first.parts else with_parts(first, own)
