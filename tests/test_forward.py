@@ -63,7 +63,7 @@ def _unique_ids(history: list[dict], seed: int) -> list[dict]:
 def test_forward_walk_equals_the_reference_on_generated_histories(last: bool) -> None:
     """600 generated histories (few ids, so reuse, duplicates and late results are common), and the
     same with ids unique per history. The walk must settle most histories (else the test above
-    proves little, and repair() would run two walks): measured, 56% of the generated ones."""
+    proves little, and repair() would run two walks): measured, 326 and 329 of the 600 (54-55%)."""
     settled = total = 0
     for seed in range(600):
         try:
