@@ -82,8 +82,7 @@ def _walk_forward(  # noqa: PLR0915
     append = out.append
     #: the calls of the last calling response that no result answered yet, by id, in call order
     open_calls: dict[str, ToolCallPart] = {}
-    owner: Any = None  # that response
-    owner_index = -1
+    owner_index = -1  # that response's index
     # Kept apart so that the lookup every call makes stays in a small map: ``closed`` holds only
     # the ids whose last call the walk closed, ``answered`` every id all of whose calls were answered.
     #: id -> how many returns closed its last call's batch (the walk stops when it is called again
@@ -106,31 +105,25 @@ def _walk_forward(  # noqa: PLR0915
         kind = message.__class__
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls and owner_index != excluded:  # the previous response's calls dangle
-                if split:
-                    raise _Unsettled  # the request their returns belong in is already out
                 closing = _closing_returns(
                     open_calls,
-                    owner,
+                    messages[owner_index].timestamp,  # the calling response's
                     closed=closed,
                     answered=answered,
                     reused=reused,
+                    split=split,
                     make_return=make_return,
                 )
                 open_calls = {}
-                if held is None:  # no request followed the calls: their returns get one of their own
-                    held = new_request(closing)
-                    held_scattered = False
-                else:
-                    held_parts = with_closing_returns(
-                        held.parts if held_parts is None else held_parts, closing
-                    )
+                held, held_parts = _with_returns(held, held_parts, closing)
             if held is not None:
                 if joined is None and held_parts is None and not held_scattered:
                     append(held)
                 else:
                     append(_request_run(held, held_parts, held_scattered, joined))
                     joined = held_parts = None
-                held = None
+                    held_scattered = False
+                held = None  # and held_scattered is False: nothing is held
                 append(message)
             elif response_last and is_synthetic(message) and is_synthetic(previous := out[-1]):  # type: ignore[arg-type]
                 out[-1] = with_parts(previous, [*previous.parts, *message.parts])  # type: ignore[type-var]
@@ -149,7 +142,6 @@ def _walk_forward(  # noqa: PLR0915
                             raise _Unsettled  # closed with others: upstream orders them anew
                         reused = True
                     open_calls[call_id] = part
-                    owner = message
                     owner_index = index
         elif kind is ModelRequest or isinstance(message, ModelRequest):
             dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
@@ -200,15 +192,16 @@ def _walk_forward(  # noqa: PLR0915
         else:
             raise not_a_message(index, message)
     if open_calls and owner_index != excluded:
-        if split:
-            raise _Unsettled
         closing = _closing_returns(
-            open_calls, owner, closed=closed, answered=answered, reused=reused, make_return=make_return
+            open_calls,
+            messages[owner_index].timestamp,
+            closed=closed,
+            answered=answered,
+            reused=reused,
+            split=split,
+            make_return=make_return,
         )
-        if held is None:
-            held, held_scattered = new_request(closing), False
-        else:
-            held_parts = with_closing_returns(held.parts if held_parts is None else held_parts, closing)
+        held, held_parts = _with_returns(held, held_parts, closing)
     if held is not None:
         append(_request_run(held, held_parts, held_scattered, joined))
     return out
@@ -216,24 +209,37 @@ def _walk_forward(  # noqa: PLR0915
 
 def _closing_returns(
     open_calls: dict[str, ToolCallPart],
-    owner: ModelResponse,
+    stamp: Any,
     *,
     closed: dict[str, int],
     answered: set[str],
     reused: bool,
+    split: bool,
     make_return: Any,
 ) -> list[Any]:
-    """The synthesized returns for ``owner``'s calls still open, in call order, noting each id in
-    ``closed``; raises ``_Unsettled`` where two or more close and one of their ids was called before
-    (``reused``: closed before, or answered): upstream orders those returns by each id's first call."""
+    """The synthesized returns, stamped ``stamp``, for the calls still open, in call order, noting each id in
+    ``closed``. Raises ``_Unsettled`` where the request they belong in is already out (``split``),
+    or where two or more close and one of their ids was called before (``reused``: closed before,
+    or answered): upstream orders those returns by each id's first call."""
+    if split:
+        raise _Unsettled
     batch = len(open_calls)
     if batch > 1 and (reused or not answered.isdisjoint(open_calls)):
         raise _Unsettled
-    stamp = owner.timestamp
     closing = [make_return(call, stamp) for call in open_calls.values()]
     for call_id in open_calls:
         closed[call_id] = batch
     return closing
+
+
+def _with_returns(
+    held: Any, held_parts: list[Any] | None, closing: list[Any]
+) -> tuple[Any, list[Any] | None]:
+    """The held run's first request and its parts with the returns inserted after its results, or,
+    when no request followed the calls, a request of the returns' own (as ``held``, own parts)."""
+    if held is None:
+        return new_request(closing), None
+    return held, with_closing_returns(held.parts if held_parts is None else held_parts, closing)
 
 
 def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: list[Any] | None) -> Any:
