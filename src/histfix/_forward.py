@@ -10,10 +10,8 @@ Where that guess, or the order upstream gives several returns, could be wrong, t
 returns None, and the caller runs the general repair (:func:`repair`). It stops on:
 
 - a result for a call it already closed (a late result);
-- an id repeated in one response;
-- a response closing two or more calls one of whose ids was called before (upstream orders such
-  returns by the first call of each id), or an id called again whose earlier call was closed with
-  others (upstream then orders that batch by when each id was called again);
+- an id called twice, in one response or in two (upstream orders the returns a response closes by
+  the first call of each id, so a repeat can reorder them; the ledger finds repeats in bulk);
 - a request run split by other instructions before the calls it follows are closed.
 
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
@@ -46,6 +44,38 @@ _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 
 class _Unsettled(Exception):
     """The walk cannot settle this history alone: the general repair must (see the module)."""
+
+
+#: How many messages the walk reads between two checks of its ledger for a repeated id.
+_SYNC_EVERY = 512
+
+
+class _Ledger:
+    """Every id called so far, checked for repeats in bulk rather than call by call.
+
+    The walk settles only histories that call no id twice. Looking each call up in a set as it
+    arrives costs a cache miss a call once the set outgrows the cache (a quarter of the walk's
+    time on 100k dense messages), while appending it to a list costs none. So the set catches up
+    in one C-level update when a result needs it, every ``_SYNC_EVERY`` messages, and at the end.
+    """
+
+    __slots__ = ("ids", "seen")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.seen: set[str] = set()  # ids[:len(seen)], which holds no id twice
+
+    def sync(self) -> None:
+        """Bring ``seen`` up to date; raises ``_Unsettled`` where an id was called twice."""
+        seen, ids = self.seen, self.ids
+        seen.update(ids[len(seen) :])
+        if len(seen) != len(ids):
+            raise _Unsettled
+
+    def called(self, call_id: str) -> bool:
+        """Whether a call so far has ``call_id`` (after checking that none repeats)."""
+        self.sync()
+        return call_id in self.seen
 
 
 def repair(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[ModelMessage]:
@@ -83,13 +113,11 @@ def _walk_forward(  # noqa: PLR0915
     #: the calls of the last calling response that no result answered yet, by id, in call order
     open_calls: dict[str, ToolCallPart] = {}
     owner_index = -1  # that response's index
-    # Kept apart so that the lookup every call makes stays in a small map: ``closed`` holds only
-    # the ids whose last call the walk closed, ``answered`` every id all of whose calls were answered.
-    #: id -> how many returns closed its last call's batch (the walk stops when it is called again
-    #: after a batch of two or more: upstream would then order that batch by the second calls)
-    closed: dict[str, int] = {}
-    answered: set[str] = set()
-    reused = False  # the last calling response called an id again that the walk had closed
+    calls = _Ledger()
+    note_call = calls.ids.append
+    sync_at = _SYNC_EVERY  # the message index after which the ledger is next checked
+    #: the ids whose calls the walk closed with a synthesized return
+    closed: set[str] = set()
     # The request run since the last response, held for folding: its first member, that member's
     # parts when the walk changed them (None: its own), whether its results are scattered, the
     # run's first non-empty instructions, and the later members as ``_folding.Member`` tuples.
@@ -109,8 +137,6 @@ def _walk_forward(  # noqa: PLR0915
                     open_calls,
                     messages[owner_index].timestamp,  # the calling response's
                     closed=closed,
-                    answered=answered,
-                    reused=reused,
                     split=split,
                     make_return=make_return,
                 )
@@ -130,19 +156,17 @@ def _walk_forward(  # noqa: PLR0915
             else:
                 append(message)
             response_last = True
-            split = reused = False
+            split = False
             for part in message.parts:
                 # the exact class first (an isinstance that fails walks the bases), then subclasses
                 if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                     call_id = part.tool_call_id
-                    if call_id in open_calls:
-                        raise _Unsettled  # an id repeated in one response
-                    if call_id in closed:
-                        if closed.pop(call_id) > 1:
-                            raise _Unsettled  # closed with others: upstream orders them anew
-                        reused = True
+                    note_call(call_id)  # a repeat, here or since an earlier response: the ledger's to find
                     open_calls[call_id] = part
                     owner_index = index
+            if index > sync_at:  # find a repeated id early: all work after it is wasted
+                calls.sync()
+                sync_at = index + _SYNC_EVERY
         elif kind is ModelRequest or isinstance(message, ModelRequest):
             dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
@@ -154,10 +178,9 @@ def _walk_forward(  # noqa: PLR0915
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
                         del open_calls[call_id]
-                        answered.add(call_id)
                     elif call_id in closed:
                         raise _Unsettled  # a late result: the walk already closed its call
-                    elif call_id not in answered:  # an orphan: repair drops it
+                    elif not calls.called(call_id):  # an orphan: repair drops it
                         dropped = [piece] if dropped is None else [*dropped, piece]
                         continue
                     if position == 2:
@@ -196,14 +219,13 @@ def _walk_forward(  # noqa: PLR0915
             open_calls,
             messages[owner_index].timestamp,
             closed=closed,
-            answered=answered,
-            reused=reused,
             split=split,
             make_return=make_return,
         )
         held, held_parts = _with_returns(held, held_parts, closing)
     if held is not None:
         append(_request_run(held, held_parts, held_scattered, joined))
+    calls.sync()
     return out
 
 
@@ -211,25 +233,16 @@ def _closing_returns(
     open_calls: dict[str, ToolCallPart],
     stamp: Any,
     *,
-    closed: dict[str, int],
-    answered: set[str],
-    reused: bool,
+    closed: set[str],
     split: bool,
     make_return: Any,
 ) -> list[Any]:
     """The synthesized returns, stamped ``stamp``, for the calls still open, in call order, noting each id in
-    ``closed``. Raises ``_Unsettled`` where the request they belong in is already out (``split``),
-    or where two or more close and one of their ids was called before (``reused``: closed before,
-    or answered): upstream orders those returns by each id's first call."""
+    ``closed``. Raises ``_Unsettled`` where the request they belong in is already out (``split``)."""
     if split:
         raise _Unsettled
-    batch = len(open_calls)
-    if batch > 1 and (reused or not answered.isdisjoint(open_calls)):
-        raise _Unsettled
-    closing = [make_return(call, stamp) for call in open_calls.values()]
-    for call_id in open_calls:
-        closed[call_id] = batch
-    return closing
+    closed.update(open_calls)
+    return [make_return(call, stamp) for call in open_calls.values()]
 
 
 def _with_returns(
