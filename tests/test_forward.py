@@ -16,7 +16,7 @@ from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
 import histfix
-from histfix._forward import _SYNC_EVERY, forward_walk
+from histfix._forward import _CHECK_EVERY, forward_walk
 from histfix._forward import repair as forward_repair
 from histfix._walk import repair_walk
 
@@ -54,7 +54,7 @@ def test_forward_walk_equals_the_reference_on_the_corpus(case: Case, last: bool)
 def test_forward_walk_equals_the_reference_on_generated_histories(last: bool) -> None:
     """600 generated histories (few ids, so repeats, duplicates and late results are common). The
     walk must settle most of those that call no id twice (else the test above proves little, and
-    repair() would run two walks): measured, 277 of the 320 such histories (87%), 277 of all 600."""
+    repair() would run two walks): measured, 266 of the 320 such histories (83%), 266 of all 600."""
     settled = total = once = 0
     for seed in range(600):
         try:
@@ -84,7 +84,6 @@ def test_forward_walk_settles_what_repair_meets_most() -> None:
         [req(user("q")), resp(call("get", "a"), call("put", "b")), req(user("next"))],  # both dangle
         [req(ret("get", "gone"), user("q")), resp(text("hi"))],  # an orphan
         [req(user("q")), resp(call("get", "a")), req(user("more")), req(user("and more"))],  # a merge
-        [req(user("q")), resp(call("get", "a")), req(ret("get", "a"), user("x"), ret("get", "a"))],
     ]
     for raw in cases:
         history = load(raw)
@@ -119,6 +118,17 @@ STOPS = {
         resp(call("get", "b")),
         req(user("more")),
     ],
+    # upstream keeps a second result for an answered call; the walk took it for an orphan (the same
+    # holds where the second result shares the first one's request)
+    "second result for an answered call": [
+        req(user("q")),
+        resp(call("get", "a")),
+        req(ret("get", "a")),
+        resp(text("ok")),
+        req(ret("get", "a"), user("again")),
+    ],
+    # dropped as an orphan either way, but the walk cannot tell this from the case above
+    "result before its call": [req(ret("get", "a"), user("q")), resp(call("get", "a")), req(ret("get", "a"))],
     "run split while calls wait": [
         req(user("q")),
         resp(call("get", "a"), call("get", "b")),
@@ -155,12 +165,12 @@ def _turns(count: int, tag: str) -> list[dict]:
 
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_a_repeated_id_stops_the_walk_however_far_apart(where: str) -> None:
-    """The ledger checks for repeats in bulk, every ``_SYNC_EVERY`` messages and at the end: a repeat
+    """The ledger checks for repeats in bulk, the newest calls every ``_CHECK_EVERY`` messages and all at the end: a repeat
     read between two checks, or after the last one, still stops the walk, and repair() is right."""
-    raw = _turns(3 * _SYNC_EVERY // 4, "t")
+    raw = _turns(3 * _CHECK_EVERY // 4, "t")
     repeat = [req(user("again")), resp(call("get", "t0")), req(ret("get", "t0")), resp(text("ok"))]
     history = load(repeat + raw if where == "first" else raw + repeat)  # "t0" twice, far apart
-    assert len(history) > 2 * _SYNC_EVERY
+    assert len(history) > 2 * _CHECK_EVERY
     assert forward_walk(history) is None
     assert forward_repair(history) == repair_walk(history)
     assert forward_walk(load(raw)) == repair_walk(load(raw))  # without the repeat: settled

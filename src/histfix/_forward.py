@@ -7,11 +7,14 @@ dangles, unless a result further on answers it across that response (a late resu
 go into the first request after the calling response, which the walk still holds for folding.
 
 Where that guess, or the order upstream gives several returns, could be wrong, the walk stops and
-returns None, and the caller runs the general repair (:func:`repair`). It stops on:
+returns None, and the caller runs the general repair (:func:`repair`). It stops on the following
+(the ledger finds the two about ids in bulk, so the walk may stop only at its end):
 
 - a result for a call it already closed (a late result);
 - an id called twice, in one response or in two (upstream orders the returns a response closes by
-  the first call of each id, so a repeat can reorder them; the ledger finds repeats in bulk);
+  the first call of each id, so a repeat can reorder them);
+- a result it took for an orphan whose id a response calls after all (a second result for an
+  answered call, which upstream keeps, or a result before its call);
 - a request run split by other instructions before the calls it follows are closed.
 
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
@@ -46,36 +49,40 @@ class _Unsettled(Exception):
     """The walk cannot settle this history alone: the general repair must (see the module)."""
 
 
-#: How many messages the walk reads between two checks of its ledger for a repeated id.
-_SYNC_EVERY = 512
+#: How many messages the walk reads between two checks of the ledger's newest calls for a repeat.
+_CHECK_EVERY = 512
 
 
 class _Ledger:
-    """Every id called so far, checked for repeats in bulk rather than call by call.
+    """The ids the walk has called and the ids of the results it dropped, checked in bulk.
 
-    The walk settles only histories that call no id twice. Looking each call up in a set as it
-    arrives costs a cache miss a call once the set outgrows the cache (a quarter of the walk's
-    time on 100k dense messages), while appending it to a list costs none. So the set catches up
-    in one C-level update when a result needs it, every ``_SYNC_EVERY`` messages, and at the end.
+    The walk settles only histories that call no id twice, and drops a result as an orphan only
+    where no response calls its id. Looking each id up in a set as it arrives costs a cache miss
+    an id once the set outgrows the cache (a fifth of the walk on 100k dense messages); appending
+    it to a list costs none. So the newest calls are checked for a repeat every ``_CHECK_EVERY``
+    messages, while they are still in the cache (a history that reuses ids is given up early),
+    and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("ids", "seen")
+    __slots__ = ("called", "checked", "dropped")
 
     def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.seen: set[str] = set()  # ids[:len(seen)], which holds no id twice
+        self.called: list[str] = []
+        self.checked = 0  # called[:checked] holds no id twice
+        self.dropped: list[str] = []
 
-    def sync(self) -> None:
-        """Bring ``seen`` up to date; raises ``_Unsettled`` where an id was called twice."""
-        seen, ids = self.seen, self.ids
-        seen.update(ids[len(seen) :])
-        if len(seen) != len(ids):
+    def check_newest(self) -> None:
+        """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
+        newest = self.called[self.checked :]
+        if len(set(newest)) != len(newest):
             raise _Unsettled
+        self.checked = len(self.called)
 
-    def called(self, call_id: str) -> bool:
-        """Whether a call so far has ``call_id`` (after checking that none repeats)."""
-        self.sync()
-        return call_id in self.seen
+    def check_all(self) -> None:
+        """Raises ``_Unsettled`` where an id is called twice, or a dropped result's id is called."""
+        called = set(self.called)
+        if len(called) != len(self.called) or not called.isdisjoint(self.dropped):
+            raise _Unsettled
 
 
 def repair(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[ModelMessage]:
@@ -113,9 +120,10 @@ def _walk_forward(  # noqa: PLR0915
     #: the calls of the last calling response that no result answered yet, by id, in call order
     open_calls: dict[str, ToolCallPart] = {}
     owner_index = -1  # that response's index
-    calls = _Ledger()
-    note_call = calls.ids.append
-    sync_at = _SYNC_EVERY  # the message index after which the ledger is next checked
+    ledger = _Ledger()
+    note_call = ledger.called.append
+    note_dropped = ledger.dropped.append
+    check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked
     #: the ids whose calls the walk closed with a synthesized return
     closed: set[str] = set()
     # The request run since the last response, held for folding: its first member, that member's
@@ -164,9 +172,9 @@ def _walk_forward(  # noqa: PLR0915
                     note_call(call_id)  # a repeat, here or since an earlier response: the ledger's to find
                     open_calls[call_id] = part
                     owner_index = index
-            if index > sync_at:  # find a repeated id early: all work after it is wasted
-                calls.sync()
-                sync_at = index + _SYNC_EVERY
+            if index > check_at:  # find a repeated id early: all work after it is wasted
+                ledger.check_newest()
+                check_at = index + _CHECK_EVERY
         elif kind is ModelRequest or isinstance(message, ModelRequest):
             dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
@@ -180,7 +188,8 @@ def _walk_forward(  # noqa: PLR0915
                         del open_calls[call_id]
                     elif call_id in closed:
                         raise _Unsettled  # a late result: the walk already closed its call
-                    elif not calls.called(call_id):  # an orphan: repair drops it
+                    else:  # an orphan (the ledger checks that no response calls its id): dropped
+                        note_dropped(call_id)
                         dropped = [piece] if dropped is None else [*dropped, piece]
                         continue
                     if position == 2:
@@ -225,7 +234,7 @@ def _walk_forward(  # noqa: PLR0915
         held, held_parts = _with_returns(held, held_parts, closing)
     if held is not None:
         append(_request_run(held, held_parts, held_scattered, joined))
-    calls.sync()
+    ledger.check_all()
     return out
 
 
