@@ -10,11 +10,11 @@ Where that guess, or the order upstream gives several returns, could be wrong, t
 returns None, and the caller runs the general repair (:func:`repair`). It stops on the following
 (the ledger finds the two about ids in bulk, so the walk may stop only at its end):
 
-- a result for a call it already closed (a late result);
 - an id called twice, in one response or in two (upstream orders the returns a response closes by
   the first call of each id, so a repeat can reorder them);
-- a result it took for an orphan whose id a response calls after all (a second result for an
-  answered call, which upstream keeps, or a result before its call);
+- a result it took for an orphan whose id a response calls after all (a late result for a call it
+  already closed, a second result for an answered call, which upstream keeps, or a result before
+  its call);
 - a request run split by other instructions before the calls it follows are closed.
 
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
@@ -124,8 +124,6 @@ def _walk_forward(  # noqa: PLR0915
     note_call = ledger.called.append
     note_dropped = ledger.dropped.append
     check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked
-    #: the ids whose calls the walk closed with a synthesized return
-    closed: set[str] = set()
     # The request run since the last response, held for folding: its first member, that member's
     # parts when the walk changed them (None: its own), whether its results are scattered, the
     # run's first non-empty instructions, and the later members as ``_folding.Member`` tuples.
@@ -144,7 +142,6 @@ def _walk_forward(  # noqa: PLR0915
                 closing = _closing_returns(
                     open_calls,
                     messages[owner_index].timestamp,  # the calling response's
-                    closed=closed,
                     split=split,
                     make_return=make_return,
                 )
@@ -186,8 +183,6 @@ def _walk_forward(  # noqa: PLR0915
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
                         del open_calls[call_id]
-                    elif call_id in closed:
-                        raise _Unsettled  # a late result: the walk already closed its call
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
                         note_dropped(call_id)
                         dropped = [piece] if dropped is None else [*dropped, piece]
@@ -227,7 +222,6 @@ def _walk_forward(  # noqa: PLR0915
         closing = _closing_returns(
             open_calls,
             messages[owner_index].timestamp,
-            closed=closed,
             split=split,
             make_return=make_return,
         )
@@ -242,15 +236,13 @@ def _closing_returns(
     open_calls: dict[str, ToolCallPart],
     stamp: Any,
     *,
-    closed: set[str],
     split: bool,
     make_return: Any,
 ) -> list[Any]:
-    """The synthesized returns, stamped ``stamp``, for the calls still open, in call order, noting each id in
-    ``closed``. Raises ``_Unsettled`` where the request they belong in is already out (``split``)."""
+    """The synthesized returns, stamped ``stamp``, for the calls still open, in call order. Raises
+    ``_Unsettled`` where the request they belong in is already out (``split``)."""
     if split:
         raise _Unsettled
-    closed.update(open_calls)
     return [make_return(call, stamp) for call in open_calls.values()]
 
 
