@@ -132,53 +132,55 @@ def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
 Member = tuple[Any, "list[Any] | None", int]
 
 
-def merged_request(run: Sequence[Member], scattered: bool) -> ModelRequest:
+def merged_request(
+    run: Sequence[Member], scattered: bool, returns: Sequence[ModelRequestPart] = ()
+) -> ModelRequest:
     """One request from a run of consecutive compatible requests: results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
-    only the framework namespace survives. Every other field takes its default.
+    only the framework namespace survives. Every other field takes its default. ``returns`` (the
+    synthesized returns of the calls the run answers) go after the first request's results, where
+    ``with_closing_returns`` puts them: the merge keeps results in order, so that is their place.
     """
     first = run[0][0]
-    parts: list[Any] = list(first.parts if run[0][1] is None else run[0][1])
+    head: Sequence[Any] = first.parts if run[0][1] is None else run[0][1]
     if scattered:
-        parts = results_gathered(parts) or parts
-    for request, own, _ in run[1:]:
-        parts += request.parts if own is None else own
+        head = results_gathered(head) or head
+    stamped = _compat.REQUEST_HAS_TIMESTAMP
+    with_metadata = _compat.REQUEST_HAS_METADATA
     results: list[Any] = []
     rest: list[Any] = []
-    for part in parts:  # ``is_result`` spelled out: this is the merge's hot loop
-        if isinstance(part, ToolReturnPart) or (
-            isinstance(part, RetryPromptPart) and part.tool_name is not None
-        ):
-            results.append(part)
-        else:
-            rest.append(part)
-    if results and rest:
-        results += rest
-        parts = results
-    instructions = run[-1][0].instructions
-    for request, _, _ in run:
-        if request.instructions:
+    instructions: str | None = None
+    stamp = first.timestamp if stamped else None
+    namespace: dict[str, Any] | None = None
+    # One pass over the members: their parts, then the fields the merge keeps of them.
+    for number, (request, own, _) in enumerate(run):
+        for part in (request.parts if own is None else own) if number else head:
+            if isinstance(part, ToolReturnPart) or (  # ``is_result`` spelled out: the hot loop
+                isinstance(part, RetryPromptPart) and part.tool_name is not None
+            ):
+                results.append(part)
+            else:
+                rest.append(part)
+        if not number:
+            results += returns
+        if instructions is None and request.instructions:
             instructions = request.instructions
-            break
-    fields: dict[str, Any] = {"instructions": instructions}
-    if _compat.REQUEST_HAS_TIMESTAMP:
-        stamp = first.timestamp
-        for request, _, _ in reversed(run):
-            if request.timestamp:
-                stamp = request.timestamp
-                break
+        if stamped and request.timestamp:
+            stamp = request.timestamp
+        if with_metadata and request.metadata:  # most requests have none
+            found = _framework_namespace(request)
+            if found is not None:
+                namespace = {**(namespace or {}), **found}
+    results += rest
+    fields: dict[str, Any] = {
+        "instructions": run[-1][0].instructions if instructions is None else instructions
+    }
+    if stamped:
         fields["timestamp"] = stamp
-    if _compat.REQUEST_HAS_METADATA:
-        namespace: dict[str, Any] | None = None
-        for request, _, _ in run:
-            if request.metadata:  # most requests have none
-                found = _framework_namespace(request)
-                if found is not None:
-                    namespace = {**(namespace or {}), **found}
-        if namespace is not None:
-            fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
-    return new_request(parts, **fields)
+    if namespace is not None:
+        fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
+    return new_request(results, **fields)
 
 
 class FoldEvent(NamedTuple):

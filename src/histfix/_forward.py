@@ -139,14 +139,22 @@ def _walk_forward(  # noqa: PLR0915
         kind = message.__class__
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls and owner_index != excluded:  # the previous response's calls dangle
-                closing = _closing_returns(
-                    open_calls,
-                    messages[owner_index].timestamp,  # the calling response's
-                    split=split,
-                    make_return=make_return,
-                )
+                if split:  # their request is already out: the general repair places them
+                    raise _Unsettled
+                stamp = messages[owner_index].timestamp  # the calling response's
+                closing = [make_return(call, stamp) for call in open_calls.values()]
                 open_calls = {}
-                held, held_parts = _with_returns(held, held_parts, closing)
+                response_last = False  # the returns' request goes before this response
+                if held is None:  # no request followed the calls: a request of the returns' own
+                    append(new_request(closing))
+                elif joined is None:  # after the held request's results (it is flushed below)
+                    held_parts = with_closing_returns(
+                        held.parts if held_parts is None else held_parts, closing
+                    )
+                else:  # the run merges, and the merge puts them after its first member's results
+                    append(merged_request([(held, held_parts, -1), *joined], held_scattered, closing))
+                    held = held_parts = joined = None
+                    held_scattered = False
             if held is not None:
                 if joined is None and held_parts is None and not held_scattered:
                     append(held)
@@ -194,8 +202,12 @@ def _walk_forward(  # noqa: PLR0915
                     position = 2
             parts: list[Any] | None = None
             if dropped is not None:
-                gone = set(map(id, dropped))
-                parts = [part for part in message.parts if id(part) not in gone]
+                if len(dropped) == 1:  # the usual case, without a set of ids
+                    orphan = dropped[0]
+                    parts = [part for part in message.parts if part is not orphan]
+                else:
+                    gone = set(map(id, dropped))
+                    parts = [part for part in message.parts if id(part) not in gone]
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
             response_last = False
@@ -219,41 +231,22 @@ def _walk_forward(  # noqa: PLR0915
         else:
             raise not_a_message(index, message)
     if open_calls and owner_index != excluded:
-        closing = _closing_returns(
-            open_calls,
-            messages[owner_index].timestamp,
-            split=split,
-            make_return=make_return,
-        )
-        held, held_parts = _with_returns(held, held_parts, closing)
+        if split:
+            raise _Unsettled
+        stamp = messages[owner_index].timestamp
+        closing = [make_return(call, stamp) for call in open_calls.values()]
+        if held is None:  # as in the loop, with the run still held
+            held = new_request(closing)
+        elif joined is None:
+            held_parts = with_closing_returns(held.parts if held_parts is None else held_parts, closing)
+        else:
+            held = merged_request([(held, held_parts, -1), *joined], held_scattered, closing)
+            held_parts = joined = None
+            held_scattered = False
     if held is not None:
         append(_request_run(held, held_parts, held_scattered, joined))
     ledger.check_all()
     return out
-
-
-def _closing_returns(
-    open_calls: dict[str, ToolCallPart],
-    stamp: Any,
-    *,
-    split: bool,
-    make_return: Any,
-) -> list[Any]:
-    """The synthesized returns, stamped ``stamp``, for the calls still open, in call order. Raises
-    ``_Unsettled`` where the request they belong in is already out (``split``)."""
-    if split:
-        raise _Unsettled
-    return [make_return(call, stamp) for call in open_calls.values()]
-
-
-def _with_returns(
-    held: Any, held_parts: list[Any] | None, closing: list[Any]
-) -> tuple[Any, list[Any] | None]:
-    """The held run's first request and its parts with the returns inserted after its results, or,
-    when no request followed the calls, a request of the returns' own (as ``held``, own parts)."""
-    if held is None:
-        return new_request(closing), None
-    return held, with_closing_returns(held.parts if held_parts is None else held_parts, closing)
 
 
 def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: list[Any] | None) -> Any:
