@@ -183,6 +183,79 @@ def floor(messages: History) -> None:
             part.part_kind  # noqa: B018
 
 
+def least_pairing(messages: History) -> tuple[dict[str, object], list[object]]:
+    """The least any repair must know: which calls are open, and which results answer none
+    (exact classes, a dict by id, a list of orphans; nothing about folding or order)."""
+    open_calls: dict[str, object] = {}
+    orphans: list[object] = []
+    for message in messages:
+        if message.__class__ is pai.ModelResponse:
+            for part in message.parts:
+                if part.__class__ is pai.ToolCallPart:
+                    open_calls[part.tool_call_id] = part
+        else:
+            for part in message.parts:
+                kind = part.__class__
+                if (kind is pai.ToolReturnPart or kind is pai.RetryPromptPart) and open_calls.pop(
+                    part.tool_call_id, None
+                ) is None:
+                    orphans.append(part)
+    return open_calls, orphans
+
+
+def new_objects(messages: History, repaired: History) -> tuple[list[object], list[object]]:
+    """The messages and parts of ``repaired`` that are not objects of ``messages``: what the
+    output needs built, however a repair builds it."""
+    old_messages = set(map(id, messages))
+    old_parts = {id(part) for message in messages for part in message.parts}
+    built = [message for message in repaired if id(message) not in old_messages]
+    made = [part for message in repaired for part in message.parts if id(part) not in old_parts]
+    return built, made
+
+
+def least_objects(built: list[object], made: list[object]) -> list[object]:
+    """Those objects built the cheapest way (a bare instance, its dict copied, a parts list) and
+    kept, as an output keeps them: no constructor, no validation."""
+    new = object.__new__
+    kept: list[object] = []
+    for message in built:
+        clone = new(message.__class__)
+        clone.__dict__ = message.__dict__.copy()
+        clone.parts = list(message.parts)  # type: ignore[attr-defined]
+        kept.append(clone)
+    for part in made:
+        copy = new(part.__class__)
+        copy.__dict__ = part.__dict__.copy()
+        kept.append(copy)
+    return kept
+
+
+def bench_bounds(shape: str, sizes: list[int], runs: int) -> None:
+    """What any repair that builds its output must do, in floors: the least pairing loop and the
+    objects the output needs (issue 13's <= 3x the floor is below their sum where it is above 3)."""
+    print(f"\n{shape}: the least work of any repair, in floors")
+    print(
+        f"{'messages':>9} {'new msgs':>9} {'new parts':>9} {'floor ms':>9} {'pairing':>9} {'objects':>9} {'both':>7} {'histfix':>8}"
+    )
+    for size in sizes:
+        history = SHAPES[shape](size)
+        built, made = new_objects(history, forward_repair(history))
+        contenders: dict[str, Callable[[], object]] = {
+            "floor": lambda h=history: floor(h),
+            "pairing": lambda h=history: least_pairing(h),
+            "objects": lambda b=built, m=made: least_objects(b, m),
+            "histfix": lambda h=history: forward_repair(h),
+        }
+        low = {k: min(v) for k, v in measure(contenders, runs).items()}
+        unit = low["floor"]
+        print(
+            f"{len(history):>9} {len(built):>9} {len(made):>9} {unit * 1e3:>9.2f} {low['pairing'] / unit:>8.2f}x "
+            f"{low['objects'] / unit:>8.2f}x {(low['pairing'] + low['objects']) / unit:>6.2f}x {low['histfix'] / unit:>7.2f}x"
+        )
+        print(json.dumps({"shape": shape, "bounds": size, "min": low}))
+        del history, contenders, built, made
+
+
 #: The clock ``timed`` reads: wall time by default; ``--clock cpu`` reads the process's CPU time,
 #: which time slices lost to other jobs on a shared machine do not inflate.
 CLOCK: Callable[[], float] = time.perf_counter
@@ -345,6 +418,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--phases", action="store_true", help="also time the walk's pairing and building phases apart"
     )
+    parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="also time the least pairing loop and the objects the output needs, in floors",
+    )
     parser.add_argument("--runs", type=int, default=None, help="runs per contender (default 9, 3 at 1M)")
     parser.add_argument(
         "--clock",
@@ -365,6 +443,8 @@ def main(argv: list[str]) -> None:
     for shape in args.shapes.split(","):
         if not args.only_profiles:
             bench_shape(shape, args.sizes, upstream, args.runs, phases=args.phases)
+        if args.bounds:
+            bench_bounds(shape, args.sizes, args.runs or (9 if max(args.sizes) <= 100_000 else 3))
         if args.profiles or args.only_profiles:
             bench_profiles(shape, args.sizes, args.runs or 5)
     if not args.extras:
