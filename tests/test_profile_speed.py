@@ -248,3 +248,56 @@ def test_a_profile_repair_holds_no_history_after_it_returns() -> None:
     with pytest.raises(ValueError, match="nothing in this history can be sent"):
         histfix.repair(load([req(system("only a system prompt"))]), provider="anthropic")
     assert _call_results._in_place is None
+
+
+def _profile_outputs(history: list[pai.ModelMessage], provider: str, last: bool) -> object:
+    """repair's output, or the ValueError's text where the history has nothing sendable."""
+    try:
+        return histfix.repair(history, provider=provider, repair_last_response=last)
+    except ValueError as error:
+        return str(error)
+
+
+def _report_outputs(history: list[pai.ModelMessage], provider: str, last: bool) -> object:
+    try:
+        return histfix.repair_report(history, provider=provider, repair_last_response=last).messages
+    except ValueError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+def test_repair_without_changes_gives_the_report_s_messages(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``repair(h, provider=P)`` records no change of the default repair and, where histfix's walk
+    is the default, settles the input in one walk when it can; ``repair_report`` records every
+    change through the general repair. Both must give the same messages on every history, and
+    where histfix's walk is the default the one walk must settle some of them (or this tests
+    nothing)."""
+    from histfix import _forward
+
+    settled: list[bool] = []
+    real = _forward.settled_with_ids
+
+    def spy(messages: list[pai.ModelMessage], repair_last_response: bool = True) -> object:
+        found = real(messages, repair_last_response)
+        settled.append(found is not None)
+        return found
+
+    monkeypatch.setattr(_forward, "settled_with_ids", spy)
+    for history in HISTORIES:
+        for last in (True, False):
+            assert _profile_outputs(history, provider, last) == _report_outputs(history, provider, last)
+    if histfix.backend_info().backend == "histfix":
+        assert sum(settled) >= len(settled) // 4, (sum(settled), len(settled))
+    else:  # upstream's repair is the default: repair never tries the one walk
+        assert settled == []
+
+
+def test_repair_with_debug_logging_records_every_change(caplog: pytest.LogCaptureFixture) -> None:
+    """With DEBUG on, ``repair`` logs the default repair's changes too (the general repair runs)."""
+    history = load([req(user("q")), resp(call("f", "call12345")), req(user("next"))])
+    with caplog.at_level("DEBUG", logger="histfix"):
+        out = histfix.repair(history, provider="anthropic")
+    assert out == histfix.repair_report(history, provider="anthropic").messages
+    assert any("call12345" in record.getMessage() for record in caplog.records)

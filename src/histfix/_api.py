@@ -147,7 +147,10 @@ def repair(
     if backend == "auto":
         backend = _auto_backend(_forced_backend())
     if target is not None:
-        report = _profiled_report(history, target, repair_last_response, backend, orphans)
+        logged = logger.isEnabledFor(logging.DEBUG)
+        report = _profiled_report(
+            history, target, repair_last_response, backend, orphans, changes_wanted=logged
+        )
         for change in report.changes:
             logger.debug("%s", change)
         return report.messages
@@ -181,13 +184,22 @@ def _profiled_report(
     repair_last_response: bool,
     backend: str,
     orphans: str,
+    *,
+    changes_wanted: bool = True,
 ) -> RepairReport:
-    """The profile's passes around the default repair, with every change (see ``_profiles``)."""
+    """The profile's passes around the default repair, with every change (see ``_profiles``).
+
+    ``changes_wanted=False`` (``repair`` without DEBUG logging) leaves out the default repair's
+    changes, which ``repair`` would only log: the default repair then records none, and runs as
+    one walk where that settles the input (the same output; the profiles' own changes stay).
+    """
     from . import _compat
     from ._call_results import forget_results_in_place, remember_results_in_place
+    from ._forward import settled_with_ids
     from ._pairing import Pairing, pair
-    from ._profile_run import run_profile
+    from ._profile_run import Settle, run_profile
     from ._report import repair_with_changes
+    from ._walk import repair_walk
 
     def default_repair(
         current: Sequence[ModelMessage], pairing: Pairing | None
@@ -195,8 +207,12 @@ def _profiled_report(
         noted, notes = _noted(current, orphans)
         if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
             pairing = pair(noted, repair_last_response)
-        report = repair_with_changes(noted, repair_last_response, pairing)
-        repaired = report.messages
+        if changes_wanted:
+            report = repair_with_changes(noted, repair_last_response, pairing)
+            repaired, found = report.messages, list(report.changes)
+        else:
+            repaired = repair_walk(noted, repair_last_response=repair_last_response, pairing=pairing)
+            found = []
         # Where upstream is current its output equals the walk's (tests/test_differential.py) on
         # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
         # then does upstream run too, so the profile starts from exactly what repair(h) returns.
@@ -204,11 +220,14 @@ def _profiled_report(
             repaired = _upstream_repair(noted, repair_last_response)
         elif not pairing.duplicates and not pairing.late:
             remember_results_in_place(repaired)
-        return repaired, sorted([*notes, *report.changes], key=lambda c: c.message_index)
+        return repaired, sorted([*notes, *found], key=lambda c: c.message_index)
 
+    settle: Settle | None = None
+    if not changes_wanted and backend == "histfix" and orphans == "drop":  # the one walk is histfix's
+        settle = lambda current: settled_with_ids(current, repair_last_response)  # noqa: E731
     try:
         messages, changes = run_profile(
-            history, target, default_repair, lambda current: pair(current, repair_last_response)
+            history, target, default_repair, lambda current: pair(current, repair_last_response), settle
         )
     finally:
         forget_results_in_place()  # the passes are done with it: hold no history alive

@@ -40,7 +40,7 @@ from ._folding import is_synthetic, merged_request, new_request, results_gathere
 from ._inputs import not_a_message
 from ._walk import repair_walk, return_maker, with_closing_returns
 
-__all__ = ["forward_walk", "repair"]
+__all__ = ["forward_walk", "repair", "settled_with_ids"]
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 
@@ -64,12 +64,13 @@ class _Ledger:
     and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("called", "checked", "dropped")
+    __slots__ = ("called", "checked", "dropped", "ids")
 
     def __init__(self) -> None:
         self.called: list[str] = []
         self.checked = 0  # called[:checked] holds no id twice
         self.dropped: list[str] = []
+        self.ids: set[str] = set()  # every id called, once the end check passed
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -83,6 +84,7 @@ class _Ledger:
         called = set(self.called)
         if len(called) != len(self.called) or not called.isdisjoint(self.dropped):
             raise _Unsettled
+        self.ids = called
 
 
 def repair(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[ModelMessage]:
@@ -97,15 +99,26 @@ def forward_walk(
     messages: Sequence[ModelMessage], repair_last_response: bool = True
 ) -> list[ModelMessage] | None:
     """The repair in one walk, or None where the general repair must decide (see the module)."""
+    settled = settled_with_ids(messages, repair_last_response)
+    return None if settled is None else settled[0]
+
+
+def settled_with_ids(
+    messages: Sequence[ModelMessage], repair_last_response: bool = True
+) -> tuple[list[ModelMessage], set[str]] | None:
+    """The forward walk's repair and the id of every call it read (each once: a history the walk
+    settles calls no id twice and holds no duplicate or late result), or None where it stops. The
+    profiles' id passes need just those facts, so a settled history needs no pairing walk."""
+    ledger = _Ledger()
     try:
-        return _walk_forward(messages, repair_last_response)
+        return _walk_forward(messages, repair_last_response, ledger), ledger.ids
     except _Unsettled:
         return None
 
 
 # One flat loop on purpose, as in ``_pairing.pair``: a call per message or part costs ~15%.
 def _walk_forward(  # noqa: PLR0915
-    messages: Sequence[ModelMessage], repair_last_response: bool
+    messages: Sequence[ModelMessage], repair_last_response: bool, ledger: _Ledger
 ) -> list[ModelMessage]:
     size = len(messages)
     excluded = -1  # the last response, whose calls stay open when it is not repaired
@@ -120,7 +133,6 @@ def _walk_forward(  # noqa: PLR0915
     #: the calls of the last calling response that no result answered yet, by id, in call order
     open_calls: dict[str, ToolCallPart] = {}
     owner_index = -1  # that response's index
-    ledger = _Ledger()
     note_call = ledger.called.append
     note_dropped = ledger.dropped.append
     check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked

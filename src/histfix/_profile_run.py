@@ -21,6 +21,9 @@ __all__ = ["nothing_sendable", "run_profile"]
 DefaultRepair = Callable[
     ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change]]"
 ]
+#: The default repair of a list in one walk, with the id of every call, or None where it cannot
+#: settle that list alone (``_forward.settled_with_ids``); it records no changes.
+Settle = Callable[["Sequence[ModelMessage]"], "tuple[list[ModelMessage], set[str]] | None"]
 
 
 def run_profile(
@@ -28,27 +31,43 @@ def run_profile(
     target: ProviderTarget,
     default_repair: DefaultRepair,
     pair_input: Callable[[Sequence[ModelMessage]], Pairing],
+    settle: Settle | None = None,
 ) -> tuple[list[ModelMessage], list[Change]]:
     """The ``before`` passes, the default repair, then the ``after`` passes; every change, in order.
 
     The input is paired first (``pair_input``, as the default repair pairs it): the before-stage's
     early exits read its calls from that walk instead of surveying every part, and the default
-    repair reuses it when the before-stage changed nothing.
+    repair reuses it when the before-stage changed nothing. With ``settle`` (when no change of the
+    default repair is wanted), the one-walk repair is tried first instead: where it settles the
+    input, its ids serve the early exits, and its output is the default repair when the
+    before-stage changed nothing (a settled history holds no duplicate or late result, so the
+    passes skip their walk for those too). Either way the output is the same.
 
     Raises ValueError when the result has messages but nothing a provider could be sent (no part
     other than a system prompt): sent as it is, that is an empty conversation, which every API
     rejects far from the cause. An empty list is a new conversation, not a broken one: it stays [].
     """
-    from ._profile_scan import remember_pairing
+    from ._call_results import remember_results_in_place
+    from ._profile_scan import CallIdFacts, remember_call_ids, remember_pairing
 
     current = paired = list(history)
-    pairing = pair_input(paired)
-    remember_pairing(paired, pairing)
+    settled = None if settle is None else settle(paired)
+    pairing: Pairing | None = None
+    if settled is None:
+        pairing = pair_input(paired)
+        remember_pairing(paired, pairing)
+    else:
+        ids = settled[1]
+        remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
     changes: list[Change] = []
     for rule in rules_for(target, "before"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    repaired, found = default_repair(current, pairing if current is paired else None)
+    if settled is not None and current is paired:
+        repaired, found = settled[0], []
+        remember_results_in_place(repaired)
+    else:
+        repaired, found = default_repair(current, pairing if current is paired else None)
     changes.extend(found)
     if found or len(repaired) != len(current) or not all(map(is_, repaired, current)):
         current = repaired

@@ -31,7 +31,16 @@ if TYPE_CHECKING:
 
     from ._pairing import Pairing
 
-__all__ = ["CallIdFacts", "Survey", "call_id_facts", "pinned", "pinned_survey", "remember_pairing", "survey"]
+__all__ = [
+    "CallIdFacts",
+    "Survey",
+    "call_id_facts",
+    "pinned",
+    "pinned_survey",
+    "remember_call_ids",
+    "remember_pairing",
+    "survey",
+]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
@@ -178,9 +187,14 @@ def remember_pairing(history: Sequence[ModelMessage], pairing: Pairing) -> None:
     """Keep what the pairing walk saw of ``history``'s calls, for :func:`call_id_facts`: the runner
     pairs its own copy of the input first (the default repair reuses that pairing when the
     before-stage changes nothing), so the id passes need no survey of the input at all."""
-    global _paired
     seen = pairing.call_ids_seen()
-    facts = CallIdFacts("" in seen, pairing.call_count != len(seen), seen)
+    remember_call_ids(history, CallIdFacts("" in seen, pairing.call_count != len(seen), seen))
+
+
+def remember_call_ids(history: Sequence[ModelMessage], facts: CallIdFacts) -> None:
+    """Keep ``facts`` about ``history``'s calls for :func:`call_id_facts` (from the runner's pairing
+    walk, or from the forward walk where it settles the runner's copy of the input)."""
+    global _paired
     with _lock:
         _paired = (history, len(history), facts)
 
