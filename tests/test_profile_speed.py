@@ -265,17 +265,78 @@ def _report_outputs(history: list[pai.ModelMessage], provider: str, last: bool) 
         return str(error)
 
 
+def split_run_histories() -> list[list[pai.ModelMessage]]:
+    """Results answering their call from a request that does not fold into the one right after the
+    call (other instructions split the run): the forward walk settles them and keeps the result
+    apart, which the profiles must then move (found by a review of the one-walk default stage)."""
+    call_a, ret_a = call("f", "call_a"), ret("f", "call_a")
+    return [
+        load(
+            [req(user("q")), resp(call_a), req(user("note"), instructions="x"), req(ret_a, instructions="y")]
+        ),
+        load([req(user("q")), resp(call_a), req(ret_a, user("n"), instructions="y")]),  # in place
+        load(
+            [
+                req(user("q")),
+                resp(call_a, call("g", "call_b")),
+                req(ret_a, instructions="x"),
+                req(user("note"), instructions="y"),
+                req(ret("g", "call_b"), instructions="y"),
+                resp(text("done")),
+            ]
+        ),
+        load(
+            [
+                req(user("q")),
+                resp(call_a),
+                req(user("a"), instructions="x"),
+                req(user("b"), instructions="y"),
+                req(ret_a, instructions="y"),
+            ]
+        ),
+    ]
+
+
+PROFILED = [*HISTORIES, *split_run_histories()]
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["repair_last", "keep_last"])
+def test_a_settled_history_says_where_its_results_are_in_place(last: bool) -> None:
+    """Where the forward walk says every result is in place, the profiles skip their walk for
+    duplicate and late results (``remember_results_in_place``): its output must hold none. Where it
+    says not, some must really be apart (or the shortcut is lost for nothing)."""
+    from histfix._call_results import classified
+    from histfix._forward import settled_with_ids
+
+    in_place = apart = 0
+    for history in PROFILED:
+        settled = settled_with_ids(history, last)
+        if settled is None:
+            continue
+        if settled.results_in_place:
+            in_place += 1
+            assert classified(settled.messages) == [], history
+        else:
+            apart += 1
+            assert classified(settled.messages) != [], history
+    assert in_place > len(PROFILED) // 4 and apart >= 2
+
+
 @pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+@pytest.mark.parametrize("backend", ["auto", "histfix"])
 def test_repair_without_changes_gives_the_report_s_messages(
-    provider: str, monkeypatch: pytest.MonkeyPatch
+    provider: str, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``repair(h, provider=P)`` records no change of the default repair and, where histfix's walk
     is the default, settles the input in one walk when it can; ``repair_report`` records every
     change through the general repair. Both must give the same messages on every history, and
     where histfix's walk is the default the one walk must settle some of them (or this tests
-    nothing)."""
+    nothing). ``backend="histfix"`` (HISTFIX_BACKEND) makes histfix's walk the default on every
+    release, so the one walk is tried on 2.60.0+ too."""
     from histfix import _forward
 
+    if backend == "histfix":
+        monkeypatch.setenv("HISTFIX_BACKEND", "histfix")
     settled: list[bool] = []
     real = _forward.settled_with_ids
 
@@ -285,11 +346,11 @@ def test_repair_without_changes_gives_the_report_s_messages(
         return found
 
     monkeypatch.setattr(_forward, "settled_with_ids", spy)
-    for history in HISTORIES:
+    for history in PROFILED:
         for last in (True, False):
             assert _profile_outputs(history, provider, last) == _report_outputs(history, provider, last)
     if histfix.backend_info().backend == "histfix":
-        assert sum(settled) >= len(settled) // 4, (sum(settled), len(settled))
+        assert settled and sum(settled) >= len(settled) // 4, (sum(settled), len(settled))
     else:  # upstream's repair is the default: repair never tries the one walk
         assert settled == []
 

@@ -24,7 +24,7 @@ on the corpus, generated and fuzzed histories, and every pinned release).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -40,7 +40,7 @@ from ._folding import is_synthetic, merged_request, new_request, results_gathere
 from ._inputs import not_a_message
 from ._walk import repair_walk, return_maker, with_closing_returns
 
-__all__ = ["forward_walk", "repair", "settled_with_ids"]
+__all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 
@@ -64,13 +64,16 @@ class _Ledger:
     and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("called", "checked", "dropped", "ids")
+    __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
 
     def __init__(self) -> None:
         self.called: list[str] = []
         self.checked = 0  # called[:checked] holds no id twice
         self.dropped: list[str] = []
         self.ids: set[str] = set()  # every id called, once the end check passed
+        #: some result answers its call from a request that does not fold into the one right after
+        #: the call (a run split by other instructions): the output keeps it there, apart
+        self.results_apart = False
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -103,17 +106,26 @@ def forward_walk(
     return None if settled is None else settled[0]
 
 
-def settled_with_ids(
-    messages: Sequence[ModelMessage], repair_last_response: bool = True
-) -> tuple[list[ModelMessage], set[str]] | None:
-    """The forward walk's repair and the id of every call it read (each once: a history the walk
-    settles calls no id twice and holds no duplicate or late result), or None where it stops. The
-    profiles' id passes need just those facts, so a settled history needs no pairing walk."""
+class Settled(NamedTuple):
+    """What the forward walk hands the profile runner where it settles a history alone."""
+
+    messages: list[ModelMessage]
+    #: the id of every call it read, each once (a settled history calls no id twice)
+    ids: set[str]
+    #: every result in the output is in the request right after its call: a settled history holds no
+    #: duplicate result, and this says no request run split by other instructions kept one apart
+    results_in_place: bool
+
+
+def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
+    """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
+    where it stops. The id passes need just those facts, so a settled history needs no pairing walk."""
     ledger = _Ledger()
     try:
-        return _walk_forward(messages, repair_last_response, ledger), ledger.ids
+        out = _walk_forward(messages, repair_last_response, ledger)
     except _Unsettled:
         return None
+    return Settled(out, ledger.ids, not ledger.results_apart)
 
 
 # One flat loop on purpose, as in ``_pairing.pair``: a call per message or part costs ~15%.
@@ -194,6 +206,7 @@ def _walk_forward(  # noqa: PLR0915
                 check_at = index + _CHECK_EVERY
         elif kind is ModelRequest or isinstance(message, ModelRequest):
             dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
+            answered = False  # some result here answers an open call
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
             scattered = False
             for piece in message.parts:
@@ -203,6 +216,7 @@ def _walk_forward(  # noqa: PLR0915
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
                         del open_calls[call_id]
+                        answered = True
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
                         note_dropped(call_id)
                         dropped = [piece] if dropped is None else [*dropped, piece]
@@ -229,6 +243,8 @@ def _walk_forward(  # noqa: PLR0915
                 continue
             instructions = message.instructions
             if held_instructions and instructions and held_instructions != instructions:
+                if answered:  # its results stay in a later request than the one after their call
+                    ledger.results_apart = True
                 if open_calls:
                     split = True
                 append(_request_run(held, held_parts, held_scattered, joined))
@@ -240,6 +256,8 @@ def _walk_forward(  # noqa: PLR0915
             if joined is None:
                 joined = []
             joined.append((message, parts, index))
+            if answered and split:  # folds into a run that is not the one right after the call
+                ledger.results_apart = True
         else:
             raise not_a_message(index, message)
     if open_calls and owner_index != excluded:

@@ -13,6 +13,7 @@ from ._providers import ProviderTarget
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+    from ._forward import Settled
     from ._pairing import Pairing
 
 __all__ = ["nothing_sendable", "run_profile"]
@@ -21,9 +22,9 @@ __all__ = ["nothing_sendable", "run_profile"]
 DefaultRepair = Callable[
     ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change]]"
 ]
-#: The default repair of a list in one walk, with the id of every call, or None where it cannot
+#: The default repair of a list in one walk, with the facts the passes read, or None where it cannot
 #: settle that list alone (``_forward.settled_with_ids``); it records no changes.
-Settle = Callable[["Sequence[ModelMessage]"], "tuple[list[ModelMessage], set[str]] | None"]
+Settle = Callable[["Sequence[ModelMessage]"], "Settled | None"]
 
 
 def run_profile(
@@ -40,8 +41,8 @@ def run_profile(
     repair reuses it when the before-stage changed nothing. With ``settle`` (when no change of the
     default repair is wanted), the one-walk repair is tried first instead: where it settles the
     input, its ids serve the early exits, and its output is the default repair when the
-    before-stage changed nothing (a settled history holds no duplicate or late result, so the
-    passes skip their walk for those too). Either way the output is the same.
+    before-stage changed nothing (where it says every result is in place, the passes skip their
+    walk for duplicate and late results too). Either way the output is the same.
 
     Raises ValueError when the result has messages but nothing a provider could be sent (no part
     other than a system prompt): sent as it is, that is an empty conversation, which every API
@@ -57,15 +58,16 @@ def run_profile(
         pairing = pair_input(paired)
         remember_pairing(paired, pairing)
     else:
-        ids = settled[1]
+        ids = settled.ids
         remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
     changes: list[Change] = []
     for rule in rules_for(target, "before"):
         current, found = rule.fix(current, target)
         changes.extend(found)
     if settled is not None and current is paired:
-        repaired, found = settled[0], []
-        remember_results_in_place(repaired)
+        repaired, found = settled.messages, []
+        if settled.results_in_place:
+            remember_results_in_place(repaired)
     else:
         repaired, found = default_repair(current, pairing if current is paired else None)
     changes.extend(found)
