@@ -155,7 +155,8 @@ def merged_request(
     namespace: dict[str, Any] | None = None
     # One pass over the members: their parts, then the fields the merge keeps of them.
     for number, (request, own, _) in enumerate(run):
-        for part in (request.parts if own is None else own) if number else head:
+        parts = (request.parts if own is None else own) if number else head
+        for part in parts:
             if isinstance(part, ToolReturnPart) or (  # ``is_result`` spelled out: the hot loop
                 isinstance(part, RetryPromptPart) and part.tool_name is not None
             ):

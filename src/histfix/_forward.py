@@ -103,7 +103,7 @@ def forward_walk(
 ) -> list[ModelMessage] | None:
     """The repair in one walk, or None where the general repair must decide (see the module)."""
     settled = settled_with_ids(messages, repair_last_response)
-    return None if settled is None else settled[0]
+    return None if settled is None else settled.messages
 
 
 class Settled(NamedTuple):
@@ -265,7 +265,9 @@ def _walk_forward(  # noqa: PLR0915
             raise _Unsettled
         stamp = messages[owner_index].timestamp
         closing = [make_return(call, stamp) for call in open_calls.values()]
-        if held is None:  # as in the loop, with the run still held
+        # as in the loop (spelled out there: a helper call per closing costs ~3% on adversarial), with the
+        # run then flushed below
+        if held is None:
             held = new_request(closing)
         elif joined is None:
             held_parts = with_closing_returns(held.parts if held_parts is None else held_parts, closing)
