@@ -225,12 +225,14 @@ class Case:
 
 
 def readme_block(marker: str) -> str:
-    """The one ```python block of README.md that contains `marker` (the README's examples run as written)."""
+    """The one ```python block of README.md or docs/ that contains `marker` (the examples run as written)."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if marker in b]
+    root = Path(__file__).parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if marker in b]
     return code
 
 
