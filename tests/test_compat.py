@@ -77,32 +77,67 @@ def _args_as_dict_tolerates_invalid() -> bool:
 
 
 #: The switches compared by release number, at the releases on either side of each boundary (from
-#: upstream-behaviour.md and the wheels the switch list names), and with no PEP 440 version (None).
+#: upstream-behaviour.md and the wheels the switch list names), well past it (2.68.0), and with no PEP
+#: 440 version (None).
 BY_RELEASE: list[tuple[str, list[tuple[str | None, object]]]] = [
     (
         "openai_prefix_api",
-        [("1.107.10", "openai-chat"), ("2.0.0", "openai-responses"), (None, "openai-responses")],
+        [
+            ("1.107.10", "openai-chat"),
+            ("2.0.0", "openai-responses"),
+            ("2.68.0", "openai-responses"),
+            (None, "openai-responses"),
+        ],
     ),
-    ("native_return_named_by_tool", [("1.0.8", False), ("1.0.9", True), (None, True)]),
-    ("bedrock_skips_response_files", [("1.79.0", False), ("1.80.0", True), (None, True)]),
-    ("bedrock_sends_only_own_thinking", [("1.0.2", False), ("1.0.3", True), (None, True)]),
-    ("thinking_sent", [("1.0.2", False), ("1.0.3", True), (None, True)]),
+    ("native_return_named_by_tool", [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), (None, True)]),
+    ("bedrock_skips_response_files", [("1.79.0", False), ("1.80.0", True), ("2.68.0", True), (None, True)]),
+    ("bedrock_sends_only_own_thinking", [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), (None, True)]),
+    ("thinking_sent", [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), (None, True)]),
     (
         "responses_reasoning_items",
-        [("1.0.2", "none"), ("1.0.3", "every"), ("1.0.4", "every"), ("1.0.5", "own"), (None, "own")],
+        [
+            ("1.0.0", "none"),
+            ("1.0.2", "none"),
+            ("1.0.3", "every"),
+            ("1.0.4", "every"),
+            ("1.0.5", "own"),
+            ("2.68.0", "own"),
+            (None, "own"),
+        ],
     ),
-    ("responses_native_calls_sent", [("1.0.8", False), ("1.0.9", True), (None, True)]),
+    ("responses_native_calls_sent", [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), (None, True)]),
     (
         "agent_refuses_response_first",
-        [("1.20.0", False), ("1.21.0", True), ("1.21.1", True), ("1.22.0", False), (None, False)],
+        [
+            ("1.20.0", False),
+            ("1.21.0", True),
+            ("1.21.1", True),
+            ("1.22.0", False),
+            ("2.68.0", False),
+            (None, False),
+        ],
     ),
     (
         "instructions_at_system_count",
-        [("1.32.0", False), ("1.33.0", True), ("1.74.9", True), ("1.75.0", False), (None, False)],
+        [
+            ("1.32.0", False),
+            ("1.33.0", True),
+            ("1.74.9", True),
+            ("1.75.0", False),
+            ("2.68.0", False),
+            (None, False),
+        ],
     ),
     (
         "run_repair_adds_surplus_results",
-        [("2.9.1", False), ("2.10.0", True), ("2.54.9", True), ("2.55.0", False), (None, False)],
+        [
+            ("2.9.1", False),
+            ("2.10.0", True),
+            ("2.54.9", True),
+            ("2.55.0", False),
+            ("2.68.0", False),
+            (None, False),
+        ],
     ),
 ]
 
@@ -115,3 +150,16 @@ def test_release_compared_switches_flip_at_their_release(
     for release, expected in table:
         monkeypatch.setattr(_release, "VERSION", None if release is None else Version(release))
         assert switch() == expected, (name, release)
+
+
+def test_upstream_repair_is_current_needs_repair_messages_and_a_release_from_the_current_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The detection itself (uncached) on the installed messages module, as if it were each release."""
+    from histfix import _detect
+
+    for release, current in (("2.59.0", False), ("2.60.0", True), ("2.68.0", True), (None, False)):
+        monkeypatch.setattr(_detect, "VERSION", None if release is None else Version(release))
+        detected = _detect.switches.__wrapped__()
+        assert detected["UPSTREAM_REPAIR_IS_CURRENT"] is (HAS_UPSTREAM_REPAIR and current), release
+        assert detected["HAS_REPAIR_MESSAGES"] is HAS_UPSTREAM_REPAIR
