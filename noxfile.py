@@ -510,6 +510,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "profiles": (
         ["src/histfix/_profiles.py"],
         [
+            "tests/test_profiles.py",
             "tests/test_rules_calls.py",
             "tests/test_rules_shape.py",
             "tests/test_rules_turns.py",
