@@ -57,3 +57,5 @@ def test_a_target_gets_the_rules_of_its_apis_in_pass_order() -> None:
             expected = [r for r in RULES if r.stage == stage and set(target.apis) & r.apis]
             assert list(chosen) == expected, (provider, stage)
             assert all(rule.stage == stage for rule in chosen)
+            built = "".join(stage)  # an equal string that is not the interned literal
+            assert built is not stage and rules_for(target, built) == chosen  # type: ignore[arg-type]
