@@ -163,3 +163,10 @@ def test_upstream_repair_is_current_needs_repair_messages_and_a_release_from_the
         detected = _detect.switches.__wrapped__()
         assert detected["UPSTREAM_REPAIR_IS_CURRENT"] is (HAS_UPSTREAM_REPAIR and current), release
         assert detected["HAS_REPAIR_MESSAGES"] is HAS_UPSTREAM_REPAIR
+
+
+def test_a_switch_is_detected_on_first_access_and_no_other_name_is_invented() -> None:
+    """The module's PEP 562 hook itself: a harness that touched the module first would hide it."""
+    assert _compat.__getattr__("HAS_REPAIR_MESSAGES") is HAS_UPSTREAM_REPAIR
+    with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_SWITCH'"):
+        _compat.__getattr__("NO_SUCH_SWITCH")

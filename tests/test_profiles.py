@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
+import pytest
+
 from histfix._profiles import RULES, rules_for
 from histfix._providers import PROVIDER_APIS, resolve_provider
 
@@ -22,10 +27,25 @@ TURNS = ("requests_send_something", "responses_send_something", "opens_with_user
 def test_each_rule_is_registered_once_under_its_pass_name() -> None:
     names = [rule.name for rule in RULES]
     assert len(names) == len(set(names))
+    with pytest.raises(dataclasses.FrozenInstanceError):  # shared by every run: never changed
+        RULES[0].name = "renamed"  # type: ignore[misc]
     for rule in RULES:
         assert rule.fix.__name__ == rule.name
         assert rule.apis and rule.apis <= set(PROVIDER_APIS), rule.name
         assert set(rule.wording) <= rule.apis, rule.name
+
+
+def test_every_pass_with_a_detect_in_a_rule_module_is_registered() -> None:
+    """A rule module's pass with a ``detect_`` twin is a rule: none is left out of the registry."""
+    registered = {rule.name for rule in RULES}
+    modules = {sys.modules[rule.fix.__module__] for rule in RULES}
+    passes = {
+        name[len("detect_") :]
+        for module in modules
+        for name in vars(module)
+        if name.startswith("detect_") and callable(getattr(module, name[len("detect_") :], None))
+    }
+    assert len(passes) >= len(RULES) - 1 and passes <= registered, sorted(passes - registered)
 
 
 def test_the_pass_order_is_the_one_its_reasons_need() -> None:
