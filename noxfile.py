@@ -580,11 +580,12 @@ def mutation(session: nox.Session) -> None:
     """Mutation testing (cosmic-ray) of the release switches, the backend selector and the profile
     registry on the newest pinned release: `nox -s mutation [-- GROUP...]` (groups: MUTATION_TARGETS).
 
-    Opt-in and slow (every mutant is a fresh pytest run of its group's test files: about 25 minutes
-    of CPU for all three groups). Installs from the package index (cosmic-ray is not in the
-    wheelhouse), and not histfix itself: the tests import the mutated copy in MUTATION_WORK through
-    PYTHONPATH. Runs a baseline first (the tests must pass unmutated), then every mutant, then prints
-    each group's score and every surviving mutant as a diff. Fails only when a baseline fails.
+    Opt-in and slow (about 200 mutants, each a fresh pytest run of its group's test files; timings
+    and the survivors kept, with why, in docs/contributing/mutation.md). Installs from the package
+    index (cosmic-ray is not in the wheelhouse), and not histfix itself: the tests import the
+    mutated copy in MUTATION_WORK through PYTHONPATH. Runs a baseline first (the tests must pass
+    unmutated), then every mutant, then prints each group's score and every surviving mutant as a
+    diff. Fails only when a baseline fails.
     """
     groups = _mutation_groups(session)
     pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
