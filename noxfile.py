@@ -13,7 +13,8 @@ committed file differs. Once the wheelhouse is built, every session installs fro
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
 (the suite on every release on PyPI, resumable), `latest` (canary: the differential suite on the
 newest release, unpinned), `compare -- FILE [--json]` (what each pinned release does with a stored
-history), `bench` (the benchmark). They run by themselves, their output as it comes (none of them
+history), `bench` (the benchmark), `mutation` (cosmic-ray over the release switches, the backend
+selector and the profile registry: docs/contributing/mutation.md). They run by themselves, their output as it comes (none of them
 allows parallel runs, so nox says it ignores --parallel and runs them sequentially).
 """
 
@@ -59,6 +60,8 @@ TYPECHECK_TOOLS = ["mypy"]
 #: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);
 #: ruff lets mkdocstrings format the signatures it renders.
 DOCS_TOOLS = ["mkdocs-material", "mkdocstrings[python]", "ruff"]
+#: The opt-in `mutation` session's tool (installed from the package index: not in the wheelhouse).
+MUTATION_TOOLS = ["cosmic-ray>=8.7,<9"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
 #: release's own model classes and SDKs against the loopback emulators in tests/emulators/.
 #: groq and huggingface: model classes of their own that speak Chat Completions
@@ -514,3 +517,131 @@ def pythons(session: nox.Session) -> None:
         session.log(line)
     if failed:
         session.error("the suite failed under at least one Python (see above)")
+
+
+# --- mutation testing --------------------------------------------------------------------------------
+
+#: What `mutation` mutates, by group: the modules (paths from the repository root) and the test files
+#: that exercise them, fastest and most telling first (every mutant runs them with `-x`). The one
+#: place to update when a module or a test file moves; the session stops naming any path that is gone.
+MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
+    "switches": (["src/histfix/_compat.py", "src/histfix/_detect.py"], ["tests/test_compat.py"]),
+    "backend": (["src/histfix/_backend.py"], ["tests/test_api.py"]),
+    "profiles": (
+        ["src/histfix/_profiles.py"],
+        [
+            "tests/test_profiles.py",
+            "tests/test_rules_calls.py",
+            "tests/test_rules_shape.py",
+            "tests/test_rules_turns.py",
+            "tests/test_rules_files.py",
+            "tests/test_rules_instructions.py",
+            "tests/test_rules_reasoning.py",
+            "tests/test_rules_bedrock_thinking.py",
+            "tests/test_rules_results_alone.py",
+        ],
+    ),
+}
+#: Where `mutation` works: a copy of src/ and tests/ (cosmic-ray rewrites the modules in place, one
+#: mutant at a time), with each group's config and session database; kept for `cr-report` afterwards.
+MUTATION_WORK = ROOT / ".nox" / "_mutation"
+#: Seconds one mutant's test run may take before it counts as killed (a mutant that loops forever).
+MUTATION_TIMEOUT = 300
+
+
+def _mutation_groups(session: nox.Session) -> dict[str, tuple[list[str], list[str]]]:
+    """The groups named in posargs (all when none), after checking every path still exists."""
+    unknown = [name for name in session.posargs if name not in MUTATION_TARGETS]
+    if unknown:
+        session.error(f"unknown mutation group(s) {unknown}: choose from {sorted(MUTATION_TARGETS)}")
+    chosen = {name: MUTATION_TARGETS[name] for name in session.posargs or MUTATION_TARGETS}
+    missing = [
+        path
+        for modules, tests in chosen.values()
+        for path in (*modules, *tests)
+        if not (ROOT / path).exists()
+    ]
+    if missing:
+        session.error(f"MUTATION_TARGETS in noxfile.py names paths that do not exist: {missing}")
+    return chosen
+
+
+def _mutation_config(modules: list[str], tests: list[str]) -> str:
+    """A cosmic-ray config: mutate `modules`, run `tests` serially, stop at the first failure.
+
+    Without the xdist and hypothesis plugins (no test in the groups needs them): loading them is a
+    third of a run of tests/test_compat.py, and every mutant pays it.
+    """
+    plugins = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:hypothesispytest"]
+    pytest = ["python", "-m", "pytest", "-x", "-q", *plugins, *tests]
+    return "\n".join(
+        [
+            "[cosmic-ray]",
+            f"module-path = {json.dumps(modules)}",
+            f"timeout = {float(MUTATION_TIMEOUT)}",
+            "excluded-modules = []",
+            f"test-command = {json.dumps(' '.join(pytest))}",
+            "",
+            "[cosmic-ray.distributor]",
+            'name = "local"',
+            "",
+        ]
+    )
+
+
+def _mutation_results(dump: str) -> list[tuple[dict[str, object], dict[str, object]]]:
+    """`cosmic-ray dump`'s lines as (work item, result) pairs, the unfinished left out."""
+    rows = [json.loads(line) for line in dump.splitlines() if line.strip()]
+    return [(item, result) for item, result in rows if result is not None]
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (cosmic-ray) of the release switches, the backend selector and the profile
+    registry on the newest pinned release: `nox -s mutation [-- GROUP...]` (groups: MUTATION_TARGETS).
+
+    Opt-in and slow (about 200 mutants, each a fresh pytest run of its group's test files; timings
+    and the survivors kept, with why, in docs/contributing/mutation.md). Installs from the package
+    index (cosmic-ray is not in the wheelhouse), and not histfix itself: the tests import the
+    mutated copy in MUTATION_WORK through PYTHONPATH. Runs a baseline first (the tests must pass
+    unmutated), then every mutant, then prints each group's score and every surviving mutant as a
+    diff. Fails only when a baseline fails.
+    """
+    groups = _mutation_groups(session)
+    pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
+    requirements = release_requirements(
+        NEWEST, *pyproject["project"]["dependencies"], *TEST_TOOLS, *MUTATION_TOOLS
+    )
+    session.install(*requirements, env=INSTALL_ENV)
+    shutil.rmtree(MUTATION_WORK, ignore_errors=True)
+    for folder in ("src", "tests"):
+        shutil.copytree(ROOT / folder, MUTATION_WORK / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", MUTATION_WORK / "pyproject.toml")
+    env = {"PYTHONPATH": str(MUTATION_WORK / "src")}
+    summary = []
+    killed_total = run_total = 0
+    with session.chdir(MUTATION_WORK):
+        for name, (modules, tests) in groups.items():
+            config, database = f"{name}.toml", f"{name}.sqlite"
+            Path(config).write_text(_mutation_config(modules, tests))
+            session.log(f"{name}: baseline ({' '.join(tests)})")
+            session.run("cosmic-ray", "baseline", config, env=env)
+            session.run("cosmic-ray", "init", config, database, env=env)
+            session.run("cosmic-ray", "exec", config, database, env=env)
+            dump = session.run("cosmic-ray", "dump", database, silent=True, env=env) or ""
+            results = _mutation_results(dump)
+            survivors = [(item, result) for item, result in results if result["test_outcome"] == "survived"]
+            killed = sum(1 for _, result in results if result["test_outcome"] == "killed")
+            killed_total += killed
+            run_total += len(results)
+            score = f"{killed}/{len(results)} killed ({100 * killed / max(len(results), 1):.1f}%)"
+            summary.append(f"{name}: {score}, {len(survivors)} survived")
+            for item, result in survivors:
+                (mutation_,) = item["mutations"]
+                where = f"{mutation_['module_path']}:{mutation_['start_pos'][0]}"
+                session.log(f"{name}: SURVIVED {where} {mutation_['operator_name']}\n{result['diff']}")
+    for line in summary:
+        session.log(line)
+    session.log(
+        f"mutation score: {killed_total}/{run_total} killed ({100 * killed_total / max(run_total, 1):.1f}%)"
+    )
