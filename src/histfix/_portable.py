@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,8 +78,8 @@ def _json_type(value: object) -> str:
 # --- parsing -------------------------------------------------------------------------------------------
 
 
-def _parse(data: str | bytes | bytearray) -> list[Any]:
-    """The JSON document as a list, or a one-line ``ValueError`` saying why it is not one."""
+def _require_text(data: object) -> None:
+    """A ``TypeError`` unless ``data`` is what ``load_json`` reads: JSON text."""
     if not isinstance(data, str | bytes | bytearray):
         hint = ""
         if isinstance(data, list | tuple):
@@ -86,6 +87,11 @@ def _parse(data: str | bytes | bytearray) -> list[Any]:
         raise TypeError(
             f"load_json() needs JSON text (str, bytes or bytearray), got {type(data).__name__}{hint}"
         )
+
+
+def _parse(data: str | bytes | bytearray) -> list[Any]:
+    """The JSON document as a list, or a one-line ``ValueError`` saying why it is not one."""
+    _require_text(data)
     text = data.strip()
     if not text:
         raise ValueError("empty input: expected a pydantic-ai message history (a JSON list)")
@@ -311,7 +317,22 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
     What the installed release cannot represent becomes its nearest equivalent (see the module
     docstring); anything it cannot load raises ``ValueError`` with the JSON path of the first bad
     field, in one line. A ``TypeError`` means ``data`` is not JSON text at all.
+
+    Most histories need no conversion, so the release's own loader reads the text first; only
+    what it rejects, or may load silently differently (:func:`_may_need_conversion`), goes the
+    converting way, which costs a second parse. Both give the same messages.
     """
+    _require_text(data)
+    if not _may_need_conversion(data):
+        try:
+            return ModelMessagesTypeAdapter.validate_json(data)
+        except ValueError:
+            pass  # rejected as it is: converting either makes it loadable or names the bad field
+    return _load_converting(data)
+
+
+def _load_converting(data: str | bytes | bytearray) -> list[ModelMessage]:
+    """:func:`load_json` by parsing, converting every part, and validating the converted JSON."""
     converted = _convert(_parse(data))
     try:
         messages = ModelMessagesTypeAdapter.validate_json(json.dumps(converted))
@@ -320,6 +341,31 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
     if logger.isEnabledFor(logging.DEBUG):
         _log_ignored_fields(converted, messages)
     return messages
+
+
+#: A JSON string whose whole value is ``retried``, as text and as bytes.
+_RETRIED = '"retried"'
+_RETRIED_BYTES = _RETRIED.encode()
+#: The ``\u`` escapes of ``a``-``z`` (and a few signs): the only other way JSON can spell a letter.
+_LETTER_ESCAPE = re.compile(r"\\u00[67]")
+_LETTER_ESCAPE_BYTES = re.compile(rb"\\u00[67]")
+
+
+def _may_need_conversion(data: str | bytes | bytearray) -> bool:
+    """Whether the release's own loader may load ``data`` differently from the converting way.
+
+    At DEBUG the converting way is taken for the records it writes. Otherwise the one value a
+    release accepts and yet converts is ``outcome='retried'`` where it has no ``outcome`` field
+    (1.0-1.66 ignore it and load the retry as a successful return); 1.67-2.59 reject it anyway. A
+    text that cannot spell that string cannot hold it, and looking costs two scans of the bytes.
+    """
+    if logger.isEnabledFor(logging.DEBUG):
+        return True
+    if _load_probes.part_value_kept("tool-return", "outcome", "retried"):
+        return False
+    if isinstance(data, str):
+        return _RETRIED in data or _LETTER_ESCAPE.search(data) is not None
+    return _RETRIED_BYTES in data or _LETTER_ESCAPE_BYTES.search(data) is not None
 
 
 def dump_json(messages: Sequence[ModelMessage]) -> bytes:
