@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import emulators
-from emulator_cases import GOOD, PATHS, VIOLATIONS, Violation
+from emulator_cases import ACCEPTED, GOOD, PATHS, VIOLATIONS, Accepted, Violation
 from emulators import PROVIDER_APIS, Emulator
 
 TIMEOUT = 5.0
@@ -100,6 +100,13 @@ def test_rule_rejects_its_violation(case: Violation, servers: dict[str, Emulator
     assert _error_text(api, body) == verdict.message
     assert case.expect in verdict.message
     assert emulators.judge(api, case.body, path=_path(case), strict_templates=True) == verdict
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=lambda case: f"{case.api}: {case.source.split(' (')[0]}")
+def test_recorded_real_shapes_are_accepted(case: Accepted) -> None:
+    """Shapes the real APIs answered 200 in pydantic-ai's recordings (tools/calibrate.py)."""
+    verdict = emulators.judge(case.api, case.body, path=case.path or PATHS[case.api], strict_templates=True)
+    assert verdict.accepted, f"{case.source}: {verdict.rule}: {verdict.message}"
 
 
 @pytest.mark.parametrize(
@@ -442,7 +449,9 @@ def test_bedrock_sdk_parses_converse(servers: dict[str, Emulator]) -> None:
     assert events[1]["contentBlockDelta"]["delta"] == {"text": "ok"}
     assert servers["bedrock"].last().path.endswith("/converse-stream")
     with pytest.raises(client.exceptions.ValidationException, match="must start with a user message"):
-        client.converse(modelId=model, messages=[{"role": "assistant", "content": [{"text": "x"}]}])
+        client.converse(
+            modelId="amazon.nova-pro-v1:0", messages=[{"role": "assistant", "content": [{"text": "x"}]}]
+        )
 
 
 def test_mistral_error_codes(servers: dict[str, Emulator]) -> None:
