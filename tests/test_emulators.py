@@ -511,3 +511,41 @@ def test_an_emulator_is_reachable_in_a_fresh_network_namespace() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["200", "True"]
+
+
+def test_one_result_per_call_counts_calls_not_ids() -> None:
+    """Chat: an id called twice in one message may be answered twice; Responses: a call_id called
+    again later is a new call, whose output is not a duplicate (each rule refuses only a second
+    result for one call)."""
+    user = {"role": "user", "content": "hi"}
+
+    def calls(*ids: str) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids
+            ],
+        }
+
+    def tool(call_id: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+    assert emulators.judge(
+        "openai-chat", {"messages": [user, calls("x", "x"), tool("x"), tool("x")]}
+    ).accepted
+    third = emulators.judge(
+        "openai-chat", {"messages": [user, calls("x", "x"), tool("x"), tool("x"), tool("x")]}
+    )
+    assert third.rule == "openai-chat.tool_without_tool_calls"
+
+    def fc(call_id: str) -> dict[str, Any]:
+        return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+    def fco(call_id: str) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+    again = [user, fc("x"), fco("x"), {"role": "user", "content": "more"}, fc("x"), fco("x")]
+    assert emulators.judge("openai-responses", {"model": "gpt-4o", "input": again}).accepted
+    duplicate = emulators.judge("openai-responses", {"model": "gpt-4o", "input": [*again, fco("x")]})
+    assert duplicate.rule == "openai-responses.duplicate_function_call_output"

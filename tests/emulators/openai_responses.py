@@ -14,9 +14,9 @@ Rules enforced, in this order (wording from shared/spec/providers.md, "OpenAI Re
   `function_call_output` got 200 both ways).
 - duplicate_item (verified, openai-agents-python#1789): no two input items with the same `id`.
 - reasoning_without_following_item (verified, vercel/ai#8321): a `reasoning` item is directly
-  followed by the output item of the same response, which carries its `id` (recorded: gpt-5
-  refused a reasoning item followed by an assistant message without one,
-  test_openai_responses_thinking_with_modified_history). Models named deepseek-* (DeepSeek's
+  followed by the output item of the same response; an assistant message there carries its `id`
+  (recorded: gpt-5 refused a reasoning item followed by an assistant message without one,
+  test_openai_responses_thinking_with_modified_history; calls were recorded only with ids). Models named deepseek-* (DeepSeek's
   compatible server) were recorded accepting reasoning items one after another and followers
   without ids: the rule is OpenAI's.
 - item_without_reasoning (unverified detection of a verified rule, pydantic-ai #2861): the real
@@ -26,7 +26,8 @@ Rules enforced, in this order (wording from shared/spec/providers.md, "OpenAI Re
   own. Function calls are not flagged: a response after a tool result may call without reasoning
   (recorded with gpt-5.6 and gpt-5.6-luna).
 - duplicate_function_call_output (unverified: the per-call wording exists only through a gateway,
-  NousResearch/hermes-agent#102629): one `function_call_output` per `call_id`.
+  NousResearch/hermes-agent#102629): one `function_call_output` per call (a `call_id` called
+  again later is a new call).
 Streaming (`stream: true`): SSE with `event:` names, response.created ... response.completed.
 """
 
@@ -148,12 +149,17 @@ def check_duplicate_item(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_duplicate_output(body: Mapping[str, Any], model: str) -> str | None:
-    seen: set[object] = set()
+    open_calls: dict[object, int] = {}  # call_id -> its calls not yet answered
+    answered: set[object] = set()
     for item in _items(body):
-        if item.get("type") == "function_call_output":
-            if item.get("call_id") in seen:
-                return DUPLICATE_OUTPUT.message.format(call_id=item.get("call_id"))
-            seen.add(item.get("call_id"))
+        call_id = item.get("call_id")
+        if item.get("type") == "function_call":
+            open_calls[call_id] = open_calls.get(call_id, 0) + 1  # a reused call_id is a new call
+        elif item.get("type") == "function_call_output":
+            if not open_calls.get(call_id) and call_id in answered:
+                return DUPLICATE_OUTPUT.message.format(call_id=call_id)
+            open_calls[call_id] = max(open_calls.get(call_id, 0) - 1, 0)
+            answered.add(call_id)
     return None
 
 
@@ -169,7 +175,7 @@ def check_follower(body: Mapping[str, Any], model: str) -> str | None:
             following is None
             or not is_output(following)
             or following.get("type") == "reasoning"
-            or not following.get("id")
+            or (following.get("type", "message") == "message" and not following.get("id"))
         ):
             return NO_FOLLOWER.message.format(id=item.get("id"))
     return None
