@@ -418,3 +418,21 @@ def test_every_profile_opens_with_the_prompt_where_the_agent_needs_it(api: str) 
     assert bool(found) == needed
     if _compat.agent_refuses_response_first() and api not in shape.STARTS_WITH_USER_APIS:
         assert any("cannot start with a `ModelResponse`" in (p.provider_error or "") for p in found)
+
+
+def test_an_empty_last_request_goes_for_mistral_which_wants_the_last_turn_from_the_user() -> None:
+    """Mistral trailing_assistant (verified): an empty last request sends nothing, so the wire ends on
+    the response; the profile drops it (reported with its instructions), where Chat keeps it."""
+    history = load([req(user("hi")), real(text("hello"), at=10), req(instructions="be brief")])
+    report = histfix.repair_report(history, provider="mistral")
+    assert [m.kind for m in report.messages] == ["request", "response"]
+    (dropped,) = report.changes
+    assert (
+        dropped.kind == "dropped_empty"
+        and dropped.message_index == 2
+        and "be brief" in (dropped.preview or "")
+    )
+    assert histfix.repair(report.messages, provider="mistral") == report.messages  # idempotent
+    assert histfix.repair(history, provider="openai-chat") == histfix.repair(history)
+    blank = load([req(user("hi")), real(text(" "), at=10), req(user(""))])
+    assert histfix.repair(blank, provider="mistral") == histfix.repair(blank)  # Mistral keeps blank text
