@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -166,17 +167,43 @@ def _opening_response(history: Sequence[ModelMessage]) -> int | None:
     return None
 
 
+#: Model families that take a conversation opening on the model's response: Claude after the Claude 3
+#: family on Anthropic's API (recorded: claude-sonnet-4-5 answered one with 200; the 2024 reports of
+#: first_message_user name Claude 3), and on Bedrock Claude, Qwen, GLM and Kimi (pydantic-ai#6255).
+_LEGACY_CLAUDE = re.compile(r"claude-(instant|[123])([.-]|$)")
+_BEDROCK_LEADING_ASSISTANT = re.compile(r"anthropic|claude|qwen|glm|zai|moonshot|kimi")
+
+
+def _takes_assistant_first(api: str, model: str) -> bool:
+    if api == "anthropic":
+        return not _LEGACY_CLAUDE.search(model.lower())
+    return api == "bedrock" and bool(_BEDROCK_LEADING_ASSISTANT.search(model.lower()))
+
+
+def needs_user_first(target: ProviderTarget) -> bool:
+    """Whether some target API wants the first turn from the user for the model the target names
+    (no model named: the family is unknown, so yes)."""
+    named: dict[str, list[str]] = {}
+    for api, model in target.models:
+        named.setdefault(api, []).append(model)
+    return any(
+        not named.get(api) or not all(_takes_assistant_first(api, model) for model in named[api])
+        for api in STARTS_WITH_USER_APIS & set(target.apis)
+    )
+
+
 def starts_with_user(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
-    opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first."""
+    opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first,
+    unless every named model's family takes a conversation opening on a response."""
     from pydantic_ai.messages import ModelRequest, ModelResponse
 
     from . import _compat
 
     index = _opening_response(history)
-    if index is None:
+    if index is None or not needs_user_first(target):
         return history, []
     response = history[index]
     assert isinstance(response, ModelResponse)
@@ -193,7 +220,7 @@ def starts_with_user(
 
 def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     index = _opening_response(history)
-    if index is None:
+    if index is None or not needs_user_first(target):
         return []
     return [
         problem(
