@@ -54,7 +54,8 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 PYTHONS_EXTRA = [("3.10", "1.107.10")]
 
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
+#: pyyaml: tests/tools/test_calibrate.py writes and tools/calibrate.py reads VCR cassettes.
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "pyyaml"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);

@@ -1111,3 +1111,28 @@ case(
     history=FOREIGN_THINKING,
     expected=FOREIGN_THINKING,
 )
+case(
+    "X_retry_and_return_for_one_call",
+    "A retry prompt and a return for the same call in one request: two results for one call, both kept "
+    "(OpenAI Chat refuses the second tool message; every profile keeps the first).",
+    history=[
+        req(user("go")),
+        real(call("f", "c1"), at=10),
+        req(retry("bad arguments", name="f", id="c1"), ret("f", "c1", "ok")),
+    ],
+    expected=[
+        req(user("go")),
+        real(call("f", "c1"), at=10),
+        req(retry("bad arguments", name="f", id="c1"), ret("f", "c1", "ok")),
+    ],
+)
+#: A response of only another provider's native tool return, then an empty request: no model class
+#: but Anthropic's sends any of it (1.0.0's OpenAIResponsesModel sends an empty `input`).
+_FOREIGN_NATIVE_THEN_EMPTY = [resp(native_return("web_search", "srv1"), at=10), req()]
+case(
+    "X_foreign_native_return_then_empty_request",
+    "Only a foreign native tool return, then an empty request: nothing to repair; the profiles whose "
+    "model class sends none of it raise the clear 'nothing sendable' error.",
+    history=_FOREIGN_NATIVE_THEN_EMPTY,
+    expected=_FOREIGN_NATIVE_THEN_EMPTY,
+)

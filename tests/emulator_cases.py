@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GOOD", "PATHS", "VIOLATIONS", "Violation"]
+__all__ = ["ACCEPTED", "GOOD", "PATHS", "VIOLATIONS", "Accepted", "Violation"]
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,7 @@ _G_TEXT = {"role": "model", "parts": [{"text": "hello"}]}
 _G_CALL = {"role": "model", "parts": [{"functionCall": {"name": "get_time", "args": {}}}]}
 _G_RESPONSE = {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]}
 _GEMINI_3 = "/v1beta/models/gemini-3-pro-preview:generateContent"
+_VERTEX = "/v1beta1/projects/p/locations/global/publishers/google/models/gemini-2.5-flash:generateContent"
 
 
 def _converse(*messages: dict[str, Any]) -> dict[str, Any]:
@@ -271,6 +272,7 @@ def _res(call_id: str = "t1") -> dict[str, Any]:
 _B_HI = _b("user", {"text": "hi"})
 _B_TEXT = {"text": "more"}
 _NOVA = "/model/amazon.nova-pro-v1%3A0/converse"
+_LLAMA = "/model/us.meta.llama4-maverick-17b-instruct-v1%3A0/converse"
 
 
 def _mistral(*messages: dict[str, Any]) -> dict[str, Any]:
@@ -306,6 +308,11 @@ VIOLATIONS: list[Violation] = [
         _mistral(_HI, _m_calls("abcdefghi", "bcdefghij"), _m_tool(), _USER_LAST),
     ),
     Violation("mistral.call_response_count", _mistral(_HI, _m_calls("abcdefghi"), _HI)),
+    Violation(
+        "mistral.trailing_assistant",
+        _mistral(_HI, _USER_LAST),
+        expect="Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant",
+    ),
     # --- AWS Bedrock Converse
     Violation("bedrock.request_schema", _converse(), expect="'messages'"),
     Violation(
@@ -313,7 +320,7 @@ VIOLATIONS: list[Violation] = [
         _converse({"role": "system", "content": []}),
         expect="messages.1.member.role",
     ),
-    Violation("bedrock.start_with_user", _converse(_b("assistant", _B_TEXT), _B_HI)),
+    Violation("bedrock.start_with_user", _converse(_b("assistant", _B_TEXT), _B_HI), path=_NOVA),
     Violation("bedrock.alternate_roles", _converse(_B_HI, _B_HI)),
     Violation(
         "bedrock.empty_content", _converse(_B_HI, _b("assistant"), _B_HI), expect="messages.1 is empty"
@@ -370,7 +377,7 @@ VIOLATIONS: list[Violation] = [
     Violation(
         "bedrock.mixed_tool_result_turn",
         _converse(_B_HI, _b("assistant", _use()), _b("user", _res(), _B_TEXT)),
-        path=_NOVA,
+        path=_LLAMA,
     ),
     # --- Google Gemini
     Violation("gemini.request_schema", _gemini(), expect="contents is not specified"),
@@ -379,8 +386,7 @@ VIOLATIONS: list[Violation] = [
     Violation(
         "gemini.empty_parts", _gemini(_G_USER, {"role": "model", "parts": []}, _G_USER), expect="contents[1]"
     ),
-    Violation("gemini.empty_text", _gemini({"role": "user", "parts": [{"text": ""}]})),
-    Violation("gemini.function_call_turn_position", _gemini(_G_USER, _G_TEXT, _G_CALL, _G_RESPONSE)),
+    Violation("gemini.empty_text", _gemini({"role": "user", "parts": [{"text": ""}]}), path=_VERTEX),
     Violation("gemini.function_call_turn_position", _gemini(_G_CALL, _G_RESPONSE)),
     Violation("gemini.function_response_turn_position", _gemini(_G_USER, _G_TEXT, _G_RESPONSE)),
     Violation(
@@ -414,6 +420,29 @@ VIOLATIONS: list[Violation] = [
         "openai-responses.function_call_output_without_call",  # an output before its call answers nothing
         _responses(_HI, _fco("call_1"), _fc("call_1"), _fco("call_1")),
     ),
+    Violation(  # recorded: gpt-5 refused an id-less follower (test_openai_responses_thinking_with_modified_history)
+        "openai-responses.reasoning_without_following_item",
+        _responses(_HI, _RS, {**_ASSISTANT, "id": None}, _HI),
+        expect="Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+    ),
+    Violation(
+        "openai-responses.duplicate_item",
+        _responses(_HI, _fc("call_1", "fc_1"), _fco(), _fc("call_1", "fc_1"), _fco()),
+        expect="Duplicate item found with id fc_1. Remove duplicate items from your input and try again.",
+    ),
+    Violation(
+        "openai-responses.duplicate_function_call_output",
+        _responses(_HI, _fc("call_1"), _fco(), _fco()),
+        expect="call_1",
+    ),
+    Violation(  # recorded: DeepSeek refused an assistant message between a call and its output
+        "openai-responses.function_call_without_output",
+        {
+            "model": "deepseek-v4-flash",
+            "input": [_HI, _fc("call-a"), {**_ASSISTANT, "id": None}, _fco("call-a"), _HI],
+        },
+        expect="call-a",
+    ),
     Violation(
         "openai-responses.reasoning_without_following_item",
         _responses(_HI, _RS, _HI),
@@ -428,7 +457,7 @@ VIOLATIONS: list[Violation] = [
     # --- Anthropic Messages
     Violation("anthropic.request_schema", _claude(), expect="at least one message"),
     Violation(
-        "anthropic.request_schema", _claude({"role": "system", "content": "x"}), expect="messages.0.role"
+        "anthropic.request_schema", _claude({"role": "tool", "content": "x"}), expect="messages.0.role"
     ),
     Violation(
         "anthropic.tool_use_id_pattern",
@@ -457,8 +486,8 @@ VIOLATIONS: list[Violation] = [
         expect="messages.1: tool_use ids were found without tool_result blocks immediately after: toolu_2.",
     ),
     Violation(
-        "anthropic.tool_use_without_result",  # answered across an intervening response
-        _claude(_HI, _asst(_tool_use()), _asst(_TEXT), _user(_tool_result())),
+        "anthropic.tool_use_without_result",  # answered across an intervening prompt and response
+        _claude(_HI, _asst(_tool_use()), _HI, _asst(_TEXT), _user(_tool_result())),
         expect="messages.1:",
     ),
     Violation(
@@ -497,20 +526,18 @@ VIOLATIONS: list[Violation] = [
     Violation("anthropic.empty_message", _claude(_HI, _asst(), _HI), expect="messages.1:"),
     Violation("anthropic.empty_message", _claude({"role": "user", "content": ""})),
     Violation(
-        "anthropic.server_tool_use_without_result",
-        _claude(
-            _HI,
-            _asst({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
-            _HI,
-        ),
-        expect="web_search_tool_result",
-    ),
-    Violation(
         "anthropic.tool_result_first",
         _claude(_HI, _asst(_tool_use()), _user(_TEXT, _tool_result())),
-        expect="messages.2.content.1",
+        expect="messages.2: Did not find 1 tool_result block(s) at the beginning of this message.",
     ),
-    Violation("anthropic.first_message_user", _claude(_asst(_TEXT), _HI)),
+    Violation(  # read merged: the results open the turn's second message, after a text
+        "anthropic.tool_result_first",
+        _claude(_HI, _asst(_tool_use()), _user(_TEXT), _user(_tool_result())),
+        expect="messages.2:",
+    ),
+    Violation(  # the Claude 3 family wants the user first (claude-sonnet-4-5 does not: ACCEPTED)
+        "anthropic.first_message_user", {**_claude(_asst(_TEXT), _HI), "model": "claude-3-5-sonnet-20241022"}
+    ),
     # --- OpenAI Chat Completions
     Violation("openai-chat.request_schema", {"model": "gpt-4o", "messages": []}, expect="too short"),
     Violation(
@@ -552,7 +579,7 @@ VIOLATIONS: list[Violation] = [
         expect="preceeding",
     ),
     Violation(
-        "openai-chat.tool_without_tool_calls",  # a second answer to a call already answered is fine; an unknown id is not
+        "openai-chat.tool_without_tool_calls",  # an id the assistant message did not call
         {
             "model": "gpt-4o",
             "messages": [
@@ -562,6 +589,19 @@ VIOLATIONS: list[Violation] = [
                 {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
             ],
         },
+    ),
+    Violation(  # a second tool message for one call (LangChain's INVALID_TOOL_RESULTS page, gpt-4o-mini)
+        "openai-chat.tool_without_tool_calls",
+        {
+            "model": "gpt-4o-mini",
+            "messages": [
+                _USER,
+                {"role": "assistant", "content": None, "tool_calls": [_chat_call("call_1")]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "noon"},
+                {"role": "tool", "tool_call_id": "call_1", "content": "noon again"},
+            ],
+        },
+        expect="preceeding",
     ),
     Violation(
         "openai-chat.content_or_tool_calls",
@@ -582,5 +622,147 @@ VIOLATIONS: list[Violation] = [
     Violation(
         "openai-chat.roles_alternate",
         {"model": "llama", "messages": [{"role": "system", "content": "s"}, _USER, _USER]},
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A minimal request of a shape the real API answered 200 in pydantic-ai's recordings
+    (tools/calibrate.py), which the emulator must accept (`source` names the recording)."""
+
+    api: str
+    source: str
+    body: dict[str, Any]
+    path: str = ""
+
+
+_CLAUDE_4 = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+
+#: What calibration on recorded real traffic taught: each shape here was once refused by an
+#: emulator that was stricter than the real service.
+ACCEPTED: list[Accepted] = [
+    Accepted(
+        "anthropic",
+        "test_tool_search/test_cross_provider_capability_replay (consecutive assistant messages read merged)",
+        {
+            **_claude(_HI, _asst(_TEXT, _tool_use("toolu_1")), _asst(_tool_use("toolu_2"))),
+            "messages": [
+                _HI,
+                _asst(_TEXT, _tool_use("toolu_1")),
+                _asst(_tool_use("toolu_2")),
+                _user(_tool_result("toolu_1"), _tool_result("toolu_2")),
+            ],
+            "model": "claude-sonnet-4-5",
+        },
+    ),
+    Accepted(
+        "anthropic",
+        "test_anthropic_model_empty_message_on_history (assistant first, claude-sonnet-4-5)",
+        {**_claude(_asst(_TEXT), _HI), "model": "claude-sonnet-4-5"},
+    ),
+    Accepted(
+        "anthropic",
+        "test_anthropic_mid_conversation_system (a system message in the conversation)",
+        _claude(
+            _HI, _asst(_TEXT), _HI, {"role": "system", "content": [{"type": "text", "text": "be brief"}]}
+        ),
+    ),
+    Accepted(
+        "anthropic",
+        "test_in_flight_native_tool_call_history_is_accepted (web_search in flight, unpaired)",
+        _claude(
+            _HI,
+            _asst(
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+                _tool_use("toolu_1"),
+            ),
+            _user(_tool_result("toolu_1")),
+        ),
+    ),
+    Accepted(
+        "anthropic",
+        "test_cross_provider_capability_replay (one tool_use id in two turns)",
+        _claude(
+            _HI,
+            _asst(_tool_use("a1")),
+            _user(_tool_result("a1")),
+            _asst(_tool_use("a1")),
+            _user(_tool_result("a1")),
+        ),
+    ),
+    Accepted(
+        "openai-responses",
+        "test_openai_previous_response_id_seed_auto_chains_through_retries (the call is stored)",
+        {**_responses(_fco("call_1")), "previous_response_id": "resp_1"},
+    ),
+    Accepted(
+        "openai-responses",
+        "test_openai_conversation_id_tool_call_continuation (the call is in the conversation)",
+        {**_responses(_fco("call_1")), "conversation": "conv_1"},
+    ),
+    Accepted(
+        "openai-responses",
+        "test_tool_availability_portability_matrix[R5-T3-native-search] (a tool_search_call answered)",
+        _responses(
+            _HI,
+            {"type": "tool_search_call", "call_id": "search_1", "arguments": {}},
+            _fco("search_1"),
+            _HI,
+        ),
+    ),
+    Accepted(
+        "openai-responses",
+        "test_openai_native_tool_search_with_deferred_capability (a call without reasoning after a result)",
+        _responses(_HI, _RS, _fc("call_1", "fc_1"), _fco("call_1"), _fc("call_2", "fc_2"), _fco("call_2")),
+    ),
+    Accepted(
+        "openai-responses",
+        "test_deepseek_responses_replay_own_reasoning_history (DeepSeek: reasoning items in a row, no ids)",
+        {
+            "model": "deepseek-v4-flash",
+            "input": [_HI, {**_RS, "id": "rs-a"}, {**_RS, "id": "rs-b"}, _fc("call-a"), _fco("call-a"), _HI],
+        },
+    ),
+    Accepted(
+        "gemini",
+        "test_cross_provider_capability_replay (two model turns of one call, answered together)",
+        _gemini(
+            _G_USER,
+            _G_CALL,
+            _G_CALL,
+            {"role": "user", "parts": [*_G_RESPONSE["parts"], *_G_RESPONSE["parts"]]},
+        ),
+    ),
+    Accepted(
+        "gemini",
+        "test_google_model_empty_user_prompt (an empty user text, Gemini API)",
+        _gemini({"role": "user", "parts": [{"text": ""}]}),
+    ),
+    Accepted(
+        "bedrock",
+        "test_bedrock_anthropic_message_history_starting_with_response (assistant first, Claude)",
+        _converse(_b("assistant", _B_TEXT), _B_HI),
+        path=_CLAUDE_4,
+    ),
+    Accepted(
+        "bedrock",
+        "test_bedrock_cache_write_and_read (a newline text block beside others)",
+        _converse(_b("user", {"text": "question"}, {"text": "\n"}, {"text": "more"})),
+        path=_CLAUDE_4,
+    ),
+    Accepted(
+        "bedrock",
+        "test_bedrock_model_with_code_execution_tool (Nova's code interpreter answered in its own message)",
+        _converse(
+            _B_HI, _b("assistant", _use("code"), _res("code"), _use("t1")), _b("user", _res("t1"), _B_TEXT)
+        ),
+        path=_NOVA,
+    ),
+    Accepted(
+        "bedrock",
+        "test_bedrock_nova_tool_result_followed_by_document_accepted (Nova: a result beside text)",
+        _converse(_B_HI, _b("assistant", _use()), _b("user", _res(), _B_TEXT)),
+        path=_NOVA,
     ),
 ]

@@ -28,6 +28,8 @@ from corpus import CASES
 from dsl import Case, call, load, load_history, real, req, ret, system, text, user
 
 #: Each API's profile, "any", and a model whose profile has a pass of its own (tool_results_alone).
+#: Corpus cases of which some profiles' model classes send nothing: those profiles raise the clear error.
+NOTHING_SENDABLE_CASES = frozenset({"X_foreign_native_return_then_empty_request"})
 TARGETS = (*PROVIDER_APIS, "any", "bedrock:us.meta.llama3-3-70b-instruct-v1:0")
 #: Before 2.10.0 a release sends the stored history as it is (from 2.10.0 it repairs it first).
 SENDS_AS_STORED = Version("2.10.0") > PYDANTIC_AI
@@ -45,7 +47,11 @@ def _key(problem: histfix.Problem) -> tuple[object, ...]:
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_a_profile_repair_leaves_nothing_its_provider_rejects(case: Case, target: str) -> None:
-    repaired = histfix.repair(load_history(case), provider=target)
+    try:
+        repaired = histfix.repair(load_history(case), provider=target)
+    except ValueError as exc:  # the profile's model class would send nothing of it
+        assert case.name in NOTHING_SENDABLE_CASES and "nothing in this history can be sent" in str(exc)
+        return
     assert histfix.check(repaired, provider=target) == []
     assert histfix.is_provider_valid(repaired, provider=target)
 
@@ -85,10 +91,17 @@ def test_each_api_rejects_what_its_wire_rejects() -> None:
     )
     (duplicate, consecutive) = histfix.check(history)
     assert duplicate.kind == "duplicate_result"
-    assert duplicate.rejected_by == ("anthropic", "gemini", "bedrock", "mistral")
+    assert duplicate.rejected_by == PROVIDER_APIS  # OpenAI Chat verified, Responses unverified
     assert consecutive.kind == "consecutive_requests" and consecutive.rejected_by == ()
-    assert histfix.check(history, provider="openai-chat") == []
-    assert histfix.is_provider_valid(history, provider="openai-responses")
+    (chat,) = histfix.check(history, provider="openai-chat")
+    assert chat.provider_error == (
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+    )
+    (responses,) = histfix.check(history, provider="openai-responses")
+    assert responses.provider_error == "Duplicate function_call_output for call_id abcDEF123."
+    assert histfix.is_provider_valid(
+        load([req(user("q")), real(text("ok"), at=1)]), provider="openai-responses"
+    )
     assert not histfix.is_provider_valid(history)  # repair would still merge the two requests
     (anthropic,) = histfix.check(history, provider="anthropic:claude-sonnet-4-5")
     assert anthropic.provider_error == (
@@ -96,7 +109,10 @@ def test_each_api_rejects_what_its_wire_rejects() -> None:
     )
     (both,) = histfix.check(history, provider="any")
     assert both.rejected_by == duplicate.rejected_by
-    assert both.provider_error is not None and both.provider_error.startswith("anthropic: each tool_use")
+    assert both.provider_error is not None and both.provider_error.startswith(
+        "openai-chat: Invalid parameter"
+    )
+    assert "; anthropic: each tool_use" in both.provider_error
 
 
 def test_a_late_result_is_rejected_where_the_wire_pairs_by_position() -> None:
@@ -200,10 +216,14 @@ def test_a_fallback_model_is_checked_for_every_model_it_may_use() -> None:
             real(text("ok"), at=2),
         ]
     )
-    assert histfix.check(history, provider=models[0]) == []  # OpenAI Chat takes the second result
+    # an empty last request sends nothing: the wire ends on the response, which only Mistral refuses
+    history = load([req(user("q")), real(text("ok"), at=1), req(instructions="be brief")])
+    assert histfix.check(history, provider=models[0]) == []
     (problem,) = histfix.check(history, provider=FallbackModel(*models))
     assert problem.rejected_by == ("mistral",)
-    assert problem.provider_error == "Not the same number of function calls and responses"
+    assert problem.provider_error == (
+        "Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant"
+    )
     asyncio.run(close())
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import emulators
-from emulator_cases import GOOD, PATHS, VIOLATIONS, Violation
+from emulator_cases import ACCEPTED, GOOD, PATHS, VIOLATIONS, Accepted, Violation
 from emulators import PROVIDER_APIS, Emulator
 
 TIMEOUT = 5.0
@@ -100,6 +100,13 @@ def test_rule_rejects_its_violation(case: Violation, servers: dict[str, Emulator
     assert _error_text(api, body) == verdict.message
     assert case.expect in verdict.message
     assert emulators.judge(api, case.body, path=_path(case), strict_templates=True) == verdict
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=lambda case: f"{case.api}: {case.source.split(' (')[0]}")
+def test_recorded_real_shapes_are_accepted(case: Accepted) -> None:
+    """Shapes the real APIs answered 200 in pydantic-ai's recordings (tools/calibrate.py)."""
+    verdict = emulators.judge(case.api, case.body, path=case.path or PATHS[case.api], strict_templates=True)
+    assert verdict.accepted, f"{case.source}: {verdict.rule}: {verdict.message}"
 
 
 @pytest.mark.parametrize(
@@ -442,7 +449,9 @@ def test_bedrock_sdk_parses_converse(servers: dict[str, Emulator]) -> None:
     assert events[1]["contentBlockDelta"]["delta"] == {"text": "ok"}
     assert servers["bedrock"].last().path.endswith("/converse-stream")
     with pytest.raises(client.exceptions.ValidationException, match="must start with a user message"):
-        client.converse(modelId=model, messages=[{"role": "assistant", "content": [{"text": "x"}]}])
+        client.converse(
+            modelId="amazon.nova-pro-v1:0", messages=[{"role": "assistant", "content": [{"text": "x"}]}]
+        )
 
 
 def test_mistral_error_codes(servers: dict[str, Emulator]) -> None:
@@ -502,3 +511,41 @@ def test_an_emulator_is_reachable_in_a_fresh_network_namespace() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["200", "True"]
+
+
+def test_one_result_per_call_counts_calls_not_ids() -> None:
+    """Chat: an id called twice in one message may be answered twice; Responses: a call_id called
+    again later is a new call, whose output is not a duplicate (each rule refuses only a second
+    result for one call)."""
+    user = {"role": "user", "content": "hi"}
+
+    def calls(*ids: str) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids
+            ],
+        }
+
+    def tool(call_id: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+    assert emulators.judge(
+        "openai-chat", {"messages": [user, calls("x", "x"), tool("x"), tool("x")]}
+    ).accepted
+    third = emulators.judge(
+        "openai-chat", {"messages": [user, calls("x", "x"), tool("x"), tool("x"), tool("x")]}
+    )
+    assert third.rule == "openai-chat.tool_without_tool_calls"
+
+    def fc(call_id: str) -> dict[str, Any]:
+        return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+    def fco(call_id: str) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+    again = [user, fc("x"), fco("x"), {"role": "user", "content": "more"}, fc("x"), fco("x")]
+    assert emulators.judge("openai-responses", {"model": "gpt-4o", "input": again}).accepted
+    duplicate = emulators.judge("openai-responses", {"model": "gpt-4o", "input": [*again, fco("x")]})
+    assert duplicate.rule == "openai-responses.duplicate_function_call_output"

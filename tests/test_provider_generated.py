@@ -45,7 +45,7 @@ from provider_bench import Bench, tally
 from wire import Outcome
 
 from conftest import PROVIDERS, PYDANTIC_AI
-from dsl import Json, load, req, resp, system, to_json, user
+from dsl import Json, load, native_return, req, resp, system, to_json, user
 from generate import random_conversation, random_history
 
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/test_provider_truth.py
@@ -304,3 +304,14 @@ def test_the_oracles_tell_sendable_from_not() -> None:
     blank = load([req(system("sys"), user("  ")), resp()])
     assert not must_refuse(blank) and may_refuse(blank)
     assert not must_refuse([]) and may_refuse([])
+
+
+@pytest.mark.parametrize("name", ["openai-responses", "mistral", "openai-chat", "any"])
+def test_a_foreign_native_return_then_an_empty_request_raises_the_clear_value_error(name: str) -> None:
+    """None of these model classes sends another provider's native tool return (1.0.0's
+    OpenAIResponsesModel would send an empty ``input``): nothing in the history reaches the provider."""
+    history = load([resp(native_return("web_search", "srv1"), at=10), req()])
+    with pytest.raises(ValueError, match=NOTHING_SENDABLE) as raised:
+        histfix.repair(history, provider=name)
+    assert name in str(raised.value)
+    assert histfix.repair(history, provider="anthropic")  # AnthropicModel sends it

@@ -78,6 +78,7 @@ KEEPS_DUPLICATES = {
     "F2_duplicate_return_for_answered_call_kept",
     "F2b_duplicate_return_in_later_request_kept",
     "F2c_stale_duplicate_does_not_answer_reused_id",
+    "X_retry_and_return_for_one_call",
 }
 
 

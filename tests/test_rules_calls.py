@@ -19,6 +19,7 @@ from emulators import bedrock as em_bedrock
 from emulators import gemini as em_gemini
 from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
+from emulators import openai_responses as em_openai_responses
 from histfix import _compat
 from histfix._call_results import classified, misplaced_results
 from histfix._profiles import rules_for
@@ -84,11 +85,13 @@ def test_rules_are_used_only_by_the_apis_that_enforce_them() -> None:
             r.name for r in (*rules_for(target, "before"), *rules_for(target, "after")) if r in CALL_RULES
         }
 
-    assert names("openai-responses") == {"call_ids_present"}
-    assert names("openai-chat") == {"call_ids_present", "results_follow_their_call"}
+    assert names("openai-responses") == {"call_ids_present", "one_result_per_call"}
+    assert names("openai-chat") == {"call_ids_present", "one_result_per_call", "results_follow_their_call"}
     assert "unique_call_ids" in names("anthropic") and "unique_call_ids" not in names("openai-chat")
     assert "call_id_format" in names("mistral") and "call_id_format" not in names("gemini")
-    assert "one_result_per_call" in names("gemini") and "one_result_per_call" not in names("openai-chat")
+    assert "one_result_per_call" in names("gemini") and "results_follow_their_call" not in names(
+        "openai-responses"
+    )
     assert names("any") == set(RULES)
     for rule in CALL_RULES:
         assert rule.why and rule.detect is not None and set(rule.wording) == set(rule.apis)
@@ -193,12 +196,11 @@ def test_two_results_for_one_call_keep_the_first_and_report_the_others_content()
     history = load(
         [req(user("go")), real(call("f", "c1"), at=10), req(ret("f", "c1", "first"), ret("f", "c1", "again"))]
     )
-    for provider in ("anthropic", "gemini", "bedrock", "mistral", "any"):
+    for provider in ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mistral", "any"):
         report = histfix.repair_report(history, provider=provider)
         assert [r.content for r in results(report.messages[2])] == ["first"]
         (dropped,) = [c for c in report.changes if c.kind == "dropped_duplicate_result"]
         assert dropped.preview == "again" and "again" in str(dropped)
-    assert histfix.repair(history, provider="openai-chat") == histfix.repair(history)  # accepted there
 
 
 def test_a_late_copy_of_an_answered_result_is_dropped_with_its_content() -> None:
@@ -216,7 +218,12 @@ def test_a_late_copy_of_an_answered_result_is_dropped_with_its_content() -> None
         assert [type(p).__name__ for p in report.messages[4].parts] == ["UserPromptPart"]
         (dropped,) = [c for c in report.changes if c.kind == "dropped_late_result"]
         assert dropped.preview == "late copy" and dropped.message_index == 4
-    assert histfix.repair(history, provider="openai-responses") == histfix.repair(history)
+    # OpenAI Responses takes a result anywhere after its call, but one per call (unverified; the
+    # first kept): the late copy goes as a second result
+    report = histfix.repair_report(history, provider="openai-responses")
+    assert [type(p).__name__ for p in report.messages[4].parts] == ["UserPromptPart"]
+    (dropped,) = [c for c in report.changes if c.kind == "dropped_duplicate_result"]
+    assert dropped.preview == "late copy" and dropped.message_index == 4
 
 
 def test_a_calls_only_result_arriving_late_is_moved_to_right_after_the_call() -> None:
@@ -306,8 +313,19 @@ def test_detect_words_problems_as_the_emulators_do() -> None:
     assert problem.provider_error == em_gemini.COUNT.message
     (problem,) = detected(duplicate, "mistral", "one_result_per_call")
     assert problem.provider_error == em_mistral.COUNT.message
+    (problem,) = detected(duplicate, "openai-chat", "one_result_per_call")
+    assert problem.provider_error == em_openai_chat.NO_CALL.message
+    (problem,) = detected(duplicate, "openai-responses", "one_result_per_call")
+    assert problem.provider_error == em_openai_responses.DUPLICATE_OUTPUT.message.format(call_id="c1")
     (problem,) = detected(duplicate, "any", "one_result_per_call")
-    assert problem.rejected_by == ("anthropic", "gemini", "bedrock", "mistral")
+    assert problem.rejected_by == (
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "bedrock",
+        "mistral",
+    )
     assert em_bedrock.TOO_MANY.message.replace("{n}", "N") in (problem.provider_error or "")
 
     late = load(

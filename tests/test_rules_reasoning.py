@@ -64,7 +64,12 @@ CASES: dict[str, tuple[list[Json], bool]] = {
         [req(user("hi")), _openai(_own()), req(user("again"))],
         MODE != "none",
     ),
-    "own thinking, then text": ([req(user("hi")), _openai(_own(), text("hello")), req(user("again"))], False),
+    # text without the id of its stored message goes out as an id-less assistant message, which is
+    # no following item (gpt-5 refused one: pydantic-ai's test_openai_responses_thinking_with_modified_history)
+    "own thinking, then text": (
+        [req(user("hi")), _openai(_own(), text("hello")), req(user("again"))],
+        MODE != "none",
+    ),
     "own thinking, then a call": (
         [req(user("hi")), _openai(_own(), call("f", "c1")), req(ret("f", "c1", "ok")), resp(text("done"))],
         False,
@@ -75,7 +80,17 @@ CASES: dict[str, tuple[list[Json], bool]] = {
     ),
     "one item in two parts, then text": (
         [req(user("hi")), _openai(_own("a"), _own("b"), text("hello")), req(user("again"))],
-        False,
+        MODE != "none",
+    ),
+    **(
+        {
+            "own thinking, then its own message (with its id)": (
+                [req(user("hi")), _openai(_own(), {**text("hello"), "id": "msg_1"}), req(user("again"))],
+                False,
+            )
+        }
+        if "id" in {field.name for field in dataclasses.fields(pai.TextPart)}
+        else {}
     ),
     "foreign thinking only": ([req(user("hi")), resp(_foreign("hmm")), req(user("again"))], MODE == "every"),
     "foreign thinking twice, then text": (

@@ -418,3 +418,43 @@ def test_every_profile_opens_with_the_prompt_where_the_agent_needs_it(api: str) 
     assert bool(found) == needed
     if _compat.agent_refuses_response_first() and api not in shape.STARTS_WITH_USER_APIS:
         assert any("cannot start with a `ModelResponse`" in (p.provider_error or "") for p in found)
+
+
+def test_an_empty_last_request_goes_for_mistral_which_wants_the_last_turn_from_the_user() -> None:
+    """Mistral trailing_assistant (verified): an empty last request sends nothing, so the wire ends on
+    the response; the profile drops it (reported with its instructions), where Chat keeps it."""
+    history = load([req(user("hi")), real(text("hello"), at=10), req(instructions="be brief")])
+    report = histfix.repair_report(history, provider="mistral")
+    assert [m.kind for m in report.messages] == ["request", "response"]
+    (dropped,) = report.changes
+    assert (
+        dropped.kind == "dropped_empty"
+        and dropped.message_index == 2
+        and "be brief" in (dropped.preview or "")
+    )
+    assert histfix.repair(report.messages, provider="mistral") == report.messages  # idempotent
+    assert histfix.repair(history, provider="openai-chat") == histfix.repair(history)
+    blank = load([req(user("hi")), real(text(" "), at=10), req(user(""))])
+    assert histfix.repair(blank, provider="mistral") == histfix.repair(blank)  # Mistral keeps blank text
+
+
+@pytest.mark.parametrize(
+    ("provider", "prompt_added"),
+    [
+        ("anthropic", True),  # no model named: the family is unknown
+        ("anthropic:claude-sonnet-4-5", False),  # recorded accepting an assistant-first history
+        ("anthropic:claude-3-5-sonnet-latest", True),  # the 2024 reports' family
+        ("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", False),
+        ("bedrock:us.qwen.qwen3-32b-v1:0", False),
+        ("bedrock:amazon.nova-pro-v1:0", True),
+        ("gemini:gemini-2.5-flash", True),
+    ],
+)
+def test_a_starter_prompt_only_for_a_model_family_that_needs_it(provider: str, prompt_added: bool) -> None:
+    """A profile changes only what its provider needs for the model family named: Claude 4 (direct
+    or on Bedrock), Qwen, GLM and Kimi take a conversation opening on the model's response."""
+    history = load([real(text("hello"), at=10), req(user("hi"))])
+    repaired = histfix.repair(history, provider=provider)
+    assert (len(repaired) == len(history) + 1) is prompt_added
+    found = [p.kind for p in histfix.check(history, provider=provider)]
+    assert ("starts_with_response" in found) is prompt_added

@@ -39,13 +39,15 @@ WORDING: dict[str, str] = {
     "message with 'tool_calls'.",
     "openai-responses.no_output": "No tool output found for function call {call_id}.",
     "openai-responses.no_call": "No tool call found for function call output with call_id {call_id}.",
+    "openai-responses.duplicate_output": "Duplicate function_call_output for call_id {call_id}.",  # unverified
     "anthropic.no_result": "messages.{n}: tool_use ids were found without tool_result blocks immediately "
     "after: {ids}. Each tool_use block must have a corresponding tool_result block in the next message.",
     "anthropic.unexpected": "messages.{n}.content.{m}: unexpected tool_use_id found in tool_result blocks: "
     "{id}. Each tool_result block must have a corresponding tool_use block in the previous message.",
     "anthropic.multiple": "each tool_use must have a single result. Found multiple tool_result blocks with "
     "id: {id}",
-    "anthropic.result_first": "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
+    "anthropic.result_first": "messages.{n}: Did not find {count} tool_result block(s) at the beginning of "
+    "this message. Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
     "gemini.count": "Please ensure that the number of function response parts is equal to the number of "
     "function call parts of the function call turn.",
     "gemini.call_position": "Please ensure that function call turn comes immediately after a user turn or "
@@ -124,6 +126,8 @@ def _unexpected(history: Sequence[ModelMessage], problem: Problem) -> dict[str, 
     if problem.kind == "duplicate_result" and call_id in previous_calls:
         # a second result beside the first, right after the call: counted, not unexpected
         return {
+            "openai-chat": _say("openai-chat.no_call"),
+            "openai-responses": _say("openai-responses.duplicate_output", call_id=call_id),
             "anthropic": _say("anthropic.multiple", id=call_id),
             "gemini": _say("gemini.count"),
             "bedrock": _say("bedrock.too_many", n=n),
@@ -139,21 +143,22 @@ def _unexpected(history: Sequence[ModelMessage], problem: Problem) -> dict[str, 
         if previous_calls or results_before
         else _say("mistral.tool_role", role=_mistral_previous_role(history, problem)),
     }
-    if problem.kind in ("late_result", "duplicate_result"):  # Responses: an earlier call has its call_id
+    if problem.kind == "late_result":  # Responses: an earlier call has its call_id
         del found["openai-responses"]
+    elif problem.kind == "duplicate_result":  # Responses: one output per call (unverified)
+        found["openai-responses"] = _say("openai-responses.duplicate_output", call_id=call_id)
     return found
 
 
 def _scattered(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
-    n, moved = problem.message_index, problem.part_index or 0
+    n = problem.message_index
     parts = history[n].parts
-    later_result = next((i for i in range(moved, len(parts)) if is_result(parts[i])), moved)
     calls = len(_calls(history[n - 1])) if n > 0 else 0
     count = calls or sum(1 for part in parts if is_result(part))
     return {
         # Chat Completions and Mistral get one message per part, in order: a user message between tools
         "openai-chat": _say("openai-chat.no_call"),
-        "anthropic": _say("anthropic.result_first", n=n, m=later_result),
+        "anthropic": _say("anthropic.result_first", n=n, count=count),
         # GoogleModel splits such a request into turns on some releases (2.9.1 measured): a user
         # turn between function responses
         "gemini": _say("gemini.response_position"),

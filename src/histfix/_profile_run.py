@@ -50,6 +50,7 @@ def run_profile(
     """
     from ._call_results import remember_results_in_place
     from ._profile_scan import CallIdFacts, remember_call_ids, remember_pairing
+    from ._rules_turns import sends_nothing
 
     current = paired = list(history)
     settled = None if settle is None else settle(paired)
@@ -78,7 +79,7 @@ def run_profile(
     for rule in rules_for(target, "after"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    if history and nothing_sendable(current, cached=True):
+    if history and (nothing_sendable(current, cached=True) or sends_nothing(current, target)):
         raise ValueError(
             f"nothing in this history can be sent to {target.name}: it holds only system prompts, "
             "tool-availability deltas or response parts that provider's model class leaves out (no prompt, "

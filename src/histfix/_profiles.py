@@ -103,7 +103,7 @@ def _shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "native_calls_paired",
             native.NATIVE_CALLS_APIS,
-            "Anthropic server_tool_use_without_result: a native call needs its result block in the same "
+            "Anthropic code_execution_without_result: a native call needs its result block in the same "
             "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
             "after",
             native.native_calls_paired,
@@ -124,7 +124,8 @@ def _shape_rules() -> tuple[ProfileRule, ...]:
             "no_empty_content",
             shape.NO_EMPTY_CONTENT_APIS,
             "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
-            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls",
+            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls, "
+            "Mistral trailing_assistant (an empty last request leaves the response last)",
             "after",
             shape.no_empty_content,
             shape.detect_no_empty_content,
@@ -133,8 +134,9 @@ def _shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "starts_with_user",
             shape.STARTS_WITH_USER_APIS,
-            "the first turn must be the user's: Anthropic first_message_user (unverified), Bedrock "
-            "start_with_user (verified), Gemini (GoogleModel opens with an empty user text)",
+            "the first turn must be the user's: Anthropic first_message_user (unverified; Claude 3 and older), "
+            "Bedrock start_with_user (verified; not Claude, Qwen, GLM, Kimi), Gemini (GoogleModel opens with an "
+            "empty user text); none where the named model's family takes a response first",
             "after",
             shape.starts_with_user,
             shape.detect_starts_with_user,

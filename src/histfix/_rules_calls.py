@@ -75,6 +75,9 @@ FORMAT_WORDING = {
     "mistral": _MISTRAL_FORMAT,
 }
 ONE_RESULT_WORDING = {
+    "openai-chat": _OPENAI_NO_CALL,
+    # unverified: the per-call wording exists only through a gateway (providers.md)
+    "openai-responses": "Duplicate function_call_output for call_id {id}.",
     "anthropic": _ANTHROPIC_MULTIPLE,
     "gemini": _GEMINI_COUNT,
     "bedrock": _BEDROCK_TOO_MANY,
@@ -379,15 +382,25 @@ def _dropped(history: list[ModelMessage], found: Sequence[Misplaced], kind: str,
     return changes
 
 
+def _duplicate_kinds(target: ProviderTarget) -> frozenset[str]:
+    """The second results this rule drops: those in the call's own request, and where no target
+    API places results (OpenAI Responses alone: results_follow_their_call does not run) late ones too."""
+    if "openai-responses" in target.apis and not set(LATE_WORDING) & set(target.apis):
+        return frozenset({"duplicate", "late_duplicate"})
+    return frozenset({"duplicate"})
+
+
 def one_result_per_call(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
-    Bedrock too_many_tool_results, Mistral call_response_count (all verified); the default repair
-    keeps duplicates by design."""
+    Bedrock too_many_tool_results, Mistral call_response_count, OpenAI Chat tool_without_tool_calls
+    (all verified), OpenAI Responses (unverified: keeping the first result, reported, is harmless where
+    the rule does not hold); the default repair keeps duplicates by design."""
     from ._call_results import misplaced_for_pass, without_misplaced
 
-    drop = [m for m in misplaced_for_pass(history) if m.kind == "duplicate"]
+    kinds = _duplicate_kinds(target)
+    drop = [m for m in misplaced_for_pass(history) if m.kind in kinds]
     if not drop:
         return history, []
     changes = _dropped(history, drop, "dropped_duplicate_result", "dropped a second result for call")
@@ -469,7 +482,7 @@ def _detect_misplaced(
 
 
 def detect_one_result_per_call(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    return _detect_misplaced(history, target, frozenset({"duplicate"}), ONE_RESULT_WORDING)
+    return _detect_misplaced(history, target, _duplicate_kinds(target), ONE_RESULT_WORDING)
 
 
 def detect_results_follow_their_call(
@@ -619,7 +632,8 @@ def call_rules() -> tuple[ProfileRule, ...]:
             one_result_per_call,
             detect_one_result_per_call,
             ONE_RESULT_WORDING,
-            why="one result per call (Anthropic, Gemini, Bedrock, Mistral, verified); repair keeps duplicates",
+            why="one result per call (Anthropic, Gemini, Bedrock, Mistral, OpenAI Chat verified; OpenAI Responses "
+            "unverified); repair keeps duplicates",
         ),
         _rule(
             "results_follow_their_call",

@@ -8,6 +8,10 @@ on the release (``_compat.responses_reasoning_items``): none before 1.0.3; *ever
 1.0.3-1.0.4; from 1.0.5 OpenAI's own thinking with an id, for reasoning models (the rest goes as
 tagged assistant text). Consecutive parts with one id become one item.
 
+An assistant message the release sends without an id (text that was edited or never had one,
+thinking sent as tagged text) is not that following item: OpenAI refused one after a reasoning
+item (gpt-5, recorded in pydantic-ai's test_openai_responses_thinking_with_modified_history).
+
 The pass: where such a run of thinking has no output item after it in its response, on 1.0.5+ its
 id is cleared, so the release sends its text as tagged assistant text (the text stays, the wire
 drops the encrypted reasoning, which OpenAI would refuse anyway); on 1.0.3-1.0.4, which send every
@@ -90,13 +94,17 @@ def _is_output(part: Any, message: Any, wire: _Wire, thinking: type[Any]) -> boo
     else that cannot (False), or not at all (None: look at the next part)."""
     kind = getattr(part, "part_kind", "")
     if kind == "text":
-        return bool(part.content.strip())  # empty text may be dropped by another pass
+        if not part.content.strip():
+            return None  # empty text may be dropped by another pass
+        # an assistant message without the id of the stored one is no follower (recorded: gpt-5
+        # refused one, pydantic-ai's test_openai_responses_thinking_with_modified_history)
+        return bool(getattr(part, "id", None))
     if kind == "tool-call":
         return True
     if isinstance(part, thinking):
         if _becomes_item(part, message, wire, thinking):
             return False  # another reasoning item
-        return bool(part.content.strip())  # tagged assistant text
+        return False if part.content.strip() else None  # tagged assistant text, sent without an id
     if kind == "builtin-tool-call":
         if wire.native_calls_sent and part.provider_name == _OPENAI:
             return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +72,15 @@ EMPTY_MESSAGE_WORDING = {
     "to the content field and try again.",
     "gemini": "Please ensure that the last turn is a user turn.",
     "openai-chat": "content or tool_calls must be set",
+    "mistral": "Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant",
 }
+#: The APIs that want the last turn from the user (or a tool): an empty last request, which sends
+#: nothing, leaves a response last on the wire (Gemini ends_on_model_turn, unverified; Mistral
+#: trailing_assistant, verified).
+ENDS_ON_USER_APIS = frozenset({"gemini", "mistral"})
 RESULTS_FIRST_WORDING = {
-    "anthropic": "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
+    "anthropic": "messages.{n}: Did not find {count} tool_result block(s) at the beginning of this message. "
+    "Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
     "bedrock": "messages.{n}: Did not find {count} toolResult block(s) at the beginning of this message. "
     "Messages following toolUse blocks must begin with a matching number of toolResult blocks.",
     "openai-chat": "An assistant message with 'tool_calls' must be followed by tool messages responding to "
@@ -93,7 +100,7 @@ _NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
 
 #: The APIs each rule is for (the keys of its wording).
 STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
-NO_EMPTY_CONTENT_APIS = frozenset(EMPTY_WORDING)
+NO_EMPTY_CONTENT_APIS = frozenset(EMPTY_WORDING) | ENDS_ON_USER_APIS
 RESULTS_FIRST_APIS = frozenset(RESULTS_FIRST_WORDING)
 ALTERNATION_APIS = frozenset(ALTERNATION_WORDING)
 
@@ -160,17 +167,43 @@ def _opening_response(history: Sequence[ModelMessage]) -> int | None:
     return None
 
 
+#: Model families that take a conversation opening on the model's response: Claude after the Claude 3
+#: family on Anthropic's API (recorded: claude-sonnet-4-5 answered one with 200; the 2024 reports of
+#: first_message_user name Claude 3), and on Bedrock Claude, Qwen, GLM and Kimi (pydantic-ai#6255).
+_LEGACY_CLAUDE = re.compile(r"claude-(instant|[123])([.-]|$)")
+_BEDROCK_LEADING_ASSISTANT = re.compile(r"anthropic|claude|qwen|glm|zai|moonshot|kimi")
+
+
+def _takes_assistant_first(api: str, model: str) -> bool:
+    if api == "anthropic":
+        return not _LEGACY_CLAUDE.search(model.lower())
+    return api == "bedrock" and bool(_BEDROCK_LEADING_ASSISTANT.search(model.lower()))
+
+
+def needs_user_first(target: ProviderTarget) -> bool:
+    """Whether some target API wants the first turn from the user for the model the target names
+    (no model named: the family is unknown, so yes)."""
+    named: dict[str, list[str]] = {}
+    for api, model in target.models:
+        named.setdefault(api, []).append(model)
+    return any(
+        not named.get(api) or not all(_takes_assistant_first(api, model) for model in named[api])
+        for api in STARTS_WITH_USER_APIS & set(target.apis)
+    )
+
+
 def starts_with_user(
     history: list[ModelMessage], target: ProviderTarget
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
-    opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first."""
+    opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first,
+    unless every named model's family takes a conversation opening on a response."""
     from pydantic_ai.messages import ModelRequest, ModelResponse
 
     from . import _compat
 
     index = _opening_response(history)
-    if index is None:
+    if index is None or not needs_user_first(target):
         return history, []
     response = history[index]
     assert isinstance(response, ModelResponse)
@@ -187,7 +220,7 @@ def starts_with_user(
 
 def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
     index = _opening_response(history)
-    if index is None:
+    if index is None or not needs_user_first(target):
         return []
     return [
         problem(
@@ -311,15 +344,28 @@ def no_empty_content(
     """Anthropic empty_text/empty_message, Bedrock whitespace_text/empty_content, Gemini empty_text/
     empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls: drop empty text and prompts,
     then messages left without parts (an empty last request sends no user turn at all: dropped
-    where Gemini is a target, which wants the last turn from the user; elsewhere it stays)."""
+    where Gemini or Mistral is a target, which want the last turn from the user; elsewhere it stays).
+    For Mistral alone only that last request goes: it does not refuse empty text."""
     from pydantic_ai.messages import ModelRequest
 
     if not _has_blank(history, target):
         return history, []
+    ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
+    if not set(EMPTY_WORDING) & set(target.apis):  # Mistral: empty text is not refused, only the end
+        last = history[-1]
+        if len(history) < 2 or not isinstance(last, ModelRequest) or last.parts:
+            return history, []
+        history = history[:-1]
+        dropped = Change(
+            "dropped_empty",
+            len(history),
+            f"dropped the request at messages[{len(history)}]: nothing in it can be sent",
+            preview=f"instructions: {preview(last.instructions)}" if last.instructions else None,
+        )
+        return history, [dropped]
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     dropped_message = False
-    ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
     for index, message in enumerate(history):
         # Bedrock: BedrockModel sends instructions='' as an empty system text block, which boto3
         # refuses before sending ('Invalid length for parameter system[0].text')
@@ -375,20 +421,31 @@ def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTar
         return []
     found: list[Problem] = []
     last = len(history) - 1
+    ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
+    blank_text = bool(set(EMPTY_WORDING) & set(target.apis))
     for index, message in enumerate(history):
+        if not blank_text and index != last:
+            continue  # Mistral: only an empty last request matters
         if not message.parts:
-            if index == last and isinstance(message, ModelRequest) and "gemini" not in target.apis:
-                continue  # an empty last request sends nothing; only Gemini rejects the result
+            if (
+                index == last
+                and isinstance(message, ModelRequest)
+                and not (ends_on_user and (blank_text or index))
+            ):
+                continue  # an empty last request sends nothing; only Gemini and Mistral reject the result
             found.append(
                 problem(
                     "empty_message",
                     EMPTY_MESSAGE_WORDING,
                     target,
                     at=index,
+                    apis=ENDS_ON_USER_APIS if index == last and isinstance(message, ModelRequest) else None,
                     description=f"the {message.kind} has no parts: the provider gets an empty message, or none",
                     n=index,
                 )
             )
+            continue
+        if not blank_text:
             continue
         if isinstance(message, ModelRequest):
             _, removed = _request_without_blanks(message, target)

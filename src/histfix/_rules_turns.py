@@ -14,8 +14,9 @@ when nothing applies, and reports what it moves or drops with its content.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "opens_with_user_turn",
     "requests_send_something",
     "responses_send_something",
+    "sends_nothing",
     "turn_rules",
     "unsent_request_part",
 ]
@@ -138,6 +140,43 @@ def _unsent_response_part(part: object, api: str, thinking_sent: bool, target: P
     from ._rules_results_alone import refuses_mixed_turns  # only here: thinking a release may drop
 
     return api in _THINKING_DROPPED_BY or (api == "bedrock" and refuses_mixed_turns(target))
+
+
+def _responses_leaves_out(part: object, thinking_sent: bool) -> bool:
+    """A response part the installed OpenAIResponsesModel never sends: another provider's native
+    parts (OpenAI's own too before 1.0.9) and, before 1.0.3, thinking (read in 1.0.0's models/openai.py)."""
+    from pydantic_ai.messages import ThinkingPart
+
+    from . import _compat
+
+    if _native(part):
+        return getattr(part, "provider_name", None) != "openai" or not _compat.responses_native_calls_sent()
+    return isinstance(part, ThinkingPart) and not thinking_sent
+
+
+def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget) -> bool:
+    """Whether some target API gets nothing of this history from the installed release: its requests
+    hold only parts never sent as a turn, and its responses only parts that API's serializer leaves out
+    (1.0.0's OpenAIResponsesModel then sends an empty ``input``)."""
+    if not only_unsent_request_parts([message for message in history if message.kind == "request"]):
+        return False
+    responses = [message for message in history if message.kind == "response"]
+    thinking_sent = _thinking_sent()
+    for api in target.apis:
+        unsent: Callable[[object], bool]
+        if api == "openai-responses":
+            unsent = functools.partial(_responses_leaves_out, thinking_sent=thinking_sent)
+        elif api == "mistral":
+            unsent = _native  # MistralModel never sends native parts (1.0.0, 2.68.0)
+        elif api in RESPONSES_APIS:
+            unsent = functools.partial(
+                _unsent_response_part, api=api, thinking_sent=thinking_sent, target=target
+            )
+        else:
+            continue
+        if all(unsent(part) for message in responses for part in message.parts):
+            return True
+    return False
 
 
 def _thinking_sent() -> bool:

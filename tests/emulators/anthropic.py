@@ -1,34 +1,42 @@
 """Anthropic Messages: POST /v1/messages (also `?beta=true`, the beta client); SDK base_url: base_url.
 
 Rules enforced, verified ones first, in this order (wording from shared/spec/providers.md,
-"Anthropic Messages", unless said otherwise):
-- request_schema: `messages` is a non-empty list of objects with role user/assistant and string or
-  list content (schema validation; wording in the API's schema-error style, not quoted there).
+"Anthropic Messages", unless said otherwise). The API reads consecutive same-role messages as
+one (recorded: `assistant[tool_use], assistant[tool_use], user[result, result]` got 200 from
+claude-sonnet-4-5), so the pairing rules judge merged turns and name the first message of each.
+Messages with the `system` role (mid-conversation instructions, tool additions) are accepted.
+- request_schema: `messages` is a non-empty list of objects with role user/assistant/system and
+  string or list content (schema validation; wording in the API's schema-error style, not quoted).
 - tool_use_id_pattern: every `tool_use` id matches ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048).
 - empty_text: no text block with empty text, also inside tool_result content.
-- multiple_results: one `tool_result` per `tool_use` id within a message (hindsight#4250).
-- tool_use_without_result: every `tool_use` answered in the immediately next (user) message.
-- unexpected_tool_result: every `tool_result` answers a `tool_use` of the previous assistant message.
+- multiple_results: one `tool_result` per `tool_use` id within a turn (hindsight#4250).
+- tool_use_without_result: every `tool_use` answered in the immediately next (user) turn.
+- unexpected_tool_result: every `tool_result` answers a `tool_use` of the previous assistant turn.
+- tool_result_first: the turn after one with N `tool_use` blocks begins with N `tool_result`
+  blocks (apify/tester-mcp-client#12).
+- tool_use_id_unique: no tool_use id twice in one assistant turn (trycua/cua#524, claude-code#20901;
+  recorded: the same id in two different turns got 200).
 - code_execution_without_result: a `server_tool_use` named *code_execution* has its result block
-  in the same message (pydantic-ai #6401; verified for code execution only).
+  in the same message (pydantic-ai #6401; other server tools were recorded in flight, unpaired,
+  with 200: web_search under pause_turn).
 - thinking_signature: a thinking block carries a non-empty `signature` (redacted: `data`) that
   Anthropic issued: blocks from another model fail the check (anthropic-sdk-python#1598). The
   emulator cannot check a signature cryptographically; it refuses the one foreign kind it can tell
   by its form, OpenAI's encrypted reasoning, a Fernet token (`gAAAAA...`, which pydantic-ai keeps
   as the thinking part's signature), and passes any other non-empty string.
 Unverified (off with enforce_unverified=False):
-- tool_use_id_unique: no tool_use id twice in the request (wording secondhand).
 - empty_message: every message but an optional final assistant one has non-empty content.
-- server_tool_use_without_result: the same pairing for every other server tool (web_search, ...).
-- tool_result_first: tool_result blocks come first in their user message (no quoted wording: ours).
-- first_message_user: the first message has the user role.
-Consecutive same-role messages are accepted as sent; the pairing rules see them unmerged.
+- first_message_user: the first message has the user role, for the Claude 3 family and older only
+  (`LEGACY_FAMILIES`): the 2024 reports (lobehub#1601) name those, while claude-sonnet-4-5 was
+  recorded accepting an assistant-first history (pydantic-ai's
+  test_anthropic_model_empty_message_on_history).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ._base import ApiSpec, Check, Reply, Route, Rule, json_reply, model_of, sse
@@ -37,6 +45,9 @@ __all__ = ["SPEC"]
 
 API = "anthropic"
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+ROLES = ("user", "assistant", "system")
+#: Model families that want the first message from the user (the 2024 reports): Claude 3 and older.
+LEGACY_FAMILIES = re.compile(r"claude-(instant|[123])([.-]|$)")
 
 
 def _rule(name: str, verified: bool, message: str) -> Rule:
@@ -73,21 +84,17 @@ CODE_EXECUTION = _rule(
     "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
 )
 SIGNATURE = _rule("thinking_signature", True, "messages.{n}.content.{m}: Invalid signature in thinking block")
-UNIQUE = _rule("tool_use_id_unique", False, "messages.{n}.content.{m}: tool_use ids must be unique")
+UNIQUE = _rule("tool_use_id_unique", True, "messages.{n}.content.{m}: tool_use ids must be unique")
 EMPTY_MESSAGE = _rule(
     "empty_message",
     False,
     "messages.{n}: all messages must have non-empty content except for the optional final assistant message",
 )
-SERVER_TOOL = _rule(
-    "server_tool_use_without_result",
-    False,
-    "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
-)
 RESULT_FIRST = _rule(
     "tool_result_first",
-    False,
-    "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
+    True,
+    "messages.{n}: Did not find {count} tool_result block(s) at the beginning of this message. "
+    "Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
 )
 FIRST_USER = _rule("first_message_user", False, 'messages: first message must use the "user" role')
 
@@ -123,8 +130,8 @@ def check_schema(body: Mapping[str, Any], model: str) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
     for n, message in enumerate(messages):
-        if _role(message) not in ("user", "assistant"):
-            return f"messages.{n}.role: Input should be 'user' or 'assistant'"
+        if _role(message) not in ROLES:
+            return f"messages.{n}.role: Input should be 'user', 'assistant' or 'system'"
         if not isinstance(message.get("content"), (str, list)):
             return f"messages.{n}.content: Input should be a valid list"
     return None
@@ -158,42 +165,87 @@ def check_empty_text(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """Consecutive messages of one role, as the API reads them: the first one's index, the blocks."""
+
+    n: int
+    role: object
+    blocks: list[Mapping[str, Any]]
+
+    def typed(self, kind: str) -> list[Mapping[str, Any]]:
+        return [block for block in self.blocks if block.get("type") == kind]
+
+
+def _turns(body: Mapping[str, Any]) -> list[_Turn]:
+    turns: list[_Turn] = []
+    for n, message in enumerate(_messages(body)):
+        blocks = [block for block in _blocks(message) if isinstance(block, Mapping)]
+        if turns and turns[-1].role == _role(message):
+            turns[-1].blocks.extend(blocks)
+        else:
+            turns.append(_Turn(n, _role(message), blocks))
+    return turns
+
+
+def _call_ids(turn: _Turn | None) -> list[object]:
+    if turn is None or turn.role != "assistant":
+        return []
+    return [block.get("id") for block in turn.typed("tool_use")]
+
+
 def check_multiple(body: Mapping[str, Any], model: str) -> str | None:
-    for message in _messages(body):
+    for turn in _turns(body):
         seen: set[object] = set()
-        for _, block in _typed(message, "tool_result"):
+        for block in turn.typed("tool_result"):
             if block.get("tool_use_id") in seen:
                 return MULTIPLE.message.format(id=block.get("tool_use_id"))
             seen.add(block.get("tool_use_id"))
     return None
 
 
-def _call_ids(message: object) -> list[object]:
-    if _role(message) != "assistant":
-        return []
-    return [block.get("id") for _, block in _typed(message, "tool_use")]
-
-
 def check_no_result(body: Mapping[str, Any], model: str) -> str | None:
-    messages = _messages(body)
-    for n, message in enumerate(messages):
-        following = messages[n + 1] if n + 1 < len(messages) and _role(messages[n + 1]) == "user" else None
-        answered = {block.get("tool_use_id") for _, block in _typed(following, "tool_result")}
-        missing = [str(call) for call in _call_ids(message) if call not in answered]
+    turns = _turns(body)
+    for index, turn in enumerate(turns):
+        following = turns[index + 1] if index + 1 < len(turns) and turns[index + 1].role == "user" else None
+        answered = (
+            {block.get("tool_use_id") for block in following.typed("tool_result")} if following else set()
+        )
+        missing = [str(call) for call in _call_ids(turn) if call not in answered]
         if missing:
-            return NO_RESULT.message.format(n=n, ids=", ".join(missing))
+            return NO_RESULT.message.format(n=turn.n, ids=", ".join(missing))
     return None
 
 
 def check_unexpected(body: Mapping[str, Any], model: str) -> str | None:
-    messages = _messages(body)
-    for n, message in enumerate(messages):
-        if _role(message) != "user":
+    turns = _turns(body)
+    for index, turn in enumerate(turns):
+        if turn.role != "user":
             continue
-        calls = _call_ids(messages[n - 1]) if n > 0 else []
-        for m, block in _typed(message, "tool_result"):
-            if block.get("tool_use_id") not in calls:
-                return UNEXPECTED.message.format(n=n, m=m, id=block.get("tool_use_id"))
+        calls = _call_ids(turns[index - 1]) if index > 0 else []
+        for m, block in enumerate(turn.blocks):
+            if block.get("type") == "tool_result" and block.get("tool_use_id") not in calls:
+                return UNEXPECTED.message.format(n=turn.n, m=m, id=block.get("tool_use_id"))
+    return None
+
+
+def check_result_first(body: Mapping[str, Any], model: str) -> str | None:
+    turns = _turns(body)
+    for index, turn in enumerate(turns[1:], start=1):
+        count = len(_call_ids(turns[index - 1]))
+        if count and any(block.get("type") != "tool_result" for block in turn.blocks[:count]):
+            return RESULT_FIRST.message.format(n=turn.n, count=count)
+    return None
+
+
+def check_unique(body: Mapping[str, Any], model: str) -> str | None:
+    for turn in _turns(body):
+        seen: set[object] = set()
+        for m, block in enumerate(turn.blocks):
+            if block.get("type") == "tool_use":
+                if block.get("id") in seen:
+                    return UNIQUE.message.format(n=turn.n, m=m)
+                seen.add(block.get("id"))
     return None
 
 
@@ -217,12 +269,6 @@ def check_code_execution(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
-def check_server_tool(body: Mapping[str, Any], model: str) -> str | None:
-    for name, call in _unpaired_server_tools(body):
-        return SERVER_TOOL.message.format(name=name, id=call)
-    return None
-
-
 #: How OpenAI's encrypted reasoning starts: a Fernet token (version byte 0x80, base64url), which
 #: OpenAIResponsesModel stores as the thinking part's signature. Anthropic never issues one.
 FOREIGN_SIGNATURE_PREFIX = "gAAAAA"
@@ -242,16 +288,6 @@ def check_signature(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
-def check_unique(body: Mapping[str, Any], model: str) -> str | None:
-    seen: set[object] = set()
-    for n, message in enumerate(_messages(body)):
-        for m, block in _typed(message, "tool_use"):
-            if block.get("id") in seen:
-                return UNIQUE.message.format(n=n, m=m)
-            seen.add(block.get("id"))
-    return None
-
-
 def check_empty_message(body: Mapping[str, Any], model: str) -> str | None:
     messages = _messages(body)
     for n, message in enumerate(messages):
@@ -262,19 +298,9 @@ def check_empty_message(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
-def check_result_first(body: Mapping[str, Any], model: str) -> str | None:
-    for n, message in enumerate(_messages(body)):
-        other = False
-        for m, block in enumerate(_blocks(message)):
-            if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                if other:
-                    return RESULT_FIRST.message.format(n=n, m=m)
-            else:
-                other = True
-    return None
-
-
 def check_first_user(body: Mapping[str, Any], model: str) -> str | None:
+    if not LEGACY_FAMILIES.search(model):
+        return None
     messages = _messages(body)
     return FIRST_USER.message if messages and _role(messages[0]) != "user" else None
 
@@ -286,12 +312,11 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (MULTIPLE, check_multiple),
     (NO_RESULT, check_no_result),
     (UNEXPECTED, check_unexpected),
+    (RESULT_FIRST, check_result_first),
+    (UNIQUE, check_unique),
     (CODE_EXECUTION, check_code_execution),
     (SIGNATURE, check_signature),
-    (UNIQUE, check_unique),
     (EMPTY_MESSAGE, check_empty_message),
-    (SERVER_TOOL, check_server_tool),
-    (RESULT_FIRST, check_result_first),
     (FIRST_USER, check_first_user),
 )
 

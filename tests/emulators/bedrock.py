@@ -1,16 +1,23 @@
 """AWS Bedrock Converse: POST /model/{modelId}/converse and /model/{modelId}/converse-stream;
 SDK endpoint: base_url (boto3 client("bedrock-runtime", endpoint_url=...), any dummy keys).
 
-Rules enforced, all verified, in this order (wording from shared/spec/providers.md, "AWS Bedrock
-Converse"; the quoted fragments completed in the service's own style):
+Rules enforced, in this order (wording from shared/spec/providers.md, "AWS Bedrock Converse"; the
+quoted fragments completed in the service's own style). Several depend on the model family the
+path names, as the real service's do:
 - request_schema: `messages` is a non-empty list of objects with role user/assistant and a
   `content` list (schema validation; wording in the service's style, not quoted there).
-- start_with_user: the first message is a user message.
-- alternate_roles: user and assistant messages alternate.
+- start_with_user: the first message is a user message, except for the families that accept a
+  leading assistant message (`LEADING_ASSISTANT_FAMILIES`: Claude, Qwen, GLM, Kimi; pydantic-ai#6255,
+  and recorded: Claude Sonnet 4.5 answered an assistant-first history with 200).
+- alternate_roles (unverified: contested): user and assistant messages alternate. Verified in 2024
+  (dify#9294, langchain-aws#130); pydantic-ai#2327 and 2.68.0's `models/bedrock.py` say the service
+  now merges consecutive same-role turns.
 - empty_content: no message with an empty content list.
-- whitespace_text: no text block that is empty or whitespace only (hermes#63983).
-- too_many_tool_results: a message has no more toolResult blocks than the previous turn has
-  toolUse blocks.
+- whitespace_text: no message whose content is only empty or whitespace text (hermes#63983;
+  recorded: Claude accepted a "\n" text block beside other blocks).
+- too_many_tool_results: a user message has no more toolResult blocks than the previous turn has
+  toolUse blocks. A toolUse answered by a toolResult in its own assistant message is a server-side
+  tool (recorded: Nova's code interpreter), not a call the next turn answers.
 - tool_results_first: the message after a turn with N toolUse blocks begins with N toolResult
   blocks (langchain-aws#451).
 - expected_tool_results: those toolResult blocks answer every toolUse id of the previous turn.
@@ -20,8 +27,10 @@ Converse"; the quoted fragments completed in the service's own style):
   (chenhg5/cc-connect#897: `Invalid signature in thinking block`). Like the Anthropic emulator, it
   refuses the one foreign kind it can tell (`FOREIGN_SIGNATURE_PREFIX`, OpenAI's encrypted
   reasoning) and passes any other non-empty string; `redactedContent` is opaque and passes.
-- mixed_tool_result_turn: for non-Claude models (model id without "anthropic"/"claude"), a turn
-  with toolResult blocks holds nothing else.
+- mixed_tool_result_turn: for the families that want a toolResult alone in its turn
+  (`TOOL_RESULT_ALONE_FAMILIES`: Llama, Mistral, Writer; pydantic-ai#6081), a turn with toolResult
+  blocks holds nothing else. Claude and Nova were recorded accepting text, images and documents
+  beside a toolResult.
 Errors: status 400 with `x-amzn-ErrorType: ValidationException` and `{"message": ...}`, which
 botocore raises as `ValidationException`. ConverseStream answers AWS event-stream framing
 (`application/vnd.amazon.eventstream`): messageStart, contentBlockDelta, contentBlockStop,
@@ -48,8 +57,14 @@ API = "bedrock"
 PATH = re.compile(r"^/model/([^/]+)/(converse|converse-stream)$")
 
 
-def _rule(name: str, message: str) -> Rule:
-    return Rule(f"{API}.{name}", API, True, message)
+#: Families that accept a conversation opening on an assistant message (pydantic-ai#6255).
+LEADING_ASSISTANT_FAMILIES = re.compile(r"anthropic|claude|qwen|glm|zai|moonshot|kimi")
+#: Families that refuse any other block in a turn holding a toolResult (pydantic-ai#6081).
+TOOL_RESULT_ALONE_FAMILIES = re.compile(r"meta\.|llama|mistral|pixtral|writer|palmyra")
+
+
+def _rule(name: str, message: str, verified: bool = True) -> Rule:
+    return Rule(f"{API}.{name}", API, verified, message)
 
 
 SCHEMA = _rule("request_schema", "1 validation error detected: {detail}")
@@ -62,6 +77,7 @@ ALTERNATE = _rule(
     "alternate_roles",
     "A conversation must alternate between user and assistant roles. Make sure the conversation "
     "alternates between user and assistant roles and try again.",
+    verified=False,
 )
 EMPTY = _rule(
     "empty_content",
@@ -104,15 +120,18 @@ def _blocks(message: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
 
 
-def _uses(message: Mapping[str, Any] | None) -> list[object]:
-    """The toolUse ids of an assistant message."""
-    if message is None or message.get("role") != "assistant":
-        return []
-    return [b["toolUse"].get("toolUseId") for b in _blocks(message) if isinstance(b.get("toolUse"), Mapping)]
-
-
 def _results(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [b["toolResult"] for b in _blocks(message) if isinstance(b.get("toolResult"), Mapping)]
+
+
+def _uses(message: Mapping[str, Any] | None) -> list[object]:
+    """The toolUse ids of an assistant message the next turn must answer (not its server tools,
+    whose results it holds itself)."""
+    if message is None or message.get("role") != "assistant":
+        return []
+    answered = {result.get("toolUseId") for result in _results(message)}
+    calls = [b["toolUse"].get("toolUseId") for b in _blocks(message) if isinstance(b.get("toolUse"), Mapping)]
+    return [call for call in calls if call not in answered]
 
 
 def check_schema(body: Mapping[str, Any], model: str) -> str | None:
@@ -135,6 +154,8 @@ def check_schema(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_start(body: Mapping[str, Any], model: str) -> str | None:
+    if LEADING_ASSISTANT_FAMILIES.search(model):
+        return None
     messages = _messages(body)
     return START.message if messages and messages[0].get("role") != "user" else None
 
@@ -153,7 +174,8 @@ def check_empty(body: Mapping[str, Any], model: str) -> str | None:
 
 def check_whitespace(body: Mapping[str, Any], model: str) -> str | None:
     for message in _messages(body):
-        if any(isinstance(b.get("text"), str) and not b["text"].strip() for b in _blocks(message)):
+        blocks = _blocks(message)
+        if blocks and all(isinstance(b.get("text"), str) and not b["text"].strip() for b in blocks):
             return WHITESPACE.message
     return None
 
@@ -161,7 +183,9 @@ def check_whitespace(body: Mapping[str, Any], model: str) -> str | None:
 def check_too_many(body: Mapping[str, Any], model: str) -> str | None:
     messages = _messages(body)
     for n, message in enumerate(messages):
-        if len(_results(message)) > len(_uses(messages[n - 1] if n else None)):
+        if message.get("role") == "user" and len(_results(message)) > len(
+            _uses(messages[n - 1] if n else None)
+        ):
             return TOO_MANY.message.format(n=n)
     return None
 
@@ -222,7 +246,7 @@ def check_signature_invalid(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_mixed(body: Mapping[str, Any], model: str) -> str | None:
-    if _claude(model):
+    if not TOOL_RESULT_ALONE_FAMILIES.search(model):
         return None
     for message in _messages(body):
         if _results(message) and len(_results(message)) != len(_blocks(message)):

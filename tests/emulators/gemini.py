@@ -1,14 +1,19 @@
 """Google Gemini: POST /v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse
-(also /v1 and /v1alpha); SDK base_url: base_url (google-genai `HttpOptions(base_url=...)`).
+(also /v1 and /v1alpha); SDK base_url: base_url (google-genai `HttpOptions(base_url=...)`). Vertex
+AI's form of the same call, /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{model}:...
+(also /v1), is served too: the model a check sees is then that full resource name.
 
 Rules enforced, verified ones first, in this order (wording from shared/spec/providers.md,
-"Google Gemini"; each message in the API's "* GenerateContentRequest..." style where it has one):
+"Google Gemini"; each message in the API's "* GenerateContentRequest..." style where it has one).
+The turn rules read consecutive contents of one role as one turn (recorded: gemini-3-flash-preview
+accepted two model turns of one functionCall each, answered together in one user turn):
 - request_schema: `contents` is a non-empty list of objects with a `parts` list (schema
   validation; wording in the API's style, not quoted there).
 - role: a content's role, when given, is user or model.
 - empty_parts: no content with an empty `parts` list.
-- empty_text: no part that is only an empty text (an empty text carrying a thoughtSignature,
-  as Gemini itself returns, passes).
+- empty_text: on Vertex AI only (its wording), no part that is only an empty text (an empty text
+  carrying a thoughtSignature, as Gemini itself returns, passes). The Gemini API was recorded
+  accepting empty user and model texts (pydantic-ai's test_google_model_empty_user_prompt).
 - function_call_turn_position: a model turn with functionCall parts comes right after a user turn
   (a function response turn is a user turn).
 - function_response_turn_position: a turn with functionResponse parts comes right after a model
@@ -34,7 +39,11 @@ from ._base import ApiSpec, Check, Reply, Route, Rule, json_reply, model_of, sse
 __all__ = ["SPEC"]
 
 API = "gemini"
-PATH = re.compile(r"^/(?:v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent)$")
+PATH = re.compile(
+    r"^/(?:v1|v1beta|v1alpha|v1beta1)/((?:projects/[^/]+/locations/[^/]+/publishers/google/)?models/[^/:]+)"
+    r":(generateContent|streamGenerateContent)$"
+)
+VERTEX = "/publishers/"
 
 
 def _rule(name: str, verified: bool, message: str) -> Rule:
@@ -114,6 +123,8 @@ def check_empty_parts(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_empty_text(body: Mapping[str, Any], model: str) -> str | None:
+    if VERTEX not in model:
+        return None
     for content in _contents(body):
         for part in _parts(content):
             if (
@@ -125,8 +136,20 @@ def check_empty_text(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
+def _turns(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The contents with consecutive ones of one role merged (a missing role is the user's)."""
+    turns: list[dict[str, Any]] = []
+    for content in _contents(body):
+        role = content.get("role", "user")
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["parts"] = [*turns[-1]["parts"], *_parts(content)]
+        else:
+            turns.append({"role": role, "parts": _parts(content)})
+    return turns
+
+
 def check_call_position(body: Mapping[str, Any], model: str) -> str | None:
-    contents = _contents(body)
+    contents = _turns(body)
     for n, content in enumerate(contents):
         if _is_model(content) and _parts(content, "functionCall") and (n == 0 or _is_model(contents[n - 1])):
             return CALL_POSITION.message
@@ -134,7 +157,7 @@ def check_call_position(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_response_position(body: Mapping[str, Any], model: str) -> str | None:
-    contents = _contents(body)
+    contents = _turns(body)
     for n, content in enumerate(contents):
         previous = contents[n - 1] if n > 0 else None
         if _parts(content, "functionResponse") and not (
@@ -145,7 +168,7 @@ def check_response_position(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_count(body: Mapping[str, Any], model: str) -> str | None:
-    contents = _contents(body)
+    contents = _turns(body)
     for n, content in enumerate(contents[:-1]):
         calls = _parts(content, "functionCall") if _is_model(content) else []
         if calls and len(_parts(contents[n + 1], "functionResponse")) != len(calls):
@@ -154,7 +177,7 @@ def check_count(body: Mapping[str, Any], model: str) -> str | None:
 
 
 def check_signature(body: Mapping[str, Any], model: str) -> str | None:
-    if not model.startswith("gemini-3"):
+    if not model.rsplit("/", 1)[-1].startswith("gemini-3"):
         return None
     contents = _contents(body)
     start = 0  # the current turn starts after the last user turn with more than function responses
@@ -193,7 +216,10 @@ def route(path: str, query: str) -> Route | None:
     if match is None:
         return None
     streaming = match.group(2) == "streamGenerateContent"
-    return Route(match.group(1), streaming, "" if not streaming or "alt=sse" in query else "array")
+    name = match.group(1)
+    return Route(
+        name.removeprefix("models/"), streaming, "" if not streaming or "alt=sse" in query else "array"
+    )
 
 
 def _chunk(model: str) -> dict[str, Any]:

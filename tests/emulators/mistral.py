@@ -11,6 +11,8 @@ Rules enforced, all verified, in this order (wording from shared/spec/providers.
   tool message (the quoted "after role 'user'" form, filled with the actual previous role).
 - call_response_count: an assistant message with N tool calls is followed by exactly N tool
   messages.
+- trailing_assistant (0xPlaygrounds/rig#1130): the last message is not an assistant message,
+  unless it has `prefix: true`.
 Errors: status 400, `{"object": "error", "message": ..., "type": ..., "param": null, "code": ...}`.
 Streaming (`stream: true`): SSE `data: {chunk}` lines ending `data: [DONE]`, usage on the last chunk.
 """
@@ -42,6 +44,10 @@ ID_FORMAT = _rule(
 USER_AFTER_TOOL = _rule("user_after_tool", "Unexpected role 'user' after role 'tool'")
 TOOL_ROLE = _rule("unexpected_tool_role", "Unexpected role 'tool' after role '{role}'")
 COUNT = _rule("call_response_count", "Not the same number of function calls and responses")
+TRAILING = _rule(
+    "trailing_assistant",
+    "Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant",
+)
 
 #: The error code and type the API sends with each rule's message.
 CODES = {
@@ -117,12 +123,19 @@ def check_count(body: Mapping[str, Any], model: str) -> str | None:
     return None
 
 
+def check_trailing(body: Mapping[str, Any], model: str) -> str | None:
+    messages = _messages(body)
+    last = messages[-1] if messages else {}
+    return TRAILING.message if last.get("role") == "assistant" and last.get("prefix") is not True else None
+
+
 CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SCHEMA, check_schema),
     (ID_FORMAT, check_id_format),
     (USER_AFTER_TOOL, check_user_after_tool),
     (TOOL_ROLE, check_tool_role),
     (COUNT, check_count),
+    (TRAILING, check_trailing),
 )
 
 

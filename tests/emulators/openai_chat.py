@@ -9,7 +9,9 @@ Rules enforced, in this order (wording from shared/spec/providers.md, "OpenAI Ch
 - tool_calls_without_response (verified, pydantic-ai #562): the tool messages right after an
   assistant message with `tool_calls` answer every `tool_call_id`.
 - tool_without_tool_calls (verified, wording "preceeding" sic): a tool message sits in the run of
-  tool messages right after an assistant message with `tool_calls`, and answers one of them.
+  tool messages right after an assistant message with `tool_calls`, and answers one of them that
+  no earlier tool message of the run answered (an id called twice may be answered twice) (a second tool message for one call gets this
+  error: LangChain's INVALID_TOOL_RESULTS page, gpt-4o-mini; semantic-kernel#12708).
 - content_or_tool_calls (unverified, DeepSeek): an assistant message has content or tool_calls.
 - missing_reasoning_content (unverified, DeepSeek reasoning models, i.e. a model name containing
   "reasoner"): an assistant message with tool_calls carries `reasoning_content`.
@@ -116,7 +118,9 @@ def check_calls(body: Mapping[str, Any], model: str) -> str | None:
         while before >= 0 and _role(messages[before]) == "tool":
             before -= 1
         owner = messages[before] if before >= 0 and isinstance(messages[before], Mapping) else {}
-        if message.get("tool_call_id") not in call_ids(owner):
+        call_id = message.get("tool_call_id")
+        answered_before = [m.get("tool_call_id") for m in messages[before + 1 : index]].count(call_id)
+        if answered_before >= call_ids(owner).count(call_id):  # each call answered once
             return NO_CALL.message
     return None
 
