@@ -8,7 +8,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
+import socket
+import stat
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._cli import build_parser, main, write_atomically
+from histfix._compat import HAS_REPAIR_MESSAGES
 from histfix._trim import turn_starts
 
 from corpus import CASES
@@ -524,3 +530,190 @@ def test_provider_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "--provider NAME" in capsys.readouterr().out
+
+
+# --- what sits at the output path decides how it is written ----------------------------------------
+
+
+def _read_fifo(fifo: Path, into: list[bytes], seconds: float = 30) -> None:
+    """A FIFO's reader: opened without waiting for a writer, read until the writer closes it."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    deadline = time.monotonic() + seconds
+    seen_writer = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if chunk:
+                seen_writer = True
+                into.append(chunk)
+            elif seen_writer:
+                return  # end of file: the writer closed it
+            else:
+                time.sleep(0.01)  # no writer yet (a FIFO reads empty until one opens it)
+    finally:
+        os.close(fd)
+
+
+def test_output_to_a_fifo_is_written_through(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=_read_fifo, args=(fifo, received), daemon=True)
+    reader.start()
+    code, out, err = run(capsys, "repair", str(broken), "-o", str(fifo))
+    reader.join(timeout=30)
+    assert (code, out, err) == (0, "", "")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a file put in its place
+    assert histfix.load_json(b"".join(received)) == histfix.repair(histfix.load_json(broken.read_bytes()))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.json", "pipe"]
+
+
+def _null_device(tmp_path: Path) -> Path:
+    """A character device to write to. As root, a null device of the test's own: a writer that
+    replaced it would otherwise replace the machine's /dev/null (root may rename over it)."""
+    if os.geteuid() != 0:
+        return Path("/dev/null")
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError as exc:
+        pytest.skip(f"root without mknod ({exc.strerror}): /dev/null is not risked")
+    return device
+
+
+def test_output_to_a_character_device_is_written_through(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    device = _null_device(tmp_path)
+    before = os.stat(device)
+    assert run(capsys, "repair", str(broken), "-o", str(device))[:2] == (0, "")
+    after = os.lstat(device)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_output_to_a_symlink_replaces_the_file_it_points_to(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    real_file = store / "conversation.json"
+    real_file.write_text("old")
+    real_file.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(real_file)
+    assert run(capsys, "repair", str(broken), "-o", str(link))[:2] == (0, "")
+    assert link.is_symlink() and os.readlink(link) == str(real_file)
+    assert real_file.stat().st_mode & 0o777 == 0o640
+    assert histfix.load_json(real_file.read_bytes()) == histfix.repair(histfix.load_json(broken.read_bytes()))
+    assert [p.name for p in store.iterdir()] == ["conversation.json"]  # no temporary left in its folder
+
+
+def test_in_place_on_a_symlink_replaces_its_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    real_file = store / "conversation.json"
+    real_file.write_bytes((EXAMPLES / "aborted_mid_tool.json").read_bytes())
+    real_file.chmod(0o604)
+    link = tmp_path / "link.json"
+    link.symlink_to(Path("store") / "conversation.json")  # relative, as links into a store often are
+    assert run(capsys, "repair", str(link), "--in-place")[:2] == (0, "")
+    assert link.is_symlink() and real_file.stat().st_mode & 0o777 == 0o604
+    assert run(capsys, "check", str(real_file))[0] == 0
+
+
+def test_a_dangling_symlink_creates_the_file_it_names(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "new.json")
+    assert run(capsys, "repair", str(broken), "-o", str(link))[:2] == (0, "")
+    assert link.is_symlink() and (tmp_path / "new.json").is_file()
+    assert run(capsys, "check", str(link))[0] == 0
+
+
+def test_a_hard_linked_file_is_refused_and_keeps_its_links(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = tmp_path / "history.json"
+    original = (EXAMPLES / "aborted_mid_tool.json").read_bytes()
+    first.write_bytes(original)
+    second = tmp_path / "backup.json"
+    os.link(first, second)
+    for argv in (["--in-place"], ["-o", str(second)]):
+        code, out, err = run(capsys, "repair", str(first), *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(f"histfix: {first if argv == ['--in-place'] else second}: has 2 hard links")
+        assert err.count("\n") == 1
+        assert first.stat().st_ino == second.stat().st_ino and first.stat().st_nlink == 2
+        assert first.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.json", "history.json"]
+
+
+def test_a_directory_or_socket_is_refused(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    sock_path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock_path))
+        for target, kind in ((folder, "a directory"), (sock_path, "a socket")):
+            code, out, err = run(capsys, "repair", str(broken), "-o", str(target))
+            assert (code, out) == (2, "")
+            assert err.startswith(f"histfix: {target}: is {kind}; -o and --in-place write only to")
+            assert err.count("\n") == 1
+        assert stat.S_ISSOCK(sock_path.lstat().st_mode) and folder.is_dir() and not any(folder.iterdir())
+
+
+def test_in_place_on_a_fifo_is_refused_before_reading_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # a writer that gives up at once, so that a command that did read the FIFO fails, not hangs
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    code, out, err = run(capsys, "repair", str(fifo), "--in-place")
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go if nothing read it
+    writer.join(timeout=10)
+    assert (code, out) == (2, "")
+    assert err == f"histfix: {fifo}: is a FIFO; --in-place needs a regular file (use -o)\n"
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+# --- HISTFIX_BACKEND=upstream where the release has no repair_messages -------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["repair", "{file}"],
+        ["show", "{file}"],
+        ["trim", "{file}", "--turns", "1", "--repair"],
+        ["check", "{file}"],
+        ["info"],
+    ],
+)
+def test_forcing_upstream_before_2_53_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, broken: Path, argv: list[str]
+) -> None:
+    monkeypatch.setenv("HISTFIX_BACKEND", "upstream")
+    code, out, err = run(capsys, *(a.format(file=broken) for a in argv))
+    if HAS_REPAIR_MESSAGES:  # there it is in force, as `info` says
+        assert code in (0, 1) and err == ""
+        if argv == ["info"]:
+            assert "repair path: upstream: forced by HISTFIX_BACKEND=upstream" in out
+        return
+    assert (code, out) == (2, "")
+    version = histfix.backend_info().version
+    assert err == (
+        f"histfix: HISTFIX_BACKEND=upstream cannot be in force: pydantic-ai {version} has no "
+        "pydantic_ai.messages.repair_messages (it arrived in 2.53.0); unset it or set HISTFIX_BACKEND=histfix\n"
+    )

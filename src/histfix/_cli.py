@@ -9,8 +9,11 @@ a temporary file beside the target and renamed over it, so they are never left h
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -80,11 +83,12 @@ def _current_umask() -> int:
 
 
 def write_atomically(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename.
+    """Replace the regular file ``target`` (or create it) through a temporary file and a rename.
 
-    A crash or a full disk leaves the old file (or none) in place, never a truncated one. A file
-    that is replaced keeps its mode; a new one gets the mode the umask gives, as with any Unix
-    tool (the temporary file itself starts private, 0600).
+    The temporary file sits in ``target``'s own folder, so the rename is atomic: a crash, a signal
+    or a full disk leaves the old file (or none) in place, never a truncated one. A replaced file
+    keeps its mode (and, where the process may, its owner); a new one gets the mode the umask
+    gives, as with any Unix tool (the temporary file itself starts private, 0600).
     """
     folder = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -93,12 +97,83 @@ def write_atomically(target: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_current_umask()
-        os.chmod(temporary, mode)
+        try:
+            old: os.stat_result | None = target.stat()
+        except FileNotFoundError:
+            old = None
+        os.chmod(temporary, 0o666 & ~_current_umask() if old is None else stat.S_IMODE(old.st_mode))
+        if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(OSError):  # only root may give a file away: keep what we can
+                os.chown(temporary, old.st_uid, old.st_gid)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _write_through(target: Path, data: bytes) -> None:
+    """Write into a character device or FIFO as it is: opened for writing (never created,
+    truncated or replaced); a FIFO's open waits for its reader, as a shell's ``>`` does."""
+    fd = os.open(target, os.O_WRONLY)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_output(target: str, data: bytes) -> None:
+    """Write ``data`` where ``-o``/``--in-place`` names: what sits at that path decides how.
+
+    ``-`` is standard output. A character device (``/dev/null``, a terminal) or a FIFO is written
+    through, never replaced. A symlink is followed: the file it points to is replaced atomically,
+    keeping its mode, and the link stays a link; a link that points nowhere yet creates the file
+    it names (as ``>`` in a shell does). A regular file is replaced atomically
+    (:func:`write_atomically`), unless it has other hard links: replacing it would split them and
+    writing into it could leave every name half-written, so that is refused and nothing is
+    touched. Anything else (a directory, a socket, a block device) is refused. Refusals and
+    failures are :class:`InputError`, one line.
+    """
+    if target == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    path = Path(os.path.realpath(target))  # every link in the chain followed, as open() would
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+    try:
+        if found is None or stat.S_ISREG(found.st_mode):
+            if found is not None and found.st_nlink > 1:
+                raise InputError(
+                    f"{target}: has {found.st_nlink} hard links; replacing it would split them and "
+                    "writing into it could leave them half-written: write elsewhere with -o, then copy it over"
+                )
+            write_atomically(path, data)
+        elif stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode):
+            _write_through(path, data)
+        else:
+            raise InputError(
+                f"{target}: is {_kind_of(found.st_mode)}; -o and --in-place write only to a regular "
+                "file, a FIFO or a character device"
+            )
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+
+
+def _kind_of(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISFIFO: "a FIFO",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
 
 
 def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchanged: bool) -> bool:
@@ -111,16 +186,19 @@ def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchang
     if in_place and unchanged:
         return False
     target = args.file if in_place else getattr(args, "output", None)
-    data = _dump(messages)
-    if target in (None, "-"):
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return True
-    try:
-        write_atomically(Path(target), data)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+    write_output("-" if target is None else target, _dump(messages))
     return True
+
+
+def _refuse_in_place(source: str) -> None:
+    """Refuse ``--in-place`` on anything but a regular file (a link to one is fine) before it is
+    read, since reading a FIFO or a device consumes what it held."""
+    try:
+        mode = os.stat(source).st_mode
+    except OSError:
+        return  # reading it says what is wrong
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{source}: is {_kind_of(mode)}; --in-place needs a regular file (use -o)")
 
 
 # --- commands -----------------------------------------------------------------------------------------
@@ -492,17 +570,58 @@ def _positive(text: str) -> int:
     return value
 
 
-def _check_environment() -> None:
-    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input."""
-    from ._api import _forced_backend
+def _check_environment(command: str) -> None:
+    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
+    not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
+    source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
+    from ._api import _forced_backend, upstream_missing
+    from ._release import installed_release, source_defines
 
     try:
-        _forced_backend()
+        forced = _forced_backend()
     except ValueError as exc:
         raise InputError(str(exc)) from exc
+    if (
+        forced == "upstream"
+        and command != "compare"
+        and source_defines("messages", "repair_messages") is False
+    ):
+        raise InputError(
+            f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
+            "unset it or set HISTFIX_BACKEND=histfix"
+        )
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the process is, so that ``finally`` and cleanup code run."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status. Ctrl-C exits 130 and SIGTERM 143, each without a
+    traceback and after the writer has removed its temporary file."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        previous = None
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -515,7 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "in_place", False) and args.file == "-":
         args.parser.error("--in-place needs a file, not stdin")
     try:
-        _check_environment()
+        _check_environment(args.command)
+        if getattr(args, "in_place", False):
+            _refuse_in_place(args.file)
         return int(args.run(args))
     except InputError as exc:
         print(f"histfix: {exc}", file=sys.stderr)
