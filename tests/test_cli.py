@@ -11,6 +11,7 @@ import os
 import select
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from pydantic_ai import messages as pai
 import histfix
 from histfix._cli import build_parser, main, write_atomically
 from histfix._compat import HAS_REPAIR_MESSAGES
+from histfix._pinned import release_pins
 from histfix._trim import turn_starts
 
 from corpus import CASES
@@ -716,4 +718,76 @@ def test_forcing_upstream_before_2_53_is_one_line_and_exit_2(
     assert err == (
         f"histfix: HISTFIX_BACKEND=upstream cannot be in force: pydantic-ai {version} has no "
         "pydantic_ai.messages.repair_messages (it arrived in 2.53.0); unset it or set HISTFIX_BACKEND=histfix\n"
+    )
+
+
+# --- a release that is installed but cannot be imported ----------------------------------------------
+
+
+def _histfix_process(shim: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """histfix in a fresh process with ``shim`` first on its path (in front of site-packages)."""
+    source = Path(histfix.__file__).parent.parent
+    return subprocess.run(
+        [sys.executable, "-m", "histfix", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(source)])},
+    )
+
+
+def _opentelemetry_without_events(shim: Path, version: str) -> None:
+    """Into ``shim``: today's opentelemetry-api as far as an old release can tell, the installed
+    one without ``opentelemetry._events`` (removed in 1.44.0), its metadata saying ``version``."""
+    import importlib.metadata
+
+    import opentelemetry
+
+    package = shim / "opentelemetry"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")  # a regular package: the namespace portions stay hidden
+    for portion in opentelemetry.__path__:
+        for entry in Path(portion).iterdir():
+            if entry.name != "_events" and not (package / entry.name).exists():
+                (package / entry.name).symlink_to(entry)
+    info = shim / f"opentelemetry_api-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: opentelemetry-api\nVersion: {version}\n")
+    points = importlib.metadata.distribution("opentelemetry-api").read_text("entry_points.txt")
+    (info / "entry_points.txt").write_text(points or "")  # its context loads through an entry point
+
+
+@pytest.mark.parametrize("argv", [["check", "{file}"], ["info"]])
+def test_a_release_that_needs_an_older_opentelemetry_says_so(
+    broken: Path, tmp_path: Path, argv: list[str]
+) -> None:
+    _opentelemetry_without_events(tmp_path / "shim", "1.45.0")
+    done = _histfix_process(tmp_path / "shim", *(a.format(file=broken) for a in argv))
+    info = histfix.backend_info()
+    if release_pins(info.version) != ["opentelemetry-api<1.39"]:  # 1.32.0 on: imports without _events
+        assert done.returncode == (1 if argv[0] == "check" else 0), done.stderr
+        assert "cannot be imported" not in done.stderr
+        return
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        f"histfix: {info.distribution} {info.version} is installed but cannot be imported "
+        "(ModuleNotFoundError: No module named 'opentelemetry._events'): it needs "
+        "'opentelemetry-api<1.39' (found opentelemetry-api 1.45.0); run "
+        "`pip install 'opentelemetry-api<1.39'` in the same environment\n"
+    )
+
+
+def test_an_import_failure_inside_pydantic_ai_is_not_called_not_installed(
+    broken: Path, tmp_path: Path
+) -> None:
+    broken_dependency = tmp_path / "shim" / "pydantic_graph"  # every release's Agent imports it
+    broken_dependency.mkdir(parents=True)
+    (broken_dependency / "__init__.py").write_text("raise ImportError('pydantic_graph is broken here')\n")
+    done = _histfix_process(tmp_path / "shim", "repair", str(broken))
+    info = histfix.backend_info()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"histfix: {info.distribution} {info.version} is installed but cannot be imported "
+        "(ImportError: pydantic_graph is broken here); repair that install\n"
     )

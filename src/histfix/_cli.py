@@ -335,7 +335,7 @@ def _trim(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
     from ._backend import choose_backend
-    from ._release import NEWEST_TESTED, installed_release, source_defines
+    from ._release import NEWEST_TESTED, import_failure, installed_release, source_defines, unmet_pins
 
     distribution, version = installed_release()
     if (
@@ -344,6 +344,11 @@ def _info(args: argparse.Namespace) -> int:
     ):
         print(f"histfix {__version__}\npydantic-ai: not installed (pip install pydantic-ai-slim)")
         return EXIT_OK
+    if unmet_pins():  # only then is the import worth its time: a release that may not import
+        try:
+            import pydantic_ai.messages  # noqa: F401
+        except ImportError as exc:
+            raise InputError(import_failure(exc)) from exc
     has_repair = bool(source_defines("messages", "repair_messages"))
     backend, reason = choose_backend(version, has_repair, _forced_backend())
     print(f"histfix {__version__}")
