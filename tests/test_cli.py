@@ -52,8 +52,8 @@ def broken(tmp_path: Path) -> Path:
 def test_check_finds_problems_and_exits_1(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
     code, out, err = run(capsys, "check", str(broken))
     assert code == 1
-    assert "dangling_call" in out and "call_1 (retrieve_documents)" in out
-    assert out.strip().endswith("1 problem; `histfix repair` fixes what it can")
+    assert "dangling_call" in out and "call_1 (retrieve_documents)  every provider" in out
+    assert out.strip().endswith("1 problem some provider rejects; `histfix repair` fixes it")
     assert err == ""
 
 
@@ -68,6 +68,8 @@ def test_check_json(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
         "tool_call_id": "call_1",
         "tool_name": "retrieve_documents",
         "description": "tool call 'call_1' (retrieve_documents) has no result",
+        "rejected_by": ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mistral"],
+        "provider_error": None,
     }
 
 
@@ -286,9 +288,9 @@ def test_check_flags_broken_and_passes_repaired(
     path = tmp_path / "h.json"
     path.write_bytes(pai.ModelMessagesTypeAdapter.dump_json(history))
     code, _, _ = run(capsys, "check", str(path))
-    assert code == (1 if histfix.check(history) else 0)
-    if pairing_problems(history) or histfix.repair(history) != history:
-        assert code == 1  # every broken history is flagged
+    assert code == (1 if any(p.rejected_by for p in histfix.check(history)) else 0)
+    if pairing_problems(history):
+        assert code == 1  # every history a strict provider rejects is flagged
     fixed = tmp_path / "fixed.json"
     assert run(capsys, "repair", str(path), "-o", str(fixed))[0] == 0
     repaired = pai.ModelMessagesTypeAdapter.validate_json(fixed.read_bytes())
@@ -791,3 +793,88 @@ def test_an_import_failure_inside_pydantic_ai_is_not_called_not_installed(
         f"histfix: {info.distribution} {info.version} is installed but cannot be imported "
         "(ImportError: pydantic_graph is broken here); repair that install\n"
     )
+
+
+# --- check: exit 1 for what some provider rejects, and what fixes it --------------------------------
+
+
+def test_what_no_provider_rejects_is_reported_and_exits_0(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "two-prompts.json"
+    path.write_bytes(to_json([req(user("q")), req(user("again?")), real(text("ok"), at=2)]))
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 0
+    assert "consecutive_requests             none" in out
+    assert out.strip().endswith(
+        "1 problem no provider rejects (consecutive_requests): `histfix repair` normalizes it; not an error"
+    )
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    assert code == 0 and [p["rejected_by"] for p in json.loads(out)] == [[]]
+
+
+def test_what_only_a_profile_fixes_points_to_provider(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "duplicate.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(call("get", "c1"), at=1),
+                req(ret("get", "c1"), ret("get", "c1", "again")),
+                real(text("ok"), at=2),
+            ]
+        )
+    )
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 1
+    assert out.strip().endswith(
+        "1 problem some provider rejects (duplicate_result); `histfix repair` keeps it: "
+        "`histfix repair --provider P` fixes it for P, the provider you send to "
+        "(anthropic, gemini, bedrock, mistral, or any)"
+    )
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    (problem,) = json.loads(out)
+    assert problem["rejected_by"] == ["anthropic", "gemini", "bedrock", "mistral"]
+    assert run(capsys, "repair", str(path), "--in-place", "--report")[2].startswith("nothing to repair")
+    assert run(capsys, "repair", str(path), "--in-place", "--provider", "any")[0] == 0  # the way out
+    assert run(capsys, "check", str(path))[:2] == (0, "valid: no problems found\n")
+
+
+def test_a_mix_says_what_repair_fixes_and_what_needs_a_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "mixed.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(call("get", "c1"), at=1),
+                req(ret("get", "c1"), ret("get", "c1", "again")),
+                real(text("ok"), call("x", "c2"), at=2),
+                req(user("u")),
+                req(user("v")),
+            ]
+        )
+    )
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 1
+    assert out.strip().splitlines()[-2:] == [
+        "2 problems some provider rejects; `histfix repair` fixes 1, and keeps 1 (duplicate_result): "
+        "`histfix repair --provider P` fixes those for P, the provider you send to "
+        "(anthropic, gemini, bedrock, mistral, or any)",
+        "1 more, which no provider rejects (consecutive_requests): `histfix repair` normalizes it; "
+        "not an error on its own",
+    ]
+
+
+def test_check_keeps_the_last_responses_calls_open_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "pending.json"
+    path.write_bytes(to_json([req(user("q")), real(call("get", "c1"), at=1)]))
+    assert run(capsys, "check", str(path))[0] == 1
+    assert run(capsys, "check", str(path), "--keep-last-response")[:2] == (0, "valid: no problems found\n")
+    code, out, _ = run(capsys, "check", str(path), "--keep-last-response", "--provider", "anthropic")
+    assert (code, out) == (0, "valid for anthropic: nothing it rejects\n")

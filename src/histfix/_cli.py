@@ -204,26 +204,80 @@ def _refuse_in_place(source: str) -> None:
 # --- commands -----------------------------------------------------------------------------------------
 
 
-def _problems_table(problems: Sequence[Any]) -> str:
-    rows = [("message", "part", "kind", "tool call", "problem")]
+def _rejected_by(problem: Any) -> str:
+    from ._providers import PROVIDER_APIS
+
+    if not problem.rejected_by:
+        return "none"
+    return (
+        "every provider" if set(problem.rejected_by) >= set(PROVIDER_APIS) else ", ".join(problem.rejected_by)
+    )
+
+
+def _problems_table(problems: Sequence[Any], *, rejected_by: bool) -> str:
+    """One row per problem; ``rejected_by`` adds which provider APIs reject each (plain ``check``)."""
+    head = ("message", "part", "kind", "tool call", *(("rejected by",) if rejected_by else ()), "problem")
+    rows = [head]
     for p in problems:
         call = f"{p.tool_call_id} ({p.tool_name})" if p.tool_call_id is not None else ""
-        rows.append(
-            (
-                str(p.message_index),
-                "" if p.part_index is None else str(p.part_index),
-                p.kind,
-                call,
-                p.description,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        part = "" if p.part_index is None else str(p.part_index)
+        who = (_rejected_by(p),) if rejected_by else ()
+        rows.append((str(p.message_index), part, p.kind, call, *who, p.description))
+    columns = len(head) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(columns)]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:columns], widths, strict=True))
+        + "  "
+        + row[-1]
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths) + "  " + "-" * len("problem"))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _count(items: Sequence[Any], noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
+
+def _kinds(problems: Sequence[Any]) -> str:
+    return ", ".join(dict.fromkeys(p.kind for p in problems))
+
+
+def _verdict(problems: Sequence[Any], repair: str) -> str:
+    """What plain ``check`` concludes: what some provider rejects (the exit status) and what fixes
+    it, then what repair only normalizes. ``repair`` is the command that matches the check."""
+    from ._problems import KEPT_BY_REPAIR
+    from ._providers import PROVIDER_APIS
+
+    rejected = [p for p in problems if p.rejected_by]
+    normalized = [p for p in problems if not p.rejected_by]
+    lines = []
+    if rejected:
+        plain = [p for p in rejected if p.kind not in KEPT_BY_REPAIR]
+        profile_only = [p for p in rejected if p.kind in KEPT_BY_REPAIR]
+        apis = {api for p in profile_only for api in p.rejected_by}
+        names = ", ".join(api for api in PROVIDER_APIS if api in apis)
+        profile = f"`{repair} --provider P` fixes {{}} for P, the provider you send to ({names}, or any)"
+        line = f"{_count(rejected, 'problem')} some provider rejects"
+        if not profile_only:
+            line += f"; `{repair}` fixes {'it' if len(rejected) == 1 else 'them'}"
+        elif not plain:
+            line += f" ({_kinds(profile_only)}); `{repair}` keeps {'it' if len(rejected) == 1 else 'them'}: "
+            line += profile.format("it" if len(rejected) == 1 else "them")
+        else:
+            line += (
+                f"; `{repair}` fixes {len(plain)}, and keeps {len(profile_only)} ({_kinds(profile_only)}): "
+            )
+            line += profile.format("those")
+        lines.append(line)
+    if normalized:
+        it = "it" if len(normalized) == 1 else "them"
+        which = f"{len(normalized)} more, which" if rejected else _count(normalized, "problem")
+        lines.append(
+            f"{which} no provider rejects ({_kinds(normalized)}): `{repair}` normalizes {it}; "
+            f"not an error{' on its own' if rejected else ''}"
+        )
+    return "\n".join(lines)
 
 
 def _provider(args: argparse.Namespace) -> str | None:
@@ -261,30 +315,32 @@ def _provider_errors(problems: Sequence[Any]) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Exit 1 only for what some provider rejects (with ``--provider``: that one); what repair
+    only normalizes (two requests in a row, say) is listed, and alone exits 0."""
     import dataclasses
 
     from ._api import check
 
     provider = _provider(args)
-    problems = check(_load(args.file), provider=provider)
+    last = not args.keep_last_response
+    problems = check(_load(args.file), provider=provider, repair_last_response=last)
+    rejected = [p for p in problems if p.rejected_by]
     if args.json:
-        rows = [dataclasses.asdict(p) for p in problems]
-        if provider is None:  # the record as it always was; rejected_by comes with --provider
-            rows = [
-                {k: v for k, v in row.items() if k not in ("rejected_by", "provider_error")} for row in rows
-            ]
-        print(json.dumps(rows, indent=2))
-    elif problems:
-        print(_problems_table(problems))
-        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        if provider is None:
-            print(f"\n{count}; `histfix repair` fixes what it can")
-        else:
-            print(f"\nwhat {provider} answers:\n{_provider_errors(problems)}")
-            print(f"\n{count} {provider} rejects; `histfix repair --provider {provider}` fixes them")
-    else:
+        print(json.dumps([dataclasses.asdict(p) for p in problems], indent=2))
+    elif not problems:
         print("valid: no problems found" if provider is None else f"valid for {provider}: nothing it rejects")
-    return EXIT_PROBLEMS if problems else EXIT_OK
+    elif provider is None:
+        print(_problems_table(problems, rejected_by=True))
+        repair = "histfix repair" + ("" if last else " --keep-last-response")
+        print(f"\n{_verdict(problems, repair)}")
+    else:
+        print(_problems_table(problems, rejected_by=False))
+        print(f"\nwhat {provider} answers:\n{_provider_errors(problems)}")
+        flags = "" if last else " --keep-last-response"
+        print(
+            f"\n{_count(problems, 'problem')} {provider} rejects; `histfix repair --provider {provider}{flags}` fixes them"
+        )
+    return EXIT_PROBLEMS if rejected else EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -476,11 +532,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = command(
         "check",
-        "list the problems a strict provider would reject (exit 1 if any)",
+        "list the problems: exit 1 if some provider rejects one (each row says which)",
         "histfix check history.json --json",
     )
     _add_input(check)
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    check.add_argument(
+        "--keep-last-response",
+        action="store_true",
+        help="the last response's calls may still run: not problems (as repair --keep-last-response)",
+    )
     _add_provider(check, "list exactly what this provider rejects, in its own words")
     check.set_defaults(run=_check)
 
