@@ -878,3 +878,46 @@ def test_check_keeps_the_last_responses_calls_open_when_asked(
     assert run(capsys, "check", str(path), "--keep-last-response")[:2] == (0, "valid: no problems found\n")
     code, out, _ = run(capsys, "check", str(path), "--keep-last-response", "--provider", "anthropic")
     assert (code, out) == (0, "valid for anthropic: nothing it rejects\n")
+
+
+# --- --report wherever content can go ------------------------------------------------------------
+
+
+def test_trim_reports_what_it_cut_and_what_the_repair_removed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "h.json"
+    history = [
+        req(system("be brief"), user("one")),
+        real(text("a")),
+        req(user("two")),
+        real(text("b"), at=2),
+        req(ret("transfer", "gone", {"status": "sent"}), user("did it work?")),  # an orphan: dropped
+        real(text("c"), at=3),
+    ]
+    path.write_bytes(to_json(history))
+    code, out, err = run(capsys, "trim", str(path), "--turns", "1", "--repair", "--report", "-o", "-")
+    assert code == 0
+    cut = histfix.keep_last_turns(histfix.load_json(path.read_bytes()), 1)
+    report = histfix.repair_report(cut)
+    assert histfix.load_json(out) == report.messages
+    assert err.splitlines() == [
+        "messages[0]-messages[1]: dropped by the trim (2 messages); the opening system prompt carried "
+        "over into messages[2]",
+        "then the repair, in the trimmed history's indices:",
+        *(str(change) for change in report.changes),
+    ]
+    assert "its content was: {'status': 'sent'}" in err
+    code, _, err = run(capsys, "trim", str(path), "--turns", "5", "--report", "--in-place")
+    assert (code, err) == (0, f"nothing to trim; {path} left untouched\n")
+
+
+def test_show_reports_its_changes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "orphan.json"
+    path.write_bytes(
+        to_json([req(user("q")), real(text("a")), req(ret("transfer", "gone", "sent"), user("ok?"))])
+    )
+    code, out, err = run(capsys, "show", str(path), "--report")
+    assert code == 0 and "after (3 messages):" in out
+    assert err == str(histfix.repair_report(histfix.load_json(path.read_bytes())).summary()) + "\n"
+    assert "its content was: sent" in err

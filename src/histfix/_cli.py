@@ -368,7 +368,7 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _trim(args: argparse.Namespace) -> int:
-    from ._api import keep_last_turns, repair, trim_to_budget
+    from ._api import keep_last_turns, repair_report, trim_to_budget
     from ._tokens import BudgetExceededError
 
     provider = _provider(args)
@@ -382,10 +382,29 @@ def _trim(args: argparse.Namespace) -> int:
             history = trim_to_budget(history, args.max_tokens, keep_system_prompt=keep)
         except BudgetExceededError as exc:
             raise InputError(str(exc)) from exc
+    lines = [_trim_summary(loaded, history)]
     if args.repair:
-        history = _profiled("repair", provider, lambda: repair(history, provider=provider))
-    _emit(args, history, unchanged=history == loaded)
+        report = _profiled("repair", provider, lambda: repair_report(history, provider=provider))
+        if report.changes and history is not loaded:  # its indices (also inside its words) are the cut's
+            lines.append("then the repair, in the trimmed history's indices:")
+        lines.append(report.summary())
+        history = report.messages
+    written = _emit(args, history, unchanged=history == loaded)
+    if args.report:
+        summary = "\n".join(lines)
+        print(summary if written else f"{summary}; {args.file} left untouched", file=sys.stderr)
     return EXIT_OK
+
+
+def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage]) -> str:
+    """What the cut removed: trimming keeps a suffix, so the count says which messages went."""
+    dropped = len(loaded) - len(trimmed)
+    if dropped == 0:
+        return "nothing to trim"
+    line = f"messages[0]-messages[{dropped - 1}]: dropped by the trim ({_count(range(dropped), 'message')})"
+    if trimmed and trimmed[0] != loaded[dropped]:
+        line += f"; the opening system prompt carried over into messages[{dropped}]"
+    return line
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -415,16 +434,18 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ._api import backend_info, repair
+    from ._api import backend_info, repair_report
     from ._render import render
 
     provider = _provider(args)
     before = _load(args.file)
-    after = _profiled(
-        "repair",
-        provider,
-        lambda: repair(before, repair_last_response=not args.keep_last_response, provider=provider),
+    last = not args.keep_last_response
+    report = _profiled(
+        "repair", provider, lambda: repair_report(before, repair_last_response=last, provider=provider)
     )
+    after = report.messages
+    if args.report:
+        print(report.summary(), file=sys.stderr)
     info = backend_info()
     profile = f", then the {provider} profile" if provider else ""
     print(
@@ -578,6 +599,9 @@ def build_parser() -> argparse.ArgumentParser:
     trim.add_argument(
         "--repair", action="store_true", help="repair the trimmed history too (trim alone only cuts)"
     )
+    trim.add_argument(
+        "--report", action="store_true", help="say on stderr what was cut (and, with --repair, changed)"
+    )
     _add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
     trim.set_defaults(run=_trim)
 
@@ -588,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
+    show.add_argument("--report", action="store_true", help="also list each change on stderr")
     _add_provider(show, "show the repair with this provider's profile")
     show.set_defaults(run=_show)
 
