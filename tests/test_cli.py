@@ -509,9 +509,20 @@ def test_an_unknown_provider_is_one_line_naming_the_valid_ones(
 ) -> None:
     code, out, err = run(capsys, command, str(broken), "--provider", "opneai")
     assert (code, out) == (2, "")
-    assert err.startswith("histfix: --provider: unknown provider 'opneai'") and err.count("\n") == 1
-    assert (
-        "valid names: any, openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, openai" in err
+    assert err == (
+        "histfix: --provider: unknown provider 'opneai': use one of any, openai-chat, openai-responses, "
+        "anthropic, gemini, bedrock, mistral, a pydantic-ai model-name prefix (openai, google-gla, "
+        "groq, ...: histfix.PROVIDER_NAMES lists them) or a model string such as "
+        "anthropic:claude-sonnet-4-5\n"
+    )  # the canonical names, not every prefix; and nothing about a Model, which a command cannot take
+
+
+@pytest.mark.parametrize("name", ["Anthropic", "ANTHROPIC", " anthropic "])
+def test_provider_names_are_case_insensitive_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], broken: Path, name: str
+) -> None:
+    assert run(capsys, "check", str(broken), "--provider", name) == run(
+        capsys, "check", str(broken), "--provider", "anthropic"
     )
 
 

@@ -285,13 +285,12 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from ._providers import resolve_provider
+    from ._providers import resolve_provider, unknown_provider
 
     try:
-        resolve_provider(name)
+        return resolve_provider(name).name
     except ValueError as exc:
-        raise InputError(f"--provider: {exc}") from exc
-    return name
+        raise InputError(f"--provider: {unknown_provider(name, models=False)}") from exc
 
 
 def _profiled(action: str, provider: str | None, run: Any) -> Any:
