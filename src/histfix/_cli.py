@@ -458,6 +458,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from . import _compare as compare
+    from ._compare_probe import prompt_for
     from ._compare_render import Style, as_json, render
     from ._jsonerrors import describe_json_error
 
@@ -484,14 +485,16 @@ def _compare(args: argparse.Namespace) -> int:
         def progress(line: str) -> None:
             print(f"histfix compare: {line}", file=sys.stderr, flush=True)
 
-        observations = compare.compare(raw, releases, args.prompt, settings, progress)
+        prompt = prompt_for(parsed, args.prompt)
+        observations = compare.compare(raw, releases, prompt, settings, progress)
     except compare.CompareError as exc:
         raise InputError(str(exc)) from exc
+    continued = prompt is not None and args.prompt is None
     if args.json:
-        print(json.dumps(as_json(name, args.prompt, observations), indent=2))
+        print(json.dumps(as_json(name, prompt, observations, continued=continued), indent=2))
     else:
         style = Style(sys.stdout.isatty() and "NO_COLOR" not in os.environ)
-        sys.stdout.write(render(name, args.prompt, observations, style))
+        sys.stdout.write(render(name, prompt, observations, style, continued=continued))
     return EXIT_OK
 
 
@@ -629,7 +632,11 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--pinned", action="store_true", help="the releases histfix pins its tests to (the default)"
     )
-    compare.add_argument("--prompt", help="a new user prompt for the run (default: continue the history)")
+    compare.add_argument(
+        "--prompt",
+        help="a new user prompt for the run (default: continue the history; a finished one, "
+        "which sends nothing without a prompt, with the neutral prompt 'Continue.')",
+    )
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument(
         "--find-links",
