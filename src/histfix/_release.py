@@ -7,6 +7,7 @@ installed source (:func:`source_defines`) answers feature questions without the 
 from __future__ import annotations
 
 import importlib.util
+import re
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -109,19 +110,20 @@ def import_failure(exc: ImportError) -> str:
 def unmet_pins() -> list[tuple[str, str, str]]:
     """(requirement, distribution, installed version) of each pin the installed release needs to import
     (``_pinned.release_pins``) that the environment does not satisfy. Reads metadata only."""
-    from packaging.requirements import Requirement
-
     from ._pinned import release_pins
 
     if VERSION is None:
         return []
     unmet = []
     for pin in release_pins(str(VERSION)):
-        requirement = Requirement(pin)
+        # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
+        from packaging.specifiers import SpecifierSet
+
+        name = re.split(r"[<>=!~]", pin, maxsplit=1)[0].strip()  # the pins are "name<version" and alike
         try:
-            have = metadata.version(requirement.name)
+            have = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue  # not installed: whatever needs it says so itself
-        if not requirement.specifier.contains(have, prereleases=True):
-            unmet.append((pin, requirement.name, have))
+        if not SpecifierSet(pin[len(name) :]).contains(have, prereleases=True):
+            unmet.append((pin, name, have))
     return unmet
