@@ -116,15 +116,13 @@ def test_a_late_result_is_rejected_where_the_wire_pairs_by_position() -> None:
     assert chat.provider_error is not None and "role 'tool' must be a response" in chat.provider_error
 
 
-def test_only_system_prompts_is_an_empty_conversation_where_that_is_rejected() -> None:
-    history = load([req(system("be brief"))])
-    assert histfix.check(history) == []  # without a provider: today's answer (repair keeps it)
-    (empty,) = histfix.check(history, provider="anthropic")
-    assert (empty.kind, empty.rejected_by) == ("nothing_sendable", ("anthropic",))
-    assert empty.provider_error == "messages: at least one message is required"
-    assert histfix.check(history, provider="openai-responses") == []  # instructions, and no input
-    with pytest.raises(ValueError, match="nothing in this history can be sent"):
-        histfix.repair(history, provider="anthropic")
+def test_only_system_prompts_is_a_conversation_not_started_as_an_empty_one_is() -> None:
+    """``[]`` and a history of nothing but system prompts are both a conversation the user's next
+    prompt starts: no provider rejects either, and a profile returns each as the default repair does."""
+    for history in ([], load([req(system("be brief"))])):
+        for provider in ("anthropic", "any", "gemini"):
+            assert histfix.check(history, provider=provider) == []
+            assert histfix.repair(history, provider=provider) == histfix.repair(history)
 
 
 @pytest.mark.uses_sdk("mistral", "openai-chat")

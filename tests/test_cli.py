@@ -526,18 +526,21 @@ def test_provider_names_are_case_insensitive_on_the_command_line(
     )
 
 
-def test_a_history_with_nothing_sendable_is_one_line_and_exit_2(
+def test_an_empty_conversation_is_alike_whether_it_holds_a_system_prompt_or_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    path = tmp_path / "system-only.json"
-    path.write_bytes(to_json([req(system("be brief"))]))
-    code, out, err = run(capsys, "repair", str(path), "--provider", "any")
-    assert (code, out) == (2, "")
-    assert (
-        err.startswith("histfix: cannot repair for any: nothing in this history can be sent")
-        and err.count("\n") == 1
-    )
-    assert run(capsys, "repair", str(path))[0] == 0  # without a profile: today's repair, unchanged
+    empty, system_only = tmp_path / "empty.json", tmp_path / "system-only.json"
+    empty.write_bytes(to_json([]))
+    system_only.write_bytes(to_json([req(system("be brief"))]))
+    for path in (empty, system_only):
+        assert run(capsys, "check", str(path), "--provider", "anthropic") == (
+            0,
+            "valid for anthropic: nothing it rejects\n",
+            "",
+        )
+        code, out, err = run(capsys, "repair", str(path), "--provider", "any")
+        assert (code, err) == (0, "")
+        assert histfix.load_json(out) == histfix.repair(histfix.load_json(path.read_bytes()))
 
 
 def test_provider_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
