@@ -30,7 +30,7 @@ ProblemKind = Literal[
     "unpaired_native_call",  # a native (server) tool call without its result block
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
     # issue 10, check(provider=):
-    "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
+    "nothing_sendable",  # not reported for a stored history any more: one with nothing to send is not started
     # issue 10, provider profiles (_rules_files):
     "unsendable_file",  # a response file the target's model class fails on before sending
     # issue 10, provider profiles (_rules_reasoning):
