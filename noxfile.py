@@ -5,8 +5,9 @@ no-op while it is up to date), then side by side, one per CPU at a time (nox's `
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
 release-independent tests: the programs in tools/, the provider emulators' selftests and
 tests/once/, run once, on the newest, and left out of every `tests` session), `lint` and
-`typecheck`, and last `compat_matrix`, which rebuilds compat-matrix.md from the measured results
-and fails when the committed file differs. Once the wheelhouse is built, every session installs from it alone
+`typecheck` and `docs` (the documentation site, built with `mkdocs build --strict`), and last
+`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
+committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
@@ -55,6 +56,9 @@ PYTHONS_EXTRA = [("3.10", "1.107.10")]
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
+#: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);
+#: ruff lets mkdocstrings format the signatures it renders.
+DOCS_TOOLS = ["mkdocs-material", "mkdocstrings[python]", "ruff"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
 #: release's own model classes and SDKs against the loopback emulators in tests/emulators/.
 #: groq and huggingface: model classes of their own that speak Chat Completions
@@ -85,7 +89,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
+nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "docs", "compat_matrix"]
 #: pytest-xdist inside a tests(X) session run by itself (`nox -j 1 -s "tests(X)"`): one worker per
 #: CPU (PYTEST_XDIST_AUTO_NUM_WORKERS overrides). Under the parallel scheduler (the default run)
 #: every session runs pytest serially instead (SERIAL): each xdist worker imports pydantic-ai, its
@@ -179,6 +183,7 @@ def requirement_sets() -> dict[str, list[str]]:
     sets = {f"tests-{r}": [*project, *test_requirements(r, *TEST_TOOLS)] for r in PYDANTIC_AI_RELEASES}
     sets["typecheck"] = [*project, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
+    sets["docs"] = list(DOCS_TOOLS)
     # `-e .` builds with the backend, which asks for `editables` too (get_requires_for_build_editable).
     sets["build"] = [*pyproject["build-system"]["requires"], "editables"]
     return sets
@@ -349,6 +354,21 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ against the newest pinned release."""
     install_release(session, NEWEST, *TYPECHECK_TOOLS)
     session.run("mypy")
+
+
+@nox.session(allow_parallel=True)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (mkdocs.yml) with --strict into a temporary directory.
+
+    A link to a missing page or anchor, a missing include, or a name mkdocstrings cannot render
+    fails it. The examples on the pages are run by tests/test_docs.py in every `tests` session;
+    `mkdocs serve` in this session's environment shows the site while you write.
+    """
+    install(session, *DOCS_TOOLS)
+    site = Path(session.create_tmp()) / "site"
+    # Material prints a notice about MkDocs 2.0 on every build; it says nothing about the docs.
+    quiet = {"NO_MKDOCS_2_WARNING": "1"}
+    session.run("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site), env=quiet)
 
 
 @nox.session(python=False)
