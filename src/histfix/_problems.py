@@ -30,7 +30,7 @@ ProblemKind = Literal[
     "unpaired_native_call",  # a native (server) tool call without its result block
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
     # issue 10, check(provider=):
-    "nothing_sendable",  # not reported for a stored history any more: one with nothing to send is not started
+    "nothing_sendable",  # never reported by check (nothing to send is a conversation not started); kept for callers
     # issue 10, provider profiles (_rules_files):
     "unsendable_file",  # a response file the target's model class fails on before sending
     # issue 10, provider profiles (_rules_reasoning):
