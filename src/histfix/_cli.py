@@ -1,8 +1,9 @@
 """The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
 
 Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
-stderr and exit status 2; ``check`` exits 1 when it finds problems. Output files are written to
-a temporary file beside the target and renamed over it, so they are never left half-written.
+stderr and exit status 2; ``check`` exits 1 when some provider rejects what it finds. Output goes
+where :func:`write_output` says (a file replaced atomically, never half-written; a device or FIFO
+written through; a link followed). Ctrl-C exits 130 and SIGTERM 143, without a traceback.
 ``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
 """
 
@@ -25,7 +26,7 @@ from . import __version__
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["build_parser", "main", "write_atomically"]
+__all__ = ["build_parser", "main", "write_atomically", "write_output"]
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 
