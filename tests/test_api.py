@@ -197,3 +197,8 @@ def test_reason_for_unusual_versions() -> None:
         "histfix",
         "pydantic-ai 1.0.0 has no repair_messages (added in 2.53.0)",
     )
+
+
+def test_a_string_is_pointed_to_load_json() -> None:
+    with pytest.raises(TypeError, match=r"got str: load stored JSON with histfix\.load_json\(\) first"):
+        histfix.repair('[{"kind": "request", "parts": []}]')  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ import histfix
 from histfix import _compat
 
 from corpus import CASES
-from dsl import Case, call, load, load_history, real, req, resp, ret, retry, text, user
+from dsl import Case, call, load, load_history, loadable, real, req, resp, ret, retry, text, user
 from generate import random_history
 from strict import pairing_problems
 
@@ -222,3 +222,16 @@ def test_a_profile_starts_from_exactly_repairs_output_for_an_in_memory_toolless_
     assert histfix.repair(history, provider="openai-responses") == histfix.repair(history)
     report = histfix.repair_report(history, provider="openai-responses")
     assert report.messages == histfix.repair(history)
+
+
+def test_kept_by_repair_is_what_repair_keeps() -> None:
+    """``KEPT_BY_REPAIR`` (what ``histfix check`` sends to a provider profile) is exactly the kinds
+    check still finds after the default repair, over the corpus and a late result."""
+    from histfix._problems import KEPT_BY_REPAIR
+
+    late = load(
+        [req(user("q")), real(call("get", "a"), at=1), real(text("meanwhile"), at=2), req(ret("get", "a"))]
+    )
+    histories = [history for _, history in loadable(CASES)] + [late]
+    left = {problem.kind for history in histories for problem in histfix.check(histfix.repair(history))}
+    assert left == KEPT_BY_REPAIR

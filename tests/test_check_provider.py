@@ -182,15 +182,13 @@ def test_mistral_ids_are_a_problem_only_where_the_release_sends_them_as_stored()
         assert histfix.check(histfix.repair(history, provider="mistral"), provider="mistral") == []
 
 
-def test_only_system_prompts_is_an_empty_conversation_where_that_is_rejected() -> None:
-    history = load([req(system("be brief"))])
-    assert histfix.check(history) == []  # without a provider: today's answer (repair keeps it)
-    (empty,) = histfix.check(history, provider="anthropic")
-    assert (empty.kind, empty.rejected_by) == ("nothing_sendable", ("anthropic",))
-    assert empty.provider_error == "messages: at least one message is required"
-    assert histfix.check(history, provider="openai-responses") == []  # instructions, and no input
-    with pytest.raises(ValueError, match="nothing in this history can be sent"):
-        histfix.repair(history, provider="anthropic")
+def test_only_system_prompts_is_a_conversation_not_started_as_an_empty_one_is() -> None:
+    """``[]`` and a history of nothing but system prompts are both a conversation the user's next
+    prompt starts: no provider rejects either, and a profile returns each as the default repair does."""
+    for history in ([], load([req(system("be brief"))])):
+        for provider in ("anthropic", "any", "gemini"):
+            assert histfix.check(history, provider=provider) == []
+            assert histfix.repair(history, provider=provider) == histfix.repair(history)
 
 
 @pytest.mark.uses_sdk("mistral", "openai-chat")
@@ -229,8 +227,14 @@ def test_a_fallback_model_is_checked_for_every_model_it_may_use() -> None:
 
 def test_bad_provider_and_flags() -> None:
     history = load([req(user("q"))])
-    with pytest.raises(ValueError, match=r"unknown provider 'nope'.*valid names: any, openai-chat"):
+    with pytest.raises(ValueError) as unknown:
         histfix.check(history, provider="nope")
+    assert str(unknown.value) == (
+        "unknown provider 'nope': use one of any, openai-chat, openai-responses, anthropic, gemini, "
+        "bedrock, mistral, a pydantic-ai model-name prefix (openai, google-gla, groq, ...: "
+        "histfix.PROVIDER_NAMES lists them) or a model string such as anthropic:claude-sonnet-4-5, "
+        "or a pydantic-ai Model"
+    )
     with pytest.raises(ValueError, match="unknown provider"):
         histfix.is_provider_valid(history, provider="nope")
     with pytest.raises(TypeError, match="repair_last_response must be a bool"):
@@ -290,3 +294,11 @@ def test_what_check_calls_valid_the_provider_accepts_as_stored(case: Case, api: 
     assert outcome.kind != "rejected", (
         f"{api} rejects {case.name!r} ({outcome.rule}: {outcome.detail}) but check(provider=) finds nothing"
     )
+
+
+def test_provider_names_are_case_insensitive() -> None:
+    history = load([req(user("q")), real(call("get", "c1"), at=1), req(user("next"))])
+    assert histfix.check(history, provider="Anthropic") == histfix.check(history, provider="anthropic")
+    assert histfix.repair(history, provider=" ANY ") == histfix.repair(history, provider="any")
+    (problem,) = histfix.check(history, provider="Bedrock:us.meta.llama3-3-70b-instruct-v1:0")
+    assert problem.rejected_by == ("bedrock",)

@@ -8,7 +8,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
+import socket
+import stat
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +22,8 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._cli import build_parser, main, write_atomically
+from histfix._compat import HAS_REPAIR_MESSAGES
+from histfix._pinned import release_pins
 from histfix._trim import turn_starts
 
 from corpus import CASES
@@ -44,8 +52,8 @@ def broken(tmp_path: Path) -> Path:
 def test_check_finds_problems_and_exits_1(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
     code, out, err = run(capsys, "check", str(broken))
     assert code == 1
-    assert "dangling_call" in out and "call_1 (retrieve_documents)" in out
-    assert out.strip().endswith("1 problem; `histfix repair` fixes what it can")
+    assert "dangling_call" in out and "call_1 (retrieve_documents)  every provider" in out
+    assert out.strip().endswith("1 problem some provider rejects; `histfix repair` fixes it")
     assert err == ""
 
 
@@ -60,6 +68,8 @@ def test_check_json(capsys: pytest.CaptureFixture[str], broken: Path) -> None:
         "tool_call_id": "call_1",
         "tool_name": "retrieve_documents",
         "description": "tool call 'call_1' (retrieve_documents) has no result",
+        "rejected_by": ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mistral"],
+        "provider_error": None,
     }
 
 
@@ -278,9 +288,9 @@ def test_check_flags_broken_and_passes_repaired(
     path = tmp_path / "h.json"
     path.write_bytes(pai.ModelMessagesTypeAdapter.dump_json(history))
     code, _, _ = run(capsys, "check", str(path))
-    assert code == (1 if histfix.check(history) else 0)
-    if pairing_problems(history) or histfix.repair(history) != history:
-        assert code == 1  # every broken history is flagged
+    assert code == (1 if any(p.rejected_by for p in histfix.check(history)) else 0)
+    if pairing_problems(history):
+        assert code == 1  # every history a strict provider rejects is flagged
     fixed = tmp_path / "fixed.json"
     assert run(capsys, "repair", str(path), "-o", str(fixed))[0] == 0
     repaired = pai.ModelMessagesTypeAdapter.validate_json(fixed.read_bytes())
@@ -500,24 +510,38 @@ def test_an_unknown_provider_is_one_line_naming_the_valid_ones(
 ) -> None:
     code, out, err = run(capsys, command, str(broken), "--provider", "opneai")
     assert (code, out) == (2, "")
-    assert err.startswith("histfix: --provider: unknown provider 'opneai'") and err.count("\n") == 1
-    assert (
-        "valid names: any, openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, openai" in err
+    assert err == (
+        "histfix: --provider: unknown provider 'opneai': use one of any, openai-chat, openai-responses, "
+        "anthropic, gemini, bedrock, mistral, a pydantic-ai model-name prefix (openai, google-gla, "
+        "groq, ...: histfix.PROVIDER_NAMES lists them) or a model string such as "
+        "anthropic:claude-sonnet-4-5\n"
+    )  # the canonical names, not every prefix; and nothing about a Model, which a command cannot take
+
+
+@pytest.mark.parametrize("name", ["Anthropic", "ANTHROPIC", " anthropic "])
+def test_provider_names_are_case_insensitive_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], broken: Path, name: str
+) -> None:
+    assert run(capsys, "check", str(broken), "--provider", name) == run(
+        capsys, "check", str(broken), "--provider", "anthropic"
     )
 
 
-def test_a_history_with_nothing_sendable_is_one_line_and_exit_2(
+def test_an_empty_conversation_is_alike_whether_it_holds_a_system_prompt_or_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    path = tmp_path / "system-only.json"
-    path.write_bytes(to_json([req(system("be brief"))]))
-    code, out, err = run(capsys, "repair", str(path), "--provider", "any")
-    assert (code, out) == (2, "")
-    assert (
-        err.startswith("histfix: cannot repair for any: nothing in this history can be sent")
-        and err.count("\n") == 1
-    )
-    assert run(capsys, "repair", str(path))[0] == 0  # without a profile: today's repair, unchanged
+    empty, system_only = tmp_path / "empty.json", tmp_path / "system-only.json"
+    empty.write_bytes(to_json([]))
+    system_only.write_bytes(to_json([req(system("be brief"))]))
+    for path in (empty, system_only):
+        assert run(capsys, "check", str(path), "--provider", "anthropic") == (
+            0,
+            "valid for anthropic: nothing it rejects\n",
+            "",
+        )
+        code, out, err = run(capsys, "repair", str(path), "--provider", "any")
+        assert (code, err) == (0, "")
+        assert histfix.load_json(out) == histfix.repair(histfix.load_json(path.read_bytes()))
 
 
 def test_provider_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -525,3 +549,397 @@ def test_provider_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "--provider NAME" in capsys.readouterr().out
+
+
+# --- what sits at the output path decides how it is written ----------------------------------------
+
+
+def _read_fifo(fifo: Path, into: list[bytes], seconds: float = 30) -> None:
+    """A FIFO's reader: opened without waiting for a writer, read until the writer closes it."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    deadline = time.monotonic() + seconds
+    seen_writer = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if chunk:
+                seen_writer = True
+                into.append(chunk)
+            elif seen_writer:
+                return  # end of file: the writer closed it
+            else:
+                time.sleep(0.01)  # no writer yet (a FIFO reads empty until one opens it)
+    finally:
+        os.close(fd)
+
+
+def test_output_to_a_fifo_is_written_through(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=_read_fifo, args=(fifo, received), daemon=True)
+    reader.start()
+    code, out, err = run(capsys, "repair", str(broken), "-o", str(fifo))
+    reader.join(timeout=30)
+    assert (code, out, err) == (0, "", "")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a file put in its place
+    assert histfix.load_json(b"".join(received)) == histfix.repair(histfix.load_json(broken.read_bytes()))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.json", "pipe"]
+
+
+def _null_device(tmp_path: Path) -> Path:
+    """A character device to write to. As root, a null device of the test's own: a writer that
+    replaced it would otherwise replace the machine's /dev/null (root may rename over it)."""
+    if os.geteuid() != 0:
+        return Path("/dev/null")
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError as exc:
+        pytest.skip(f"root without mknod ({exc.strerror}): /dev/null is not risked")
+    return device
+
+
+def test_output_to_a_character_device_is_written_through(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    device = _null_device(tmp_path)
+    before = os.stat(device)
+    assert run(capsys, "repair", str(broken), "-o", str(device))[:2] == (0, "")
+    after = os.lstat(device)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_output_to_a_symlink_replaces_the_file_it_points_to(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    real_file = store / "conversation.json"
+    real_file.write_text("old")
+    real_file.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(real_file)
+    assert run(capsys, "repair", str(broken), "-o", str(link))[:2] == (0, "")
+    assert link.is_symlink() and os.readlink(link) == str(real_file)
+    assert real_file.stat().st_mode & 0o777 == 0o640
+    assert histfix.load_json(real_file.read_bytes()) == histfix.repair(histfix.load_json(broken.read_bytes()))
+    assert [p.name for p in store.iterdir()] == ["conversation.json"]  # no temporary left in its folder
+
+
+def test_in_place_on_a_symlink_replaces_its_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    real_file = store / "conversation.json"
+    real_file.write_bytes((EXAMPLES / "aborted_mid_tool.json").read_bytes())
+    real_file.chmod(0o604)
+    link = tmp_path / "link.json"
+    link.symlink_to(Path("store") / "conversation.json")  # relative, as links into a store often are
+    assert run(capsys, "repair", str(link), "--in-place")[:2] == (0, "")
+    assert link.is_symlink() and real_file.stat().st_mode & 0o777 == 0o604
+    assert run(capsys, "check", str(real_file))[0] == 0
+
+
+def test_a_dangling_symlink_creates_the_file_it_names(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "new.json")
+    assert run(capsys, "repair", str(broken), "-o", str(link))[:2] == (0, "")
+    assert link.is_symlink() and (tmp_path / "new.json").is_file()
+    assert run(capsys, "check", str(link))[0] == 0
+
+
+def test_a_hard_linked_file_is_refused_and_keeps_its_links(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = tmp_path / "history.json"
+    original = (EXAMPLES / "aborted_mid_tool.json").read_bytes()
+    first.write_bytes(original)
+    second = tmp_path / "backup.json"
+    os.link(first, second)
+    for argv in (["--in-place"], ["-o", str(second)]):
+        code, out, err = run(capsys, "repair", str(first), *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(f"histfix: {first if argv == ['--in-place'] else second}: has 2 hard links")
+        assert err.count("\n") == 1
+        assert first.stat().st_ino == second.stat().st_ino and first.stat().st_nlink == 2
+        assert first.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.json", "history.json"]
+
+
+def test_a_directory_or_socket_is_refused(
+    capsys: pytest.CaptureFixture[str], broken: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    sock_path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock_path))
+        for target, kind in ((folder, "a directory"), (sock_path, "a socket")):
+            code, out, err = run(capsys, "repair", str(broken), "-o", str(target))
+            assert (code, out) == (2, "")
+            assert err.startswith(f"histfix: {target}: is {kind}; -o and --in-place write only to")
+            assert err.count("\n") == 1
+        assert stat.S_ISSOCK(sock_path.lstat().st_mode) and folder.is_dir() and not any(folder.iterdir())
+
+
+def test_in_place_on_a_fifo_is_refused_before_reading_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # a writer that gives up at once, so that a command that did read the FIFO fails, not hangs
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    code, out, err = run(capsys, "repair", str(fifo), "--in-place")
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go if nothing read it
+    writer.join(timeout=10)
+    assert (code, out) == (2, "")
+    assert err == f"histfix: {fifo}: is a FIFO; --in-place needs a regular file (use -o)\n"
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+# --- HISTFIX_BACKEND=upstream where the release has no repair_messages -------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["repair", "{file}"],
+        ["show", "{file}"],
+        ["trim", "{file}", "--turns", "1", "--repair"],
+        ["check", "{file}"],
+        ["info"],
+    ],
+)
+def test_forcing_upstream_before_2_53_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, broken: Path, argv: list[str]
+) -> None:
+    monkeypatch.setenv("HISTFIX_BACKEND", "upstream")
+    code, out, err = run(capsys, *(a.format(file=broken) for a in argv))
+    if HAS_REPAIR_MESSAGES:  # there it is in force, as `info` says
+        assert code in (0, 1) and err == ""
+        if argv == ["info"]:
+            assert "repair path: upstream: forced by HISTFIX_BACKEND=upstream" in out
+        return
+    assert (code, out) == (2, "")
+    version = histfix.backend_info().version
+    assert err == (
+        f"histfix: HISTFIX_BACKEND=upstream cannot be in force: pydantic-ai {version} has no "
+        "pydantic_ai.messages.repair_messages (it arrived in 2.53.0); unset it or set HISTFIX_BACKEND=histfix\n"
+    )
+
+
+# --- a release that is installed but cannot be imported ----------------------------------------------
+
+
+def _histfix_process(shim: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """histfix in a fresh process with ``shim`` first on its path (in front of site-packages)."""
+    source = Path(histfix.__file__).parent.parent
+    return subprocess.run(
+        [sys.executable, "-m", "histfix", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(source)])},
+    )
+
+
+def _opentelemetry_without_events(shim: Path, version: str) -> None:
+    """Into ``shim``: today's opentelemetry-api as far as an old release can tell, the installed
+    one without ``opentelemetry._events`` (removed in 1.44.0), its metadata saying ``version``."""
+    import importlib.metadata
+
+    import opentelemetry
+
+    package = shim / "opentelemetry"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")  # a regular package: the namespace portions stay hidden
+    for portion in opentelemetry.__path__:
+        for entry in Path(portion).iterdir():
+            if entry.name != "_events" and not (package / entry.name).exists():
+                (package / entry.name).symlink_to(entry)
+    info = shim / f"opentelemetry_api-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: opentelemetry-api\nVersion: {version}\n")
+    points = importlib.metadata.distribution("opentelemetry-api").read_text("entry_points.txt")
+    (info / "entry_points.txt").write_text(points or "")  # its context loads through an entry point
+
+
+@pytest.mark.parametrize("argv", [["check", "{file}"], ["info"]])
+def test_a_release_that_needs_an_older_opentelemetry_says_so(
+    broken: Path, tmp_path: Path, argv: list[str]
+) -> None:
+    _opentelemetry_without_events(tmp_path / "shim", "1.45.0")
+    done = _histfix_process(tmp_path / "shim", *(a.format(file=broken) for a in argv))
+    info = histfix.backend_info()
+    if release_pins(info.version) != ["opentelemetry-api<1.39"]:  # 1.32.0 on: imports without _events
+        assert done.returncode == (1 if argv[0] == "check" else 0), done.stderr
+        assert "cannot be imported" not in done.stderr
+        return
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        f"histfix: {info.distribution} {info.version} is installed but cannot be imported "
+        "(ModuleNotFoundError: No module named 'opentelemetry._events'): it needs "
+        "'opentelemetry-api<1.39' (found opentelemetry-api 1.45.0); run "
+        "`pip install 'opentelemetry-api<1.39'` in the same environment\n"
+    )
+
+
+def test_an_import_failure_inside_pydantic_ai_is_not_called_not_installed(
+    broken: Path, tmp_path: Path
+) -> None:
+    broken_dependency = tmp_path / "shim" / "pydantic_graph"  # every release's Agent imports it
+    broken_dependency.mkdir(parents=True)
+    (broken_dependency / "__init__.py").write_text("raise ImportError('pydantic_graph is broken here')\n")
+    done = _histfix_process(tmp_path / "shim", "repair", str(broken))
+    info = histfix.backend_info()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"histfix: {info.distribution} {info.version} is installed but cannot be imported "
+        "(ImportError: pydantic_graph is broken here); repair that install\n"
+    )
+
+
+# --- check: exit 1 for what some provider rejects, and what fixes it --------------------------------
+
+
+def test_what_no_provider_rejects_is_reported_and_exits_0(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "two-prompts.json"
+    path.write_bytes(to_json([req(user("q")), req(user("again?")), real(text("ok"), at=2)]))
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 0
+    assert "consecutive_requests             none" in out
+    assert out.strip().endswith(
+        "1 problem no provider rejects (consecutive_requests): `histfix repair` normalizes it; not an error"
+    )
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    assert code == 0 and [p["rejected_by"] for p in json.loads(out)] == [[]]
+
+
+def test_what_only_a_profile_fixes_points_to_provider(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "duplicate.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(call("get", "c1"), at=1),
+                req(ret("get", "c1"), ret("get", "c1", "again")),
+                real(text("ok"), at=2),
+            ]
+        )
+    )
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 1
+    assert out.strip().endswith(
+        "1 problem some provider rejects (duplicate_result); `histfix repair` keeps it: "
+        "`histfix repair --provider P` fixes it for P, the provider you send to "
+        "(openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, or any)"
+    )
+    code, out, _ = run(capsys, "check", str(path), "--json")
+    (problem,) = json.loads(out)
+    assert problem["rejected_by"] == [
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "bedrock",
+        "mistral",
+    ]
+    assert run(capsys, "repair", str(path), "--in-place", "--report")[2].startswith("nothing to repair")
+    assert run(capsys, "repair", str(path), "--in-place", "--provider", "any")[0] == 0  # the way out
+    assert run(capsys, "check", str(path))[:2] == (0, "valid: no problems found\n")
+
+
+def test_a_mix_says_what_repair_fixes_and_what_needs_a_profile(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "mixed.json"
+    path.write_bytes(
+        to_json(
+            [
+                req(user("q")),
+                real(call("get", "c1"), at=1),
+                req(ret("get", "c1"), ret("get", "c1", "again")),
+                real(text("ok"), call("x", "c2"), at=2),
+                req(user("u")),
+                req(user("v")),
+            ]
+        )
+    )
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 1
+    assert out.strip().splitlines()[-2:] == [
+        "2 problems some provider rejects; `histfix repair` fixes 1, and keeps 1 (duplicate_result): "
+        "`histfix repair --provider P` fixes those for P, the provider you send to "
+        "(openai-chat, openai-responses, anthropic, gemini, bedrock, mistral, or any)",
+        "1 more, which no provider rejects (consecutive_requests): `histfix repair` normalizes it; "
+        "not an error on its own",
+    ]
+
+
+def test_check_keeps_the_last_responses_calls_open_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "pending.json"
+    path.write_bytes(to_json([req(user("q")), real(call("get", "c1"), at=1)]))
+    assert run(capsys, "check", str(path))[0] == 1
+    assert run(capsys, "check", str(path), "--keep-last-response")[:2] == (0, "valid: no problems found\n")
+    code, out, _ = run(capsys, "check", str(path), "--keep-last-response", "--provider", "anthropic")
+    assert (code, out) == (0, "valid for anthropic: nothing it rejects\n")
+
+
+# --- --report wherever content can go ------------------------------------------------------------
+
+
+def test_trim_reports_what_it_cut_and_what_the_repair_removed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "h.json"
+    history = [
+        req(system("be brief"), user("one")),
+        real(text("a")),
+        req(user("two")),
+        real(text("b"), at=2),
+        req(ret("transfer", "gone", {"status": "sent"}), user("did it work?")),  # an orphan: dropped
+        real(text("c"), at=3),
+    ]
+    path.write_bytes(to_json(history))
+    code, out, err = run(capsys, "trim", str(path), "--turns", "1", "--repair", "--report", "-o", "-")
+    assert code == 0
+    cut = histfix.keep_last_turns(histfix.load_json(path.read_bytes()), 1)
+    report = histfix.repair_report(cut)
+    assert histfix.load_json(out) == report.messages
+    assert err.splitlines() == [
+        "messages[0]-messages[1]: dropped by the trim (2 messages); the opening system prompt carried "
+        "over into messages[2]",
+        "then the repair, in the trimmed history's indices:",
+        *(str(change) for change in report.changes),
+    ]
+    assert "its content was: {'status': 'sent'}" in err
+    code, _, err = run(capsys, "trim", str(path), "--turns", "5", "--report", "--in-place")
+    assert (code, err) == (0, f"nothing to trim; {path} left untouched\n")
+
+
+def test_show_reports_its_changes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "orphan.json"
+    path.write_bytes(
+        to_json([req(user("q")), real(text("a")), req(ret("transfer", "gone", "sent"), user("ok?"))])
+    )
+    code, out, err = run(capsys, "show", str(path), "--report")
+    assert code == 0 and "after (3 messages):" in out
+    assert err == str(histfix.repair_report(histfix.load_json(path.read_bytes())).summary()) + "\n"
+    assert "its content was: sent" in err

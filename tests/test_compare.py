@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from histfix import _compare
 from histfix._cli import main
-from histfix._compare_probe import PLAIN, probe
+from histfix._compare_probe import CONTINUE, PLAIN, probe, prompt_for
 from histfix._compare_probe import REPAIRED as HISTFIX
 from histfix._compare_render import (
     Outcome,
@@ -35,7 +35,7 @@ from test_agent_e2e import ABORTED
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
-from dsl import INTERRUPTED, MARKER, Case, call, load_history, req, resp, ret, to_json, user
+from dsl import INTERRUPTED, MARKER, Case, call, load_history, req, resp, ret, text, to_json, user
 from strict import pairing_problems
 
 ROOT = Path(__file__).parent.parent
@@ -172,6 +172,44 @@ def test_probe_records_a_refused_run() -> None:
     seen = probe(to_json(ABORTED[:2]), "new prompt")  # unanswered calls, then a new prompt
     assert seen[PLAIN]["messages"] is None
     assert seen[PLAIN]["raised"].startswith("UserError: Cannot provide a new user prompt")
+
+
+FINISHED = [req(user("q")), resp(text("the answer"), at=1)]  # the most common stored shape
+
+
+def test_a_finished_conversation_is_continued_with_a_neutral_prompt() -> None:
+    assert prompt_for(json.loads(to_json(FINISHED)), None) == CONTINUE
+    assert prompt_for(json.loads(to_json(FINISHED)), "mine") == "mine"
+    assert prompt_for(json.loads(to_json(ABORTED[:2])), None) is None  # open calls: the run goes on
+    assert prompt_for(json.loads(to_json([req(user("q"))])), None) is None  # a pending request is sent
+    assert prompt_for([], None) is None
+
+
+def test_probe_on_a_finished_conversation() -> None:
+    raw = to_json(FINISHED)
+    seen = probe(raw, prompt_for(json.loads(raw), None))
+    plain = seen[PLAIN]
+    assert plain["raised"] is None and plain["problems"] == []
+    assert [m["kind"] for m in plain["messages"]] == ["request", "response", "request"]
+    assert plain["messages"][-1]["parts"][-1]["content"] == CONTINUE
+    unprompted = probe(raw, None)[PLAIN]  # pydantic-ai asks no model: said so, not an IndexError
+    assert unprompted == {
+        "raised": "the run ended without a model request: nothing was sent",
+        "messages": None,
+        "problems": [],
+    }
+
+
+def test_the_output_says_a_finished_conversation_was_continued() -> None:
+    text_out = render("h.json", CONTINUE, OBSERVATIONS, PLAIN_STYLE, continued=True)
+    assert text_out.splitlines()[:2] == [
+        "h.json: what each release does with it (run_sync('Continue.', message_history=history), "
+        "a capturing FunctionModel, no provider)",
+        "A finished conversation sends nothing without a new prompt: it is continued with 'Continue.' "
+        "(choose another with --prompt).",
+    ]
+    data = as_json("h.json", CONTINUE, OBSERVATIONS, continued=True)
+    assert (data["prompt"], data["prompt_defaulted"]) == (CONTINUE, True)
 
 
 def test_probe_reports_a_history_this_release_cannot_load() -> None:

@@ -483,8 +483,8 @@ def test_dump_json_is_the_release_adapter() -> None:
         (None, "dump_json() needs a list of ModelRequest/ModelResponse messages, got None"),
         (
             "[]",
-            "dump_json() needs a list of messages, got str: to repair stored JSON, load it with "
-            "pydantic_ai.messages.ModelMessagesTypeAdapter.validate_json() first",
+            "dump_json() needs a list of messages, got str: load stored JSON with histfix.load_json() "
+            "first (it reads what any pydantic-ai release wrote)",
         ),
         (
             [{"kind": "request", "parts": []}],

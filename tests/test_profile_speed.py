@@ -20,7 +20,7 @@ from histfix._pairing import pair
 from histfix._profile_scan import Survey, call_id_facts, remember_pairing, survey
 
 from corpus import CASES
-from dsl import call, load, loadable, req, resp, ret, system, text, user
+from dsl import call, load, loadable, native_call, req, resp, ret, system, text, user
 from generate import random_conversation, random_history
 
 
@@ -246,7 +246,10 @@ def test_a_profile_repair_holds_no_history_after_it_returns() -> None:
     histfix.repair(history, provider="anthropic")
     assert _call_results._in_place is None
     with pytest.raises(ValueError, match="nothing in this history can be sent"):
-        histfix.repair(load([req(system("only a system prompt"))]), provider="anthropic")
+        # the response is a native call alone, which OpenAI Chat never sends: nothing is left
+        histfix.repair(
+            load([req(system("s")), resp(native_call("web_search", "n1"))]), provider="openai-chat"
+        )
     assert _call_results._in_place is None
 
 

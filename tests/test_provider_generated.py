@@ -147,9 +147,10 @@ def _only_system_prompts(history: list[pai.ModelMessage]) -> bool:
 
 
 def must_refuse(history: list[pai.ModelMessage]) -> bool:
-    """A non-empty history whose default repair leaves nothing but system prompts: no profile can
-    make it sendable (they never create calls, prompts or responses from nothing)."""
-    return bool(history) and _only_system_prompts(histfix.repair(history))
+    """A history with more than system prompts whose default repair leaves nothing but system
+    prompts: no profile can make it sendable (they never create calls, prompts or responses from
+    nothing). One of system prompts alone is a conversation not started yet, as [] is."""
+    return not _only_system_prompts(history) and _only_system_prompts(histfix.repair(history))
 
 
 def may_refuse(history: list[pai.ModelMessage]) -> bool:
@@ -286,15 +287,14 @@ ONLY_SYSTEM_PROMPTS = [
 
 @pytest.mark.parametrize("name", PROVIDER_NAMES)
 @pytest.mark.parametrize("raw", ONLY_SYSTEM_PROMPTS, ids=["one request", "two requests"])
-def test_only_system_prompts_raise_the_clear_value_error(raw: list[Json], name: str) -> None:
-    """Sent as it is, a history of system prompts is an empty conversation every API rejects far
-    from the cause: every profile refuses it, naming the provider and what to do."""
+def test_only_system_prompts_are_a_conversation_not_started(raw: list[Json], name: str) -> None:
+    """Nothing to send yet, as in ``[]``: every profile returns the default repair (the run that
+    continues it brings the user's prompt), which no provider's check rejects."""
     history = load(raw)
-    for repair in (histfix.repair, histfix.repair_report):
-        with pytest.raises(ValueError, match=NOTHING_SENDABLE) as raised:
-            repair(history, provider=name)
-        assert name in str(raised.value) and "add the user's prompt" in str(raised.value)
-    assert must_refuse(history) and may_refuse(history)
+    assert histfix.repair(history, provider=name) == histfix.repair(history)
+    assert histfix.repair_report(history, provider=name).messages == histfix.repair(history)
+    assert histfix.check(histfix.repair(history, provider=name), provider=name) == []
+    assert not must_refuse(history) and may_refuse(history)
 
 
 def test_the_oracles_tell_sendable_from_not() -> None:

@@ -189,9 +189,11 @@ def test_a_first_request_of_a_system_prompt_and_a_delta_gets_the_starter_prompt(
 
 @needs_delta
 @pytest.mark.parametrize("name", PROFILES)
-def test_a_history_of_only_a_delta_has_nothing_sendable(name: str) -> None:
-    with pytest.raises(ValueError, match="nothing in this history can be sent to"):
-        histfix.repair(load([req(DELTA, instructions="be brief")]), provider=name)
+def test_a_history_of_only_a_delta_is_a_conversation_not_started(name: str) -> None:
+    """Nothing to send yet, as in ``[]``: returned as the default repair returns it, not refused."""
+    history = load([req(DELTA, instructions="be brief")])
+    assert histfix.repair(history, provider=name) == histfix.repair(history)
+    assert histfix.check(history, provider=name) == []
 
 
 # --- guarantees ---------------------------------------------------------------------------------------

@@ -304,8 +304,12 @@ def client_for(api: str) -> Client | str:
 
 
 def prompt_for(history: list[pai.ModelMessage]) -> str | None:
-    """No prompt after a history that ends with a request (it is sent as is), else a fixed one."""
-    return None if history and isinstance(history[-1], pai.ModelRequest) else PROMPT
+    """No prompt after a history that ends with a request (it is sent as is), else a fixed one; a
+    conversation not started yet (nothing but system prompts or tool deltas) gets it too, as [] does."""
+    from histfix._profile_run import nothing_sendable
+
+    pending = history and isinstance(history[-1], pai.ModelRequest) and not nothing_sendable(history)
+    return None if pending else PROMPT
 
 
 class _LoopRunner:

@@ -65,6 +65,11 @@ def _forced_backend() -> str:
     return forced
 
 
+def upstream_missing(version: str) -> str:
+    """Why the upstream path cannot run on ``version`` (a release without ``repair_messages``)."""
+    return f"pydantic-ai {version} has no pydantic_ai.messages.repair_messages (it arrived in 2.53.0)"
+
+
 def _check_flags(repair_last_response: object, orphans: object) -> None:
     if not isinstance(repair_last_response, bool):
         raise TypeError(f"repair_last_response must be a bool, got {type(repair_last_response).__name__}")
@@ -240,8 +245,8 @@ def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool
 
     if not _compat.HAS_REPAIR_MESSAGES:
         raise RuntimeError(
-            f"backend='upstream' needs pydantic_ai.messages.repair_messages, which pydantic-ai "
-            f"{_release.VERSION_STRING} does not have (it arrived in 2.53.0); use backend='auto' or 'histfix'"
+            f"backend='upstream' cannot run: {upstream_missing(_release.VERSION_STRING)}; "
+            "use backend='auto' or 'histfix'"
         )
     from pydantic_ai import messages as pai
 

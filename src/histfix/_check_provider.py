@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Literal
 
 from ._parts import is_result
 from ._problems import Problem
-from ._profile_run import nothing_sendable
 from ._profiles import rules_for
 from ._providers import PROVIDER_APIS, ProviderTarget
 
@@ -66,17 +65,7 @@ WORDING: dict[str, str] = {
     "mistral.count": "Not the same number of function calls and responses",
     "mistral.tool_role": "Unexpected role 'tool' after role '{role}'",
     "mistral.user_after_tool": "Unexpected role 'user' after role 'tool'",
-    # An empty conversation: the schema errors (the emulators' wording in each API's style).
-    "openai-chat.empty": "Invalid value for 'messages': [] is too short - 'messages'",
-    "anthropic.empty": "messages: at least one message is required",
-    "gemini.empty": "* GenerateContentRequest.contents: contents is not specified",
-    "bedrock.empty": "1 validation error detected: Value at 'messages' failed to satisfy constraint: "
-    "Member must not be empty",
-    "mistral.empty": "Invalid messages: at least one message is required",
 }
-#: APIs that reject a history of nothing but system prompts (the model classes send the prompts as
-#: system/instructions and an empty conversation); Responses takes ``instructions`` and no input.
-_EMPTY_REJECTED_BY = ("openai-chat", "anthropic", "gemini", "bedrock", "mistral")
 
 
 def _say(key: str, **values: object) -> str:
@@ -257,13 +246,6 @@ def _check_for(
         wording = {api: text for api, text in rejections(history, problem).items() if api in wanted}
         if wording:
             add(problem, wording)
-    if history and nothing_sendable(history):
-        empty = {api: _say(f"{api}.empty") for api in _EMPTY_REJECTED_BY if api in wanted}
-        if empty:
-            description = (
-                "nothing here can be sent: the history holds only system prompts (an empty conversation)"
-            )
-            add(Problem("nothing_sendable", 0, None, None, None, description), empty)
     for stage in _STAGES:
         for rule in rules_for(target, stage):
             if rule.detect is None:

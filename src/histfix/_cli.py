@@ -1,16 +1,20 @@
 """The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
 
 Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
-stderr and exit status 2; ``check`` exits 1 when it finds problems. Output files are written to
-a temporary file beside the target and renamed over it, so they are never left half-written.
+stderr and exit status 2; ``check`` exits 1 when some provider rejects what it finds. Output goes
+where :func:`write_output` says (a file replaced atomically, never half-written; a device or FIFO
+written through; a link followed). Ctrl-C exits 130 and SIGTERM 143, without a traceback.
 ``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -22,7 +26,7 @@ from . import __version__
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["build_parser", "main", "write_atomically"]
+__all__ = ["build_parser", "main", "write_atomically", "write_output"]
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -80,11 +84,12 @@ def _current_umask() -> int:
 
 
 def write_atomically(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temporary file in the same folder and a rename.
+    """Replace the regular file ``target`` (or create it) through a temporary file and a rename.
 
-    A crash or a full disk leaves the old file (or none) in place, never a truncated one. A file
-    that is replaced keeps its mode; a new one gets the mode the umask gives, as with any Unix
-    tool (the temporary file itself starts private, 0600).
+    The temporary file sits in ``target``'s own folder, so the rename is atomic: a crash, a signal
+    or a full disk leaves the old file (or none) in place, never a truncated one. A replaced file
+    keeps its mode (and, where the process may, its owner); a new one gets the mode the umask
+    gives, as with any Unix tool (the temporary file itself starts private, 0600).
     """
     folder = target.parent if str(target.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -93,12 +98,83 @@ def write_atomically(target: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_current_umask()
-        os.chmod(temporary, mode)
+        try:
+            old: os.stat_result | None = target.stat()
+        except FileNotFoundError:
+            old = None
+        os.chmod(temporary, 0o666 & ~_current_umask() if old is None else stat.S_IMODE(old.st_mode))
+        if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(OSError):  # only root may give a file away: keep what we can
+                os.chown(temporary, old.st_uid, old.st_gid)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _write_through(target: Path, data: bytes) -> None:
+    """Write into a character device or FIFO as it is: opened for writing (never created,
+    truncated or replaced); a FIFO's open waits for its reader, as a shell's ``>`` does."""
+    fd = os.open(target, os.O_WRONLY)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_output(target: str, data: bytes) -> None:
+    """Write ``data`` where ``-o``/``--in-place`` names: what sits at that path decides how.
+
+    ``-`` is standard output. A character device (``/dev/null``, a terminal) or a FIFO is written
+    through, never replaced. A symlink is followed: the file it points to is replaced atomically,
+    keeping its mode, and the link stays a link; a link that points nowhere yet creates the file
+    it names (as ``>`` in a shell does). A regular file is replaced atomically
+    (:func:`write_atomically`), unless it has other hard links: replacing it would split them and
+    writing into it could leave every name half-written, so that is refused and nothing is
+    touched. Anything else (a directory, a socket, a block device) is refused. Refusals and
+    failures are :class:`InputError`, one line.
+    """
+    if target == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    path = Path(os.path.realpath(target))  # every link in the chain followed, as open() would
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+    try:
+        if found is None or stat.S_ISREG(found.st_mode):
+            if found is not None and found.st_nlink > 1:
+                raise InputError(
+                    f"{target}: has {found.st_nlink} hard links; replacing it would split them and "
+                    "writing into it could leave them half-written: write elsewhere with -o, then copy it over"
+                )
+            write_atomically(path, data)
+        elif stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode):
+            _write_through(path, data)
+        else:
+            raise InputError(
+                f"{target}: is {_kind_of(found.st_mode)}; -o and --in-place write only to a regular "
+                "file, a FIFO or a character device"
+            )
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+
+
+def _kind_of(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISFIFO: "a FIFO",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
 
 
 def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchanged: bool) -> bool:
@@ -111,41 +187,98 @@ def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchang
     if in_place and unchanged:
         return False
     target = args.file if in_place else getattr(args, "output", None)
-    data = _dump(messages)
-    if target in (None, "-"):
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return True
-    try:
-        write_atomically(Path(target), data)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
+    write_output("-" if target is None else target, _dump(messages))
     return True
+
+
+def _refuse_in_place(source: str) -> None:
+    """Refuse ``--in-place`` on anything but a regular file (a link to one is fine) before it is
+    read, since reading a FIFO or a device consumes what it held."""
+    try:
+        mode = os.stat(source).st_mode
+    except OSError:
+        return  # reading it says what is wrong
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{source}: is {_kind_of(mode)}; --in-place needs a regular file (use -o)")
 
 
 # --- commands -----------------------------------------------------------------------------------------
 
 
-def _problems_table(problems: Sequence[Any]) -> str:
-    rows = [("message", "part", "kind", "tool call", "problem")]
+def _rejected_by(problem: Any) -> str:
+    from ._providers import PROVIDER_APIS
+
+    if not problem.rejected_by:
+        return "none"
+    return (
+        "every provider" if set(problem.rejected_by) >= set(PROVIDER_APIS) else ", ".join(problem.rejected_by)
+    )
+
+
+def _problems_table(problems: Sequence[Any], *, rejected_by: bool) -> str:
+    """One row per problem; ``rejected_by`` adds which provider APIs reject each (plain ``check``)."""
+    head = ("message", "part", "kind", "tool call", *(("rejected by",) if rejected_by else ()), "problem")
+    rows = [head]
     for p in problems:
         call = f"{p.tool_call_id} ({p.tool_name})" if p.tool_call_id is not None else ""
-        rows.append(
-            (
-                str(p.message_index),
-                "" if p.part_index is None else str(p.part_index),
-                p.kind,
-                call,
-                p.description,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        part = "" if p.part_index is None else str(p.part_index)
+        who = (_rejected_by(p),) if rejected_by else ()
+        rows.append((str(p.message_index), part, p.kind, call, *who, p.description))
+    columns = len(head) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(columns)]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:columns], widths, strict=True))
+        + "  "
+        + row[-1]
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * width for width in widths) + "  " + "-" * len("problem"))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _count(items: Sequence[Any], noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
+
+def _kinds(problems: Sequence[Any]) -> str:
+    return ", ".join(dict.fromkeys(p.kind for p in problems))
+
+
+def _verdict(problems: Sequence[Any], repair: str) -> str:
+    """What plain ``check`` concludes: what some provider rejects (the exit status) and what fixes
+    it, then what repair only normalizes. ``repair`` is the command that matches the check."""
+    from ._problems import KEPT_BY_REPAIR
+    from ._providers import PROVIDER_APIS
+
+    rejected = [p for p in problems if p.rejected_by]
+    normalized = [p for p in problems if not p.rejected_by]
+    lines = []
+    if rejected:
+        plain = [p for p in rejected if p.kind not in KEPT_BY_REPAIR]
+        profile_only = [p for p in rejected if p.kind in KEPT_BY_REPAIR]
+        apis = {api for p in profile_only for api in p.rejected_by}
+        names = ", ".join(api for api in PROVIDER_APIS if api in apis)
+        profile = f"`{repair} --provider P` fixes {{}} for P, the provider you send to ({names}, or any)"
+        line = f"{_count(rejected, 'problem')} some provider rejects"
+        if not profile_only:
+            line += f"; `{repair}` fixes {'it' if len(rejected) == 1 else 'them'}"
+        elif not plain:
+            line += f" ({_kinds(profile_only)}); `{repair}` keeps {'it' if len(rejected) == 1 else 'them'}: "
+            line += profile.format("it" if len(rejected) == 1 else "them")
+        else:
+            line += (
+                f"; `{repair}` fixes {len(plain)}, and keeps {len(profile_only)} ({_kinds(profile_only)}): "
+            )
+            line += profile.format("those")
+        lines.append(line)
+    if normalized:
+        it = "it" if len(normalized) == 1 else "them"
+        which = f"{len(normalized)} more, which" if rejected else _count(normalized, "problem")
+        lines.append(
+            f"{which} no provider rejects ({_kinds(normalized)}): `{repair}` normalizes {it}; "
+            f"not an error{' on its own' if rejected else ''}"
+        )
+    return "\n".join(lines)
 
 
 def _provider(args: argparse.Namespace) -> str | None:
@@ -153,13 +286,12 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from ._providers import resolve_provider
+    from ._providers import resolve_provider, unknown_provider
 
     try:
-        resolve_provider(name)
+        return resolve_provider(name).name
     except ValueError as exc:
-        raise InputError(f"--provider: {exc}") from exc
-    return name
+        raise InputError(f"--provider: {unknown_provider(name, models=False)}") from exc
 
 
 def _profiled(action: str, provider: str | None, run: Any) -> Any:
@@ -183,30 +315,32 @@ def _provider_errors(problems: Sequence[Any]) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Exit 1 only for what some provider rejects (with ``--provider``: that one); what repair
+    only normalizes (two requests in a row, say) is listed, and alone exits 0."""
     import dataclasses
 
     from ._api import check
 
     provider = _provider(args)
-    problems = check(_load(args.file), provider=provider)
+    last = not args.keep_last_response
+    problems = check(_load(args.file), provider=provider, repair_last_response=last)
+    rejected = [p for p in problems if p.rejected_by]
     if args.json:
-        rows = [dataclasses.asdict(p) for p in problems]
-        if provider is None:  # the record as it always was; rejected_by comes with --provider
-            rows = [
-                {k: v for k, v in row.items() if k not in ("rejected_by", "provider_error")} for row in rows
-            ]
-        print(json.dumps(rows, indent=2))
-    elif problems:
-        print(_problems_table(problems))
-        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        if provider is None:
-            print(f"\n{count}; `histfix repair` fixes what it can")
-        else:
-            print(f"\nwhat {provider} answers:\n{_provider_errors(problems)}")
-            print(f"\n{count} {provider} rejects; `histfix repair --provider {provider}` fixes them")
-    else:
+        print(json.dumps([dataclasses.asdict(p) for p in problems], indent=2))
+    elif not problems:
         print("valid: no problems found" if provider is None else f"valid for {provider}: nothing it rejects")
-    return EXIT_PROBLEMS if problems else EXIT_OK
+    elif provider is None:
+        print(_problems_table(problems, rejected_by=True))
+        repair = "histfix repair" + ("" if last else " --keep-last-response")
+        print(f"\n{_verdict(problems, repair)}")
+    else:
+        print(_problems_table(problems, rejected_by=False))
+        print(f"\nwhat {provider} answers:\n{_provider_errors(problems)}")
+        flags = "" if last else " --keep-last-response"
+        print(
+            f"\n{_count(problems, 'problem')} {provider} rejects; `histfix repair --provider {provider}{flags}` fixes them"
+        )
+    return EXIT_PROBLEMS if rejected else EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -234,7 +368,7 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _trim(args: argparse.Namespace) -> int:
-    from ._api import keep_last_turns, repair, trim_to_budget
+    from ._api import keep_last_turns, repair_report, trim_to_budget
     from ._tokens import BudgetExceededError
 
     provider = _provider(args)
@@ -248,16 +382,35 @@ def _trim(args: argparse.Namespace) -> int:
             history = trim_to_budget(history, args.max_tokens, keep_system_prompt=keep)
         except BudgetExceededError as exc:
             raise InputError(str(exc)) from exc
+    lines = [_trim_summary(loaded, history)]
     if args.repair:
-        history = _profiled("repair", provider, lambda: repair(history, provider=provider))
-    _emit(args, history, unchanged=history == loaded)
+        report = _profiled("repair", provider, lambda: repair_report(history, provider=provider))
+        if report.changes and history is not loaded:  # its indices (also inside its words) are the cut's
+            lines.append("then the repair, in the trimmed history's indices:")
+        lines.append(report.summary())
+        history = report.messages
+    written = _emit(args, history, unchanged=history == loaded)
+    if args.report:
+        summary = "\n".join(lines)
+        print(summary if written else f"{summary}; {args.file} left untouched", file=sys.stderr)
     return EXIT_OK
+
+
+def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage]) -> str:
+    """What the cut removed: trimming keeps a suffix, so the count says which messages went."""
+    dropped = len(loaded) - len(trimmed)
+    if dropped == 0:
+        return "nothing to trim"
+    line = f"messages[0]-messages[{dropped - 1}]: dropped by the trim ({_count(range(dropped), 'message')})"
+    if trimmed and trimmed[0] != loaded[dropped]:
+        line += f"; the opening system prompt carried over into messages[{dropped}]"
+    return line
 
 
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
     from ._backend import choose_backend
-    from ._release import NEWEST_TESTED, installed_release, source_defines
+    from ._release import NEWEST_TESTED, import_failure, installed_release, source_defines, unmet_pins
 
     distribution, version = installed_release()
     if (
@@ -266,6 +419,11 @@ def _info(args: argparse.Namespace) -> int:
     ):
         print(f"histfix {__version__}\npydantic-ai: not installed (pip install pydantic-ai-slim)")
         return EXIT_OK
+    if unmet_pins():  # only then is the import worth its time: a release that may not import
+        try:
+            import pydantic_ai.messages  # noqa: F401
+        except ImportError as exc:
+            raise InputError(import_failure(exc)) from exc
     has_repair = bool(source_defines("messages", "repair_messages"))
     backend, reason = choose_backend(version, has_repair, _forced_backend())
     print(f"histfix {__version__}")
@@ -276,16 +434,18 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ._api import backend_info, repair
+    from ._api import backend_info, repair_report
     from ._render import render
 
     provider = _provider(args)
     before = _load(args.file)
-    after = _profiled(
-        "repair",
-        provider,
-        lambda: repair(before, repair_last_response=not args.keep_last_response, provider=provider),
+    last = not args.keep_last_response
+    report = _profiled(
+        "repair", provider, lambda: repair_report(before, repair_last_response=last, provider=provider)
     )
+    after = report.messages
+    if args.report:
+        print(report.summary(), file=sys.stderr)
     info = backend_info()
     profile = f", then the {provider} profile" if provider else ""
     print(
@@ -299,6 +459,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from . import _compare as compare
+    from ._compare_probe import prompt_for
     from ._compare_render import Style, as_json, render
     from ._jsonerrors import describe_json_error
 
@@ -325,14 +486,16 @@ def _compare(args: argparse.Namespace) -> int:
         def progress(line: str) -> None:
             print(f"histfix compare: {line}", file=sys.stderr, flush=True)
 
-        observations = compare.compare(raw, releases, args.prompt, settings, progress)
+        prompt = prompt_for(parsed, args.prompt)
+        observations = compare.compare(raw, releases, prompt, settings, progress)
     except compare.CompareError as exc:
         raise InputError(str(exc)) from exc
+    continued = prompt is not None and args.prompt is None
     if args.json:
-        print(json.dumps(as_json(name, args.prompt, observations), indent=2))
+        print(json.dumps(as_json(name, prompt, observations, continued=continued), indent=2))
     else:
         style = Style(sys.stdout.isatty() and "NO_COLOR" not in os.environ)
-        sys.stdout.write(render(name, args.prompt, observations, style))
+        sys.stdout.write(render(name, prompt, observations, style, continued=continued))
     return EXIT_OK
 
 
@@ -393,11 +556,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = command(
         "check",
-        "list the problems a strict provider would reject (exit 1 if any)",
+        "list the problems: exit 1 if some provider rejects one (each row says which)",
         "histfix check history.json --json",
     )
     _add_input(check)
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    check.add_argument(
+        "--keep-last-response",
+        action="store_true",
+        help="the last response's calls may still run: not problems (as repair --keep-last-response)",
+    )
     _add_provider(check, "list exactly what this provider rejects, in its own words")
     check.set_defaults(run=_check)
 
@@ -434,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     trim.add_argument(
         "--repair", action="store_true", help="repair the trimmed history too (trim alone only cuts)"
     )
+    trim.add_argument(
+        "--report", action="store_true", help="say on stderr what was cut (and, with --repair, changed)"
+    )
     _add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
     trim.set_defaults(run=_trim)
 
@@ -444,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
+    show.add_argument("--report", action="store_true", help="also list each change on stderr")
     _add_provider(show, "show the repair with this provider's profile")
     show.set_defaults(run=_show)
 
@@ -461,7 +633,11 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--pinned", action="store_true", help="the releases histfix pins its tests to (the default)"
     )
-    compare.add_argument("--prompt", help="a new user prompt for the run (default: continue the history)")
+    compare.add_argument(
+        "--prompt",
+        help="a new user prompt for the run (default: continue the history; a finished one, "
+        "which sends nothing without a prompt, with the neutral prompt 'Continue.')",
+    )
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument(
         "--find-links",
@@ -492,17 +668,58 @@ def _positive(text: str) -> int:
     return value
 
 
-def _check_environment() -> None:
-    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input."""
-    from ._api import _forced_backend
+def _check_environment(command: str) -> None:
+    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
+    not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
+    source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
+    from ._api import _forced_backend, upstream_missing
+    from ._release import installed_release, source_defines
 
     try:
-        _forced_backend()
+        forced = _forced_backend()
     except ValueError as exc:
         raise InputError(str(exc)) from exc
+    if (
+        forced == "upstream"
+        and command != "compare"
+        and source_defines("messages", "repair_messages") is False
+    ):
+        raise InputError(
+            f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
+            "unset it or set HISTFIX_BACKEND=histfix"
+        )
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the process is, so that ``finally`` and cleanup code run."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status. Ctrl-C exits 130 and SIGTERM 143, each without a
+    traceback and after the writer has removed its temporary file."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        previous = None
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -515,7 +732,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "in_place", False) and args.file == "-":
         args.parser.error("--in-place needs a file, not stdin")
     try:
-        _check_environment()
+        _check_environment(args.command)
+        if getattr(args, "in_place", False):
+            _refuse_in_place(args.file)
         return int(args.run(args))
     except InputError as exc:
         print(f"histfix: {exc}", file=sys.stderr)

@@ -15,12 +15,30 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PLAIN", "REPAIRED", "probe"]
+__all__ = ["CONTINUE", "PLAIN", "REPAIRED", "probe", "prompt_for"]
 
 PLAIN, REPAIRED = "plain", "histfix"
+#: The neutral prompt a finished conversation is continued with when no ``--prompt`` is given:
+#: without a prompt pydantic-ai ends such a run without a model request, so there is nothing to show.
+CONTINUE = "Continue."
 
 Json = dict[str, Any]
 Outcome = tuple[list[Any] | None, str | None]  # (the messages, or None; what was raised, or None)
+
+
+def prompt_for(history: object, prompt: str | None) -> str | None:
+    """The prompt the run takes: ``prompt`` when given; else :data:`CONTINUE` for a finished
+    conversation (it ends on a response that calls no tool, so only a new prompt sends anything),
+    and None otherwise (a pending request or open calls: the run continues them by itself).
+    ``history`` is the stored JSON, parsed; the same answer on every release."""
+    if prompt is not None or not isinstance(history, list) or not history:
+        return prompt
+    last = history[-1]
+    if not isinstance(last, dict) or last.get("kind") != "response":
+        return None
+    parts = last.get("parts") or []
+    calls = any(isinstance(part, dict) and part.get("part_kind") == "tool-call" for part in parts)
+    return None if calls else CONTINUE
 
 
 def _first_line(text: str) -> str:
@@ -73,6 +91,8 @@ def _sent(history: list[Any], prompt: str | None) -> Outcome:
         Agent(FunctionModel(capture)).run_sync(prompt, message_history=history)
     except Exception as exc:  # e.g. UserError for unanswered calls plus a new prompt
         return (sent[0] if sent else None), f"{type(exc).__name__}: {exc}"
+    if not sent:  # the run ended without asking the model (a finished conversation, no prompt)
+        return None, "the run ended without a model request: nothing was sent"
     return sent[0], None
 
 

@@ -192,11 +192,22 @@ def render_variants(observations: list[Json], side: str, style: Style) -> list[s
     return lines
 
 
-def render(history: str, prompt: str | None, observations: list[Json], style: Style) -> str:
-    """The whole comparison for a person: a header, the table, then each side's variants."""
+def _continued_note(prompt: str | None) -> str:
+    return (
+        f"A finished conversation sends nothing without a new prompt: it is continued with {prompt!r} "
+        "(choose another with --prompt)."
+    )
+
+
+def render(
+    history: str, prompt: str | None, observations: list[Json], style: Style, *, continued: bool = False
+) -> str:
+    """The whole comparison for a person: a header, the table, then each side's variants.
+    ``continued``: ``prompt`` is the neutral one a finished conversation was given, not the user's."""
     run = f"run_sync({prompt!r}, message_history=history)"
     lines = [
         f"{history}: what each release does with it ({run}, a capturing FunctionModel, no provider)",
+        *([_continued_note(prompt)] if continued else []),
         "A strict provider rejects a call not answered in the next message and a result without a call.",
         "Letters name distinct outcomes; * marks a release that differs from the one above.",
         "",
@@ -208,9 +219,10 @@ def render(history: str, prompt: str | None, observations: list[Json], style: St
     return "\n".join(lines).rstrip() + "\n"
 
 
-def as_json(history: str, prompt: str | None, observations: list[Json]) -> Json:
-    """The comparison as data: per release and side, the letter, whether it changed, the outcome."""
-    result: Json = {"history": history, "prompt": prompt, "releases": []}
+def as_json(history: str, prompt: str | None, observations: list[Json], *, continued: bool = False) -> Json:
+    """The comparison as data: per release and side, the letter, whether it changed, the outcome.
+    ``prompt_defaulted``: the prompt is the neutral one a finished conversation was continued with."""
+    result: Json = {"history": history, "prompt": prompt, "prompt_defaulted": continued, "releases": []}
     columns = {side: Column.of(observations, side) for side in (PLAIN, REPAIRED)}
     for i, observation in enumerate(observations):
         entry: Json = {"release": observation["release"], "backend": observation["backend"]}

@@ -34,8 +34,8 @@ def as_history(messages: Any, *, function: str) -> Sequence[Any]:
         raise TypeError(f"{function}() needs a list of ModelRequest/ModelResponse messages, got None")
     if isinstance(messages, str | bytes | bytearray):
         raise TypeError(
-            f"{function}() needs a list of messages, got {type(messages).__name__}: to repair stored "
-            "JSON, load it with pydantic_ai.messages.ModelMessagesTypeAdapter.validate_json() first"
+            f"{function}() needs a list of messages, got {type(messages).__name__}: load stored JSON "
+            "with histfix.load_json() first (it reads what any pydantic-ai release wrote)"
         )
     if not isinstance(messages, Sequence):
         raise TypeError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Problem", "ProblemKind"]
+__all__ = ["KEPT_BY_REPAIR", "Problem", "ProblemKind"]
 
 ProblemKind = Literal[
     "dangling_call",
@@ -30,7 +30,7 @@ ProblemKind = Literal[
     "unpaired_native_call",  # a native (server) tool call without its result block
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
     # issue 10, check(provider=):
-    "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
+    "nothing_sendable",  # never reported by check (nothing to send is a conversation not started); kept for callers
     # issue 10, provider profiles (_rules_files):
     "unsendable_file",  # a response file the target's model class fails on before sending
     # issue 10, provider profiles (_rules_reasoning):
@@ -42,6 +42,10 @@ ProblemKind = Literal[
     # issue 10, provider profiles (_rules_bedrock_thinking):
     "unsigned_thinking",  # thinking without a signature, sent where one is required (Bedrock Claude, 1.0.0-1.0.2)
 ]
+
+#: What the default repair keeps by design, as upstream does (a second result for an answered call,
+#: a result that does not follow its call's response): only a provider profile fixes these.
+KEPT_BY_REPAIR: frozenset[str] = frozenset({"duplicate_result", "late_result"})
 
 
 @dataclass(frozen=True)

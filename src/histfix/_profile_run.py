@@ -44,9 +44,11 @@ def run_profile(
     before-stage changed nothing (where it says every result is in place, the passes skip their
     walk for duplicate and late results too). Either way the output is the same.
 
-    Raises ValueError when the result has messages but nothing a provider could be sent (no part
-    other than a system prompt): sent as it is, that is an empty conversation, which every API
-    rejects far from the cause. An empty list is a new conversation, not a broken one: it stays [].
+    Raises ValueError when the profile leaves nothing a provider could be sent (no part other than
+    a system prompt or a tool-availability delta) of a history that had something: sent as it is,
+    that is an empty conversation, which every API rejects far from the cause. A history that had
+    nothing to send is a conversation not started yet, as ``[]`` is: it is returned (repaired), and
+    the run that continues it supplies the user's prompt.
     """
     from ._call_results import remember_results_in_place
     from ._profile_scan import CallIdFacts, remember_call_ids, remember_pairing
@@ -79,7 +81,9 @@ def run_profile(
     for rule in rules_for(target, "after"):
         current, found = rule.fix(current, target)
         changes.extend(found)
-    if history and (nothing_sendable(current, cached=True) or sends_nothing(current, target)):
+    if (nothing_sendable(current, cached=True) or sends_nothing(current, target)) and not nothing_sendable(
+        history
+    ):
         raise ValueError(
             f"nothing in this history can be sent to {target.name}: it holds only system prompts, "
             "tool-availability deltas or response parts that provider's model class leaves out (no prompt, "

@@ -20,6 +20,7 @@ __all__ = [
     "api_of_prefix",
     "bedrock_claude",
     "resolve_provider",
+    "unknown_provider",
 ]
 
 #: The wire APIs a profile is written for, in a fixed order (the order of tables and of ``"any"``).
@@ -127,11 +128,14 @@ def bedrock_claude(model_name: str) -> bool:
     return "anthropic" in lowered or "claude" in lowered
 
 
-def _unknown(name: str) -> ValueError:
+def unknown_provider(name: str, *, models: bool = True) -> ValueError:
+    """The error for a ``provider=`` name histfix does not know: the canonical names (not every
+    prefix; :data:`PROVIDER_NAMES` has them all), and a Model where the caller can pass one."""
+    model = ", or a pydantic-ai Model" if models else ""
     return ValueError(
-        f"unknown provider {name!r}: use a pydantic-ai model-name prefix or model string "
-        f"('anthropic', 'anthropic:claude-sonnet-4-5'), a pydantic-ai Model, or 'any'; "
-        f"valid names: {', '.join(PROVIDER_NAMES)}"
+        f"unknown provider {name!r}: use one of {', '.join((ANY, *PROVIDER_APIS))}, a pydantic-ai "
+        f"model-name prefix (openai, google-gla, groq, ...: histfix.PROVIDER_NAMES lists them) or a "
+        f"model string such as anthropic:claude-sonnet-4-5{model}"
     )
 
 
@@ -164,13 +168,14 @@ def _model_name(model: Any) -> str | None:
 def resolve_provider(provider: object) -> ProviderTarget:
     """Resolve ``provider=`` (see :func:`histfix.repair`); ValueError/TypeError naming what is valid."""
     if isinstance(provider, str):
-        name = provider.strip()
-        if name == ANY:
+        prefix, colon, model_name = provider.strip().partition(":")
+        prefix = prefix.lower()  # names are case-insensitive; a model's name is kept as given
+        if prefix == ANY and not colon:
             return ProviderTarget(ANY, PROVIDER_APIS)
-        prefix, colon, model_name = name.partition(":")
+        name = prefix + colon + model_name
         api = api_of_prefix(prefix)
         if api is None or (colon and not model_name):
-            raise _unknown(provider)
+            raise unknown_provider(provider)
         return ProviderTarget(name, (api,), model_name or None, ((api, model_name),) if model_name else ())
     from ._release import pydantic_ai_messages
 
@@ -186,8 +191,8 @@ def resolve_provider(provider: object) -> ProviderTarget:
     apis = {api for api, _ in found}
     if not apis:
         raise ValueError(
-            f"no provider profile for {type(provider).__name__}: pass provider= one of "
-            f"{', '.join(PROVIDER_NAMES)} (or 'any')"
+            f"no provider profile for {type(provider).__name__}: pass provider= the API it sends to, "
+            f"one of {', '.join((ANY, *PROVIDER_APIS))}"
         )
     named = _model_name(provider)
     label = f"{type(provider).__name__}({named or ''})"

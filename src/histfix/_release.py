@@ -7,6 +7,7 @@ installed source (:func:`source_defines`) answers feature questions without the 
 from __future__ import annotations
 
 import importlib.util
+import re
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -18,10 +19,12 @@ __all__ = [
     "NEWEST_TESTED",
     "VERSION",
     "VERSION_STRING",
+    "import_failure",
     "installed_release",
     "parse",
     "pydantic_ai_messages",
     "source_defines",
+    "unmet_pins",
 ]
 
 #: The distributions that ship the ``pydantic_ai`` package, most specific first.
@@ -74,12 +77,53 @@ def source_defines(module: str, name: str) -> bool | None:
 
 
 def pydantic_ai_messages() -> ModuleType:
-    """``pydantic_ai.messages``, or an ImportError that says what to install."""
+    """``pydantic_ai.messages``, or an ImportError that says what is wrong and what to do."""
     try:
         from pydantic_ai import messages
     except ImportError as exc:
-        raise ImportError(
+        raise ImportError(import_failure(exc)) from exc
+    return messages
+
+
+def import_failure(exc: ImportError) -> str:
+    """What to tell a person whose ``import pydantic_ai`` raised ``exc``: not installed, or installed
+    and broken (the real error, and the pin that fixes it when histfix knows one)."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "pydantic_ai":
+        return (
             "histfix needs pydantic-ai, which is not installed: run `pip install pydantic-ai-slim` "
             "(any release from 1.0.0 on) in the same environment."
-        ) from exc
-    return messages
+        )
+    error = f"{type(exc).__name__}: {exc}"
+    unmet = unmet_pins()
+    if unmet:
+        wanted = " ".join(f"'{pin}'" for pin, _, _ in unmet)
+        found = ", ".join(f"{name} {have}" for _, name, have in unmet)
+        return (
+            f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}): "
+            f"it needs {wanted} (found {found}); run `pip install {wanted}` in the same environment"
+        )
+    return (
+        f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}); repair that install"
+    )
+
+
+def unmet_pins() -> list[tuple[str, str, str]]:
+    """(requirement, distribution, installed version) of each pin the installed release needs to import
+    (``_pinned.release_pins``) that the environment does not satisfy. Reads metadata only."""
+    from ._pinned import release_pins
+
+    if VERSION is None:
+        return []
+    unmet = []
+    for pin in release_pins(str(VERSION)):
+        # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
+        from packaging.specifiers import SpecifierSet
+
+        name = re.split(r"[<>=!~]", pin, maxsplit=1)[0].strip()  # the pins are "name<version" and alike
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # not installed: whatever needs it says so itself
+        if not SpecifierSet(pin[len(name) :]).contains(have, prereleases=True):
+            unmet.append((pin, name, have))
+    return unmet

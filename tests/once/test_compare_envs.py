@@ -101,6 +101,27 @@ def test_compare_offline_on_four_releases(cache: Path) -> None:
 
 
 @offline
+def test_compare_continues_a_finished_conversation(cache: Path, tmp_path: Path) -> None:
+    finished = json.loads((EXAMPLES / "aborted_mid_tool.json").read_text())[:1]
+    finished.append(
+        {
+            "kind": "response",
+            "parts": [{"part_kind": "text", "content": "done"}],
+            "timestamp": "2026-01-01T00:00:01Z",
+        }
+    )
+    path = tmp_path / "finished.json"
+    path.write_text(json.dumps(finished))
+    done = histfix_compare(str(path), "--releases", f"1.0.0,{NEWEST}", cache=cache)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith(
+        "A finished conversation sends nothing without a new prompt"
+    )
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line[:1].isdigit()}
+    assert "sends 3 messages · valid" in rows["1.0.0"] and "sends 3 messages · valid" in rows[NEWEST]
+
+
+@offline
 def test_compare_with_a_prompt_shows_the_refusal(cache: Path) -> None:
     trailing = json.loads((EXAMPLES / "aborted_mid_tool.json").read_text())[:2]  # ends on the open call
     releases = ["--releases", f"2.9.1,{NEWEST}", "--prompt", "next", "--json"]

@@ -11,6 +11,7 @@ tests/test_cli.py that runs on every release and checks the repaired history the
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -109,3 +110,53 @@ def test_a_bad_backend_variable_is_one_line_and_exit_2(broken: Path, argv: list[
     assert done.stderr == (
         "histfix: HISTFIX_BACKEND='bogus': use 'upstream' or 'histfix', or leave it unset\n"
     )
+
+
+# --- interrupted while writing --------------------------------------------------------------------
+
+# Runs the command line with fsync held up (after the temporary file is written, before the rename),
+# so that a signal lands exactly while a temporary file exists; FLAG says it has got there.
+_HELD_AT_FSYNC = """
+import os, pathlib, sys, time
+def held(fd):
+    pathlib.Path(sys.argv[1]).touch()
+    time.sleep(60)
+os.fsync = held
+from histfix._cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(("signal_number", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("where", ["--in-place", "-o"])
+def test_a_signal_while_writing_leaves_no_temporary_and_no_traceback(
+    tmp_path: Path, signal_number: int, status: int, where: str
+) -> None:
+    history = tmp_path / "history.json"
+    original = (EXAMPLES / "aborted_mid_tool.json").read_bytes()
+    history.write_bytes(original)
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    flag = tmp_path.parent / f"{tmp_path.name}.flag"
+    argv = ["repair", str(history), *(["--in-place"] if where == "--in-place" else ["-o", str(out)])]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HELD_AT_FSYNC, str(flag), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert flag.exists(), child.communicate(timeout=10)
+        assert len(list(tmp_path.glob(".*.tmp"))) == 1  # the moment: a temporary file exists
+        child.send_signal(signal_number)
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert child.returncode == status
+    assert "Traceback" not in err and err == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.json", "out.json"]
+    assert history.read_bytes() == original and out.read_text() == "old"
