@@ -95,10 +95,13 @@ class PgServer:
         return name
 
     def stop(self) -> None:
+        """Stop the server (fast shutdown: clients are disconnected)."""
         self.executor.stop()
 
     def start(self) -> None:
+        """Start it again on the same port and data, and wait until it accepts connections."""
         self.executor.start()
+        _wait_until_ready(self)
 
 
 def _pg_ctl_for(pg_ctl: str, top: Path, cluster: Path) -> str:
@@ -203,16 +206,6 @@ def _shut_down(server: PgServer) -> None:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """The session's PostgreSQL server (each test makes tables of its own in it)."""
-    server = start_server()
-    try:
-        yield server
-    finally:
-        _shut_down(server)
-
-
-@pytest.fixture
-def own_pg_server() -> Iterator[PgServer]:
-    """A server for one test alone, for tests that stop it."""
     server = start_server()
     try:
         yield server

@@ -137,10 +137,10 @@ def _find_table(conn: psycopg.Connection[Any], spec: TableSpec, url: str) -> _Ta
             (oid,),
         ).fetchall()
     }
-    for what, name in (("key", spec.key), ("column", spec.column)):
+    for what, name in (("key column", spec.key), ("column", spec.column)):
         if name not in columns:
             raise StoreError(
-                f"{url}: table {spec.table!r} has no {what} column {name!r} (it has {', '.join(columns)})"
+                f"{url}: table {spec.table!r} has no {what} {name!r} (it has {', '.join(columns)})"
             )
     key_attnum, key_type, _ = columns[spec.key]
     _, column_type, base_type = columns[spec.column]
