@@ -85,3 +85,53 @@ def sqlite_snapshot(path: Path) -> dict[str, tuple[str, bytes | None]]:
         return {key: (kind, raw) for key, kind, raw in rows}
     finally:
         db.close()
+
+
+class StoreUnderTest:
+    """One store of ``histories()`` in one of the sources: its string and its bytes by key."""
+
+    def __init__(self, kind: str, folder: Path) -> None:
+        self.kind = kind
+        self.stored = histories()
+        if kind == "dir":
+            self.path = write_directory(folder / "chats", self.stored)
+            self.url = str(self.path)
+        elif kind == "jsonl":
+            self.path = write_jsonl(folder / "chats.jsonl", self.stored)
+            self.url = str(self.path)
+        else:
+            self.path = folder / "chats.db"
+            self.url = write_sqlite(self.path, self.stored, blob=kind == "sqlite-blob")
+
+    def snapshot(self) -> object:
+        """Everything the store holds, exactly (file bytes, or every row's type and bytes)."""
+        if self.kind == "dir":
+            return directory_snapshot(self.path)
+        if self.kind == "jsonl":
+            return self.path.read_bytes()
+        return sqlite_snapshot(self.path)
+
+    def values(self) -> dict[str, bytes]:
+        """The stored value per key, as the source reads it."""
+        from histfix.store import open_source
+
+        with open_source(self.url) as source:
+            return {s.key: s.raw for batch in source.read() for s in batch}
+
+    def overwrite(self, key: str, raw: bytes) -> None:
+        """Write ``raw`` under ``key`` as another program would (the concurrent writer)."""
+        if self.kind == "dir":
+            (self.path / key).write_bytes(raw)
+        elif self.kind == "jsonl":
+            lines = self.path.read_bytes().split(b"\n")
+            values = self.values()
+            lines[lines.index(values[key])] = raw
+            self.path.write_bytes(b"\n".join(lines))
+        else:
+            db = sqlite3.connect(self.path)
+            with db:
+                db.execute("UPDATE chats SET messages = ? WHERE id = ?", (raw.decode(), key))
+            db.close()
+
+
+STORE_KINDS = ["dir", "jsonl", "sqlite-text", "sqlite-blob"]
