@@ -5,7 +5,7 @@ Imported only when asked for (``import histfix`` does not import it).
 
 from __future__ import annotations
 
-from ._source import Replacement, Source, StoreError, Stored, WriteOutcome
+from ._source import Replacement, Source, Stored, StoreError, WriteOutcome
 from ._url import TableSpec, is_store, open_source, parse_table_url
 
 __all__ = [

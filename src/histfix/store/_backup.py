@@ -1,0 +1,168 @@
+"""The backup a repair writes before it changes anything, and ``restore`` from it.
+
+A backup is a JSONL file: a header naming the source, then per replaced history its key, the
+original bytes and the bytes written (text when they are UTF-8, else base64), and after each
+committed batch a ``committed`` line with the last key the run got through (``--resume`` goes on
+from there). Every line is fsynced before the source is written, so a history is never changed
+without its original being on disk first. A torn last line (a crash while appending) belonged to
+a batch that was never written and is ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._source import Replacement, Source, StoreError, WriteOutcome
+
+__all__ = ["Backup", "RestoreResult", "read_backup", "restore"]
+
+FORMAT = 1
+
+
+def _encode(name: str, data: bytes) -> dict[str, str]:
+    try:
+        return {name: data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def _decode(row: dict[str, Any], name: str) -> bytes:
+    if name in row:
+        return str(row[name]).encode("utf-8")
+    return base64.b64decode(row[f"{name}_b64"])
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """An fd on ``path`` as a regular file: never through a symlink, never a FIFO or device."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except FileExistsError:
+        raise StoreError(
+            f"backup {path}: already exists; --resume continues that run, or name a new backup"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"backup {path}: cannot open it ({exc.strerror})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"backup {path}: not a regular file")
+    return fd
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn by a crash while appending: its batch was never written
+            try:
+                row = json.loads(line)
+            except ValueError:
+                raise StoreError(f"backup {path}: line {number} is not a backup record") from None
+            if not isinstance(row, dict):
+                raise StoreError(f"backup {path}: line {number} is not a backup record")
+            yield row
+
+
+def read_backup(path: Path) -> tuple[str, str | None]:
+    """The source a backup was made from and the last key its run committed (None: none yet)."""
+    source, last = None, None
+    for row in _rows(path):
+        if "histfix_backup" in row:
+            source = str(row.get("source"))
+        elif "committed" in row:
+            last = str(row["committed"])
+    if source is None:
+        raise StoreError(f"backup {path}: not a histfix backup (no header line)")
+    return source, last
+
+
+class Backup:
+    """An open backup file, appended to and fsynced batch by batch."""
+
+    def __init__(self, path: Path, source_url: str, *, resume: bool) -> None:
+        self.path = path
+        self.last_committed: str | None = None
+        if resume:
+            recorded, self.last_committed = read_backup(path)
+            if recorded != source_url:
+                raise StoreError(f"backup {path}: made from {recorded}, not {source_url}")
+            self._fd = _open_regular(path, os.O_WRONLY)
+            size = os.fstat(self._fd).st_size
+            with open(path, "rb") as handle:  # drop a torn last line before appending after it
+                data = handle.read()
+            os.ftruncate(self._fd, data.rfind(b"\n") + 1 if size else 0)
+            os.lseek(self._fd, 0, os.SEEK_END)
+        else:
+            self._fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            self._append([{"histfix_backup": FORMAT, "source": source_url}])
+
+    def _append(self, rows: Sequence[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StoreError(f"backup {self.path}: cannot write it ({exc.strerror})") from exc
+
+    def save(self, batch: Sequence[Replacement]) -> None:
+        """Put the originals on disk (fsynced) before the batch is written to the source."""
+        self._append([{"key": r.key, **_encode("old", r.old), **_encode("new", r.new)} for r in batch])
+
+    def commit(self, key: str) -> None:
+        """Record that the run got through ``key``: everything up to it is written."""
+        self._append([{"committed": key}])
+        self.last_committed = key
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+@dataclass
+class RestoreResult:
+    restored: int = 0
+    #: (key, reason) for every original not put back
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def restore(path: Path, source: Source, *, batch_size: int = 500) -> RestoreResult:
+    """Put every original in the backup back, byte for byte, where the store still holds what
+    the repair wrote; anything else (changed since, never written, gone) is skipped and named."""
+    result = RestoreResult()
+    pending: list[Replacement] = []
+
+    def flush() -> None:
+        outcomes = source.write(pending)
+        for item, outcome in zip(pending, outcomes, strict=True):
+            if outcome is WriteOutcome.WRITTEN:
+                result.restored += 1
+            elif outcome is WriteOutcome.GONE:
+                result.skipped.append((item.key, "gone from the store"))
+            else:
+                result.skipped.append(
+                    (item.key, "holds something else than the repair wrote (changed since, or never written)")
+                )
+        pending.clear()
+
+    read_backup(path)  # a header first, or one clear line
+    for row in _rows(path):
+        if "key" not in row:
+            continue
+        try:
+            original, written = _decode(row, "old"), _decode(row, "new")
+        except (KeyError, ValueError):
+            raise StoreError(f"backup {path}: a record for {row['key']!r} is damaged") from None
+        pending.append(Replacement(str(row["key"]), old=written, new=original))
+        if len(pending) >= batch_size:
+            flush()
+    if pending:
+        flush()
+    return result
