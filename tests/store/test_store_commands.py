@@ -13,6 +13,7 @@ import pytest
 
 from histfix._cli import main
 from histfix.store._record import PENDING_KINDS, Options, examine
+
 from store_cases import STORE_KINDS, StoreUnderTest, histories, write_sqlite
 
 ROOT = Path(__file__).parent.parent.parent
