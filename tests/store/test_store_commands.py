@@ -105,7 +105,7 @@ def test_resumable_histories_stay_byte_for_byte_unless_asked(
     store = StoreUnderTest("dir", tmp_path)
     before = store.values()
     pending = {k for k, v in before.items() if examine(k, v).kind in PENDING_KINDS}
-    assert len(pending) == 10
+    assert len(pending) >= 10  # 11 before the release that marks a run interrupted
     assert main(["repair", store.url, "--write", "--backup", str(tmp_path / "b1"), "--jobs", "1"]) == 0
     after = store.values()
     assert {k: after[k] for k in pending} == {k: before[k] for k in pending}
