@@ -52,7 +52,8 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 PYTHONS_EXTRA = [("3.10", "1.107.10")]
 
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
+#: tqdm: the store commands' progress bar (histfix[progress]), which tests/store/ checks.
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each

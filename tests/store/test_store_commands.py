@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -260,3 +261,42 @@ def test_help_and_info_import_nothing_of_the_store() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True
     )
     assert ran.stdout.strip() == "[]"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_rate_and_eta_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("tqdm")
+    url = write_sqlite(tmp_path / "a.db", histories())
+    assert main(["scan", url, "--jobs", "1"]) == 1
+    assert capsys.readouterr().err == ""  # not a terminal: silent
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["scan", url, "--jobs", "1"]) == 1
+    shown = terminal.getvalue()
+    assert "87/87" in shown and "histories/s" in shown and "<00:00" in shown  # count, rate, ETA
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed: silent too
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    assert main(["scan", url, "--jobs", "1"]) == 1
+    assert quiet.getvalue() == ""
+
+
+def test_repair_tells_a_store_from_one_history_file(tmp_path: Path) -> None:
+    from histfix._cli_store import is_store_repair
+
+    (tmp_path / "folder").mkdir()
+    assert is_store_repair(["repair", str(tmp_path / "folder")])
+    assert is_store_repair(["repair", "chats.jsonl", "--write"])
+    assert is_store_repair(["repair", "--provider", "anthropic", "sqlite:///a.db?table=t&key=k&column=c"])
+    assert not is_store_repair(["repair", "history.json", "-o", "out.jsonl"])
+    assert not is_store_repair(["repair", "-o", "out.jsonl", "history.json"])
+    assert not is_store_repair(["repair", "-"])
+    assert not is_store_repair(["check", str(tmp_path / "folder")])
