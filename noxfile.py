@@ -57,8 +57,9 @@ PYTHONS_EXTRA = [("3.10", "1.107.10")]
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
 #: What `stores` adds: pytest-postgresql runs the real PostgreSQL server its tests use.
 STORE_TEST_TOOLS = ["pytest-postgresql"]
-#: The histfix extras `stores` installs (the PostgreSQL source's psycopg).
-STORE_EXTRAS = ["postgres"]
+#: The histfix extras `stores` installs: the PostgreSQL source's psycopg, and tqdm for the store
+#: commands' progress bar, which tests/store checks.
+STORE_EXTRAS = ["postgres", "progress"]
 #: The releases `stores` runs on: the newest and the oldest pinned.
 STORE_RELEASES = [NEWEST, PYDANTIC_AI_RELEASES[0]]
 LINT_TOOLS = ["ruff"]

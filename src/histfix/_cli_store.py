@@ -32,12 +32,22 @@ SOURCE_HELP = (
 )
 
 
+#: The options of either repair whose value is the next argument (not a positional one).
+_TAKES_A_VALUE = frozenset({"-o", "--output", "--provider", "--backup", "--jobs", "--batch-size"})
+
+
 def is_store_repair(argv: Sequence[str]) -> bool:
     """Whether ``histfix ARGV`` is ``repair`` of a store rather than of one history file: its
     first positional argument is a directory, a ``.jsonl`` file or a ``scheme://`` URL."""
     if not argv or argv[0] != "repair":
         return False
-    positional = [arg for arg in argv[1:] if not arg.startswith("-")]
+    positional = []
+    arguments = iter(argv[1:])
+    for arg in arguments:
+        if arg in _TAKES_A_VALUE:
+            next(arguments, None)
+        elif not arg.startswith("-") or arg == "-":
+            positional.append(arg)
     if not positional:
         return False
     target = positional[0]

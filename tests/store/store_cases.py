@@ -118,20 +118,24 @@ class StoreUnderTest:
         with open_source(self.url) as source:
             return {s.key: s.raw for batch in source.read() for s in batch}
 
-    def overwrite(self, key: str, raw: bytes) -> None:
-        """Write ``raw`` under ``key`` as another program would (the concurrent writer)."""
+    def overwrite(self, key: str, raw: bytes) -> bytes:
+        """Write ``raw`` under ``key`` as another program would (the concurrent writer); what the
+        source reads there now (a JSONL line wraps it in its envelope)."""
         if self.kind == "dir":
             (self.path / key).write_bytes(raw)
-        elif self.kind == "jsonl":
+            return raw
+        if self.kind == "jsonl":
             lines = self.path.read_bytes().split(b"\n")
             values = self.values()
-            lines[lines.index(values[key])] = raw
+            line = b'{"id": "%s", "messages": %s}' % (key.encode(), raw)
+            lines[lines.index(values[key])] = line
             self.path.write_bytes(b"\n".join(lines))
-        else:
-            db = sqlite3.connect(self.path)
-            with db:
-                db.execute("UPDATE chats SET messages = ? WHERE id = ?", (raw.decode(), key))
-            db.close()
+            return line
+        db = sqlite3.connect(self.path)
+        with db:
+            db.execute("UPDATE chats SET messages = ? WHERE id = ?", (raw.decode(), key))
+        db.close()
+        return raw
 
 
 STORE_KINDS = ["dir", "jsonl", "sqlite-text", "sqlite-blob"]

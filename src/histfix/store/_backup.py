@@ -83,6 +83,18 @@ def read_backup(path: Path) -> tuple[str, str | None]:
     return source, last
 
 
+def _end_of_last_line(fd: int) -> int:
+    """The offset just after the file's last newline (0 if none), read backwards from its end."""
+    end = os.fstat(fd).st_size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
 class Backup:
     """An open backup file, appended to and fsynced batch by batch."""
 
@@ -93,11 +105,8 @@ class Backup:
             recorded, self.last_committed = read_backup(path)
             if recorded != source_url:
                 raise StoreError(f"backup {path}: made from {recorded}, not {source_url}")
-            self._fd = _open_regular(path, os.O_WRONLY)
-            size = os.fstat(self._fd).st_size
-            with open(path, "rb") as handle:  # drop a torn last line before appending after it
-                data = handle.read()
-            os.ftruncate(self._fd, data.rfind(b"\n") + 1 if size else 0)
+            self._fd = _open_regular(path, os.O_RDWR)
+            os.ftruncate(self._fd, _end_of_last_line(self._fd))  # a torn last line is dropped
             os.lseek(self._fd, 0, os.SEEK_END)
         else:
             self._fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._source import Source, StoreError
 
-__all__ = ["TableSpec", "is_store", "open_source", "parse_table_url"]
+__all__ = ["TableSpec", "open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
@@ -64,14 +64,6 @@ def parse_table_url(url: str) -> TableSpec:
     base = url.split("?", 1)[0]
     connect = f"{base}?{urlencode(query)}" if query else base
     return TableSpec(connect=connect, masked=masked, table=table, key=key, column=column)
-
-
-def is_store(text: str) -> bool:
-    """Whether ``text`` names a store rather than one history file: a ``scheme://`` URL, a
-    directory or a ``.jsonl`` file (``histfix repair`` decides between its two modes by this)."""
-    if "://" in text:
-        return True
-    return text.endswith(".jsonl") or Path(text).is_dir()
 
 
 def open_source(url: str) -> Source:
