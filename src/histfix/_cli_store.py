@@ -83,7 +83,8 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "check every history in a store, read-only (exit 1 if repair would change any)",
         "histfix scan sqlite:///app.db?table=chats&key=id&column=messages --provider anthropic",
         "Per history: loads on this release or why not, classify kind, check problems, what repair\n"
-        "would change, size. A summary table, or --jsonl records. See docs/stores.md.",
+        "would change, size. A summary table, or --jsonl records. `histfix repair SOURCE --write\n"
+        "--backup FILE` then repairs them (see `histfix repair SOURCE --help` and docs/stores.md).",
     )
     _add_run_options(scan)
     scan.set_defaults(run=_scan)
@@ -203,7 +204,7 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
 def _emit(record: Record, summary: Summary, jsonl: bool, report_removed: bool) -> None:
     summary.add(record)
     if jsonl:
-        print(json.dumps(record.as_json(), ensure_ascii=False))
+        print(json.dumps(record.as_json()))
     elif report_removed:
         for removed in record.removed:
             print(

@@ -113,7 +113,8 @@ class Backup:
             self._append([{"histfix_backup": FORMAT, "source": source_url}])
 
     def _append(self, rows: Sequence[dict[str, Any]]) -> None:
-        data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
+        # ASCII escapes: a file name that is not UTF-8 (a lone surrogate in Python) still round-trips
+        data = "".join(json.dumps(row) + "\n" for row in rows).encode()
         try:
             view = memoryview(data)
             while view:

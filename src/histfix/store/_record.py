@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 __all__ = ["KEY_FIELDS", "MESSAGES_FIELDS", "Action", "Options", "Record", "RemovedContent", "examine"]
@@ -105,7 +105,7 @@ def _unwrap(raw: bytes) -> tuple[str, dict[str, Any] | None, str | None]:
     if text.lstrip()[:1] != "{":
         return text, None, None
     envelope = json.loads(text)  # a malformed object raises JSONDecodeError, a ValueError
-    if not isinstance(envelope, dict):  # pragma: no cover - a leading { always parses to a dict
+    if not isinstance(envelope, dict):
         raise ValueError("not a history")
     for name in MESSAGES_FIELDS:
         if name in envelope:
@@ -158,14 +158,14 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         rejected=tuple(rejected),
     )
     if pending:
-        return _replace(base, action="left_pending")
+        return replace(base, action="left_pending")
     if not problems and not provider_problems:
         # check finds everything repair would change (its contract), so repair is skipped
         return base
     try:
         report = histfix.repair_report(history, provider=options.provider)
     except ValueError as exc:  # a profile refusing a history with nothing it can send
-        return _replace(base, action="not_loaded", error=f"cannot repair: {str(exc).splitlines()[0]}")
+        return replace(base, action="not_loaded", error=f"cannot repair: {str(exc).splitlines()[0]}")
     if report.messages == history:
         return base
     changes = dict(Counter(c.kind for c in report.changes))
@@ -175,10 +175,4 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         if c.preview is not None
     )
     new = _wrap(histfix.dump_json(report.messages), envelope, name) if options.want_new else None
-    return _replace(base, action="repair", changes=changes, removed=removed, new=new)
-
-
-def _replace(record: Record, **values: Any) -> Record:
-    from dataclasses import replace
-
-    return replace(record, **values)
+    return replace(base, action="repair", changes=changes, removed=removed, new=new)

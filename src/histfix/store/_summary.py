@@ -42,7 +42,7 @@ class Summary:
             self.not_loaded.append((record.key, record.error))
         weight = len(record.problems) + len(record.rejected)
         if weight:
-            # ties keep the first key seen: -key order is not expressible, so compare on arrival
+            # only a strictly heavier history displaces one: on ties the earlier key stays
             entry = (weight, record.key)
             if len(self._worst) < KEPT_KEYS:
                 heapq.heappush(self._worst, entry)
