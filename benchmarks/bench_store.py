@@ -12,22 +12,33 @@ history, in memory: the least a scan must do), the scan with one worker (the who
 reading the file, the record per history, the summary) and with two, and the scan with
 ``--provider``. A breakdown then times each step of the record on its own, which says where the
 time over the floor goes.
+
+``--postgres`` also loads the same histories into a PostgreSQL table (``--postgres-column``, jsonb
+by default: what pydantic-ai's storage docs suggest) and times its scan beside the JSONL scan,
+with one worker each, and reading alone from each source. ``--postgres`` alone starts a throwaway
+server the way the tests do (Debian's postgresql package); ``--postgres postgresql://...`` uses a
+database you name, creating and dropping a table of its own there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import platform
 import random
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# tests/store/postgres_server.py: the throwaway PostgreSQL server of --postgres alone
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "store"))
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
@@ -109,6 +120,74 @@ def scan(path: Path, jobs: int, provider: str | None = None) -> float:
     return timed(run)
 
 
+def read_only(url: str) -> float:
+    def run() -> None:
+        with open_source(url) as source:
+            for _ in source.read():
+                pass
+
+    return timed(run)
+
+
+@contextlib.contextmanager
+def postgres_table(where: str, stored: list[bytes], column_type: str) -> Iterator[str]:
+    """``stored`` in a new table (``id bigint PRIMARY KEY``, the histories in ``column_type``), in
+    the database ``where`` names or in a server started for the run (``where == "start"``); yields
+    its source string, and drops the table (or stops the server) after."""
+    import psycopg
+
+    server = None
+    if where == "start":
+        from postgres_server import DBNAME, SUPERUSER, start_server
+
+        server = start_server()
+        where = server.conninfo(user=SUPERUSER, password=None, dbname=DBNAME)
+    table = f"histfix_bench_{os.getpid()}"
+    try:
+        with psycopg.connect(where, autocommit=True) as conn:
+            conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, messages {column_type})")
+            with conn.cursor().copy(f"COPY {table} (id, messages) FROM STDIN") as copy:
+                for number, raw in enumerate(stored):
+                    copy.write_row((number, raw if column_type == "bytea" else raw.decode()))
+            conn.execute(f"VACUUM ANALYZE {table}")  # as a table that has lived a while
+        yield f"{where}?table={table}&key=id&column=messages"
+    finally:
+        if server is not None:
+            server.executor.stop()
+            shutil.rmtree(server.workdir, ignore_errors=True)
+        else:
+            with psycopg.connect(where, autocommit=True) as conn:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def compare_postgres(where: str, column_type: str, stored: list[bytes], path: Path, rounds: int) -> None:
+    """The PostgreSQL scan beside the JSONL scan of the same histories (target: within 1.5x)."""
+    size = len(stored)
+    with postgres_table(where, stored, column_type) as url:
+        best: dict[str, float] = {}
+        for _ in range(rounds):
+            runs = {
+                "jsonl": (scan, path, 1),
+                "postgres": (scan, url, 1),
+                "read jsonl": (read_only, str(path)),
+                "read postgres": (read_only, url),
+            }
+            for name, (run, *arguments) in runs.items():
+                best[name] = min(best.get(name, math.inf), run(*arguments))
+    rows = [
+        ("scan --jobs 1, JSONL", best["jsonl"], ""),
+        (
+            f"scan --jobs 1, PostgreSQL {column_type}",
+            best["postgres"],
+            f"{best['postgres'] / best['jsonl']:.2f}x the JSONL scan (target <= 1.5x)",
+        ),
+        ("read alone, JSONL", best["read jsonl"], ""),
+        (f"read alone, PostgreSQL {column_type}", best["read postgres"], ""),
+    ]
+    for name, seconds, note in rows:
+        print(f"  {name:<40} {size / seconds:>9,.0f} histories/s  {seconds:7.1f} s  {note}")
+
+
 def breakdown(stored: list[bytes], provider: str) -> dict[str, float]:
     """Seconds per step of the record over ``stored`` (each step timed on its own)."""
     texts = [raw.decode() for raw in stored]
@@ -140,6 +219,15 @@ def main() -> None:
     parser.add_argument(
         "--providers-per-history", nargs="*", default=[], help="more providers for the breakdown"
     )
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const="start",
+        metavar="CONNINFO",
+        help="also scan the histories from a PostgreSQL table (alone: start a throwaway server)",
+    )
+    parser.add_argument("--postgres-column", default="jsonb", choices=["json", "jsonb", "text", "bytea"])
+    parser.add_argument("--no-jsonl-runs", action="store_true", help="only the PostgreSQL comparison")
     args = parser.parse_args()
     info = histfix.backend_info()
     print(
@@ -153,6 +241,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "store.jsonl"
             path.write_bytes(b"\n".join(stored) + b"\n")
+            if args.postgres:
+                compare_postgres(args.postgres, args.postgres_column, stored, path, args.rounds)
+            if args.no_jsonl_runs:
+                continue
             # Interleaved rounds, the best of each kept: on a shared machine, drift hits all alike.
             best: dict[str, float] = {}
             for _ in range(args.rounds):
