@@ -65,10 +65,11 @@ def assert_one_line(error: pytest.ExceptionInfo[BaseException], *needles: str) -
     [
         ("json", APP_JSON),  # json keeps the text the application wrote
         ("text", APP_JSON),
+        ("varchar", APP_JSON),
         ("bytea", APP_JSON),
         ("jsonb", APP_JSONB),
     ],
-    ids=["json", "text", "bytea", "jsonb"],
+    ids=["json", "text", "varchar", "bytea", "jsonb"],
 )
 def test_each_column_type_is_read_as_its_stored_bytes(
     pg_server: PgServer, column_type: str, expected: str
@@ -130,7 +131,7 @@ def test_a_null_value_is_a_bad_row_with_its_key_and_the_read_goes_on(pg_server: 
 # --- writing --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("column_type", ["json", "jsonb", "text", "bytea"])
+@pytest.mark.parametrize("column_type", ["json", "jsonb", "text", "varchar", "bytea"])
 def test_write_compares_and_swaps_in_one_statement(pg_server: PgServer, column_type: str) -> None:
     table = pg_server.make_table(
         column_type, [(1, column_value(column_type, "[1]")), (2, column_value(column_type, "[2]"))]

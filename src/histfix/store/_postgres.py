@@ -126,7 +126,8 @@ def _find_table(conn: psycopg.Connection[Any], spec: TableSpec, url: str) -> _Ta
         raise StoreError(f"{url}: no table {spec.table!r} in database {conn.info.dbname!r}")
     oid, nspname, relname, relkind = found
     if relkind not in ("r", "p"):
-        raise StoreError(f"{url}: {spec.table!r} is a view or foreign table, not a table histfix can update")
+        what = {"v": "a view", "m": "a materialized view", "f": "a foreign table"}[relkind]
+        raise StoreError(f"{url}: {spec.table!r} is {what}, not a table histfix can update")
     columns = {
         name: (attnum, type_name, base_type)
         for name, attnum, type_name, base_type in conn.execute(
