@@ -256,7 +256,11 @@ def _run(args: argparse.Namespace, *, write: bool) -> int:
     except StoreError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:
-        where = f"; written through {backup.last_committed!r}, --resume continues" if backup else ""
+        where = ""
+        if backup is not None and backup.last_committed is not None:
+            where = f"; written through {backup.last_committed!r}, --resume continues after it"
+        elif backup is not None:
+            where = "; no batch committed yet, --resume starts over (nothing is written twice)"
         print(f"histfix: interrupted{where}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
