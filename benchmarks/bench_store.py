@@ -213,6 +213,8 @@ def main() -> None:
             f"({wall_one / wall_two:.2f}x)"
         )
         sample = stored[: min(size, args.sample)]
+        if not sample:
+            continue
         print(f"  breakdown on {len(sample):,} of them (seconds; a tenth are broken):")
         for provider in [args.provider, *args.providers_per_history]:
             for name, seconds in breakdown(sample, provider).items():
