@@ -201,11 +201,15 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
             print(f"  ... and {more:,} more (--jsonl lists every one)")
 
 
-def _emit(record: Record, summary: Summary, jsonl: bool, report_removed: bool) -> None:
+def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
+    """Count the record; print it (--jsonl), or with ``report`` (repair) what repair does to it:
+    its changes and every content it removes, with its key."""
     summary.add(record)
     if jsonl:
         print(json.dumps(record.as_json()))
-    elif report_removed:
+    elif report and record.would_change:
+        changes = ", ".join(f"{kind} {count}" for kind, count in record.changes.items())
+        print(f"{record.key}: {changes}")
         for removed in record.removed:
             print(
                 f"{record.key}: messages[{removed.message_index}]: {removed.description}; "
@@ -213,7 +217,7 @@ def _emit(record: Record, summary: Summary, jsonl: bool, report_removed: bool) -
             )
 
 
-def _run(args: argparse.Namespace, *, write: bool) -> int:
+def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from .store import StoreError, open_source
     from .store._backup import Backup
     from .store._record import Options
@@ -241,7 +245,7 @@ def _run(args: argparse.Namespace, *, write: bool) -> int:
 
             def on_record(record: Record) -> None:
                 bar.step()
-                _emit(record, summary, args.jsonl, report_removed=write)
+                _emit(record, summary, args.jsonl, report)
 
             options = Options(provider=args.provider, include_pending=args.include_pending)
             result = repair_source(
@@ -256,7 +260,11 @@ def _run(args: argparse.Namespace, *, write: bool) -> int:
     except StoreError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:
-        where = f"; written through {backup.last_committed!r}, --resume continues" if backup else ""
+        where = ""
+        if backup is not None and backup.last_committed is not None:
+            where = f"; written through {backup.last_committed!r}, --resume continues after it"
+        elif backup is not None:
+            where = "; no batch committed yet, --resume starts over (nothing is written twice)"
         print(f"histfix: interrupted{where}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -296,7 +304,7 @@ def _finish(
 
 
 def _scan(args: argparse.Namespace) -> int:
-    return _run(args, write=False)
+    return _run(args, write=False, report=False)
 
 
 def run_store_repair(argv: Sequence[str]) -> int:
@@ -309,7 +317,7 @@ def run_store_repair(argv: Sequence[str]) -> int:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
         parser.error("--backup is only used with --write")
-    return _run(args, write=args.write)
+    return _run(args, write=args.write, report=True)
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -72,7 +72,12 @@ def test_dry_run_writes_nothing_and_says_what_it_would_do(
 ) -> None:
     before = store.snapshot()
     assert main(["repair", store.url, "--jobs", "1"]) == 1
-    assert "dry run: 60 histories would be repaired" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "dry run: 60 histories would be repaired" in out
+    # each history it would repair, with its changes, and the content it would remove
+    trimmed = "example-trimmed_slice" + (".json" if store.kind == "dir" else "")
+    assert f"\n{trimmed}: dropped_result 1\n" in out
+    assert f"\n{trimmed}: messages[0]:" in out and "'status': 'shipped'" in out
     assert store.snapshot() == before
 
 

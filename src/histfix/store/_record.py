@@ -168,7 +168,7 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         return replace(base, action="not_loaded", error=f"cannot repair: {str(exc).splitlines()[0]}")
     if report.messages == history:
         return base
-    changes = dict(Counter(c.kind for c in report.changes))
+    changes: dict[str, int] = dict(Counter(c.kind for c in report.changes))
     removed = tuple(
         RemovedContent(c.kind, c.message_index, c.description, c.preview)
         for c in report.changes
