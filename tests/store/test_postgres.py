@@ -177,6 +177,7 @@ def test_a_writer_holding_the_row_wins_when_it_commits_while_histfix_waits(pg_se
         deadline = time.monotonic() + 30
         waiting = [(0,)]
         while waiting[0][0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
             waiting = pg_server.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'histfix' AND wait_event_type = 'Lock'"
             )
