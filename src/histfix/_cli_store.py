@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .store._backup import Backup
     from .store._record import Record
     from .store._runner import RepairResult
     from .store._source import Source
@@ -217,6 +218,15 @@ def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
             )
 
 
+def _resume_hint(backup: Backup | None) -> str:
+    """Where a stopped --write run got to, for its one line."""
+    if backup is None:
+        return ""
+    if backup.last_committed is None:
+        return "; no batch committed yet, --resume starts over (nothing is written twice)"
+    return f"; written through {backup.last_committed!r}, --resume continues after it"
+
+
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from .store import StoreError, open_source
     from .store._backup import Backup
@@ -258,14 +268,9 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 on_record=on_record,
             )
     except StoreError as exc:
-        return _fail(str(exc))
+        return _fail(f"{exc}{_resume_hint(backup)}")
     except KeyboardInterrupt:
-        where = ""
-        if backup is not None and backup.last_committed is not None:
-            where = f"; written through {backup.last_committed!r}, --resume continues after it"
-        elif backup is not None:
-            where = "; no batch committed yet, --resume starts over (nothing is written twice)"
-        print(f"histfix: interrupted{where}", file=sys.stderr)
+        print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         if progress is not None:
@@ -336,5 +341,6 @@ def _restore(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     for key, reason in result.skipped:
         print(f"histfix: {key}: not restored: {reason}", file=sys.stderr)
-    print(f"restored {result.restored:,} histories from {args.backup}")
+    already = f" ({result.already:,} already held their original)" if result.already else ""
+    print(f"restored {result.restored:,} histories from {args.backup}{already}")
     return EXIT_CHANGES if result.skipped else EXIT_OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,26 @@ def test_restore_refuses_what_is_no_backup(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "notes.jsonl").write_text('{"hello": 1}\n')
     assert main(["restore", str(tmp_path / "notes.jsonl"), store.url]) == 2
     assert "not a histfix backup" in capsys.readouterr().err
+
+
+def test_workers_read_ahead_a_bounded_number_of_batches_whatever_the_store_size() -> None:
+    from itertools import count
+
+    from histfix.store import Stored
+    from histfix.store._runner import examine_batches
+
+    raw = histories()["example-aborted_mid_tool"]
+    produced = 0
+
+    def endless() -> Iterator[list[Stored]]:
+        nonlocal produced
+        for number in count():
+            produced += 1
+            yield [Stored(f"{number:09d}", raw)]
+
+    results = examine_batches(endless(), Options(), jobs=2)
+    for _ in range(3):
+        next(results)
+    results.close()
+    # in flight at most 2 batches per worker, plus the one being handed out
+    assert produced <= 3 + 2 * 2

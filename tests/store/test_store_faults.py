@@ -137,7 +137,7 @@ def test_kill_9_during_a_write_leaves_each_history_old_or_new_and_resume_finishe
     assert main(["repair", store.url, "--write", "--backup", str(backup), "--resume", "--jobs", "1"]) == 0
     assert store.values() == new
     capsys.readouterr()
-    main(["restore", str(backup), store.url])
+    assert main(["restore", str(backup), store.url]) == 0
     assert store.snapshot() == before, seed
 
 
@@ -187,8 +187,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_nothing_half_written(
     assert ran.stderr.count("\n") == 1 and ("File too large" in ran.stderr or "full" in ran.stderr), (
         ran.stderr
     )
+    assert "--resume" in ran.stderr
     assert_each_old_or_new(store, old, new)
-    main(["restore", str(backup), store.url])
+    assert main(["restore", str(backup), store.url]) == 0
     capsys.readouterr()
     assert store.snapshot() == before
 

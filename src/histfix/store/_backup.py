@@ -139,6 +139,8 @@ class Backup:
 @dataclass
 class RestoreResult:
     restored: int = 0
+    #: originals the store already held again (a batch saved but never written: a crash, Ctrl-C)
+    already: int = 0
     #: (key, reason) for every original not put back
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
@@ -151,15 +153,22 @@ def restore(path: Path, source: Source, *, batch_size: int = 500) -> RestoreResu
 
     def flush() -> None:
         outcomes = source.write(pending)
+        different = []
         for item, outcome in zip(pending, outcomes, strict=True):
             if outcome is WriteOutcome.WRITTEN:
                 result.restored += 1
             elif outcome is WriteOutcome.GONE:
                 result.skipped.append((item.key, "gone from the store"))
             else:
-                result.skipped.append(
-                    (item.key, "holds something else than the repair wrote (changed since, or never written)")
-                )
+                different.append(item)
+        if different:
+            # Writing the original over itself succeeds exactly where the store holds it already.
+            same = [Replacement(item.key, item.new, item.new) for item in different]
+            for item, outcome in zip(different, source.write(same), strict=True):
+                if outcome is WriteOutcome.WRITTEN:
+                    result.already += 1
+                else:
+                    result.skipped.append((item.key, "changed since the repair wrote it: left as it is"))
         pending.clear()
 
     read_backup(path)  # a header first, or one clear line
