@@ -4,10 +4,12 @@
 no-op while it is up to date), then side by side, one per CPU at a time (nox's `--parallel`: see
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
 release-independent tests: the programs in tools/, the provider emulators' selftests and
-tests/once/, run once, on the newest, and left out of every `tests` session), `lint` and
-`typecheck` and `docs` (the documentation site, built with `mkdocs build --strict`), and last
-`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
-committed file differs. Once the wheelhouse is built, every session installs from it alone
+tests/once/, run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
+the store commands on real directories, JSONL, SQLite and a PostgreSQL server the tests start, on the
+newest and the oldest release only, and left out of every `tests` session), `lint`, `typecheck` and
+`docs` (the documentation site, built with `mkdocs build --strict`), and last `compat_matrix`, which
+rebuilds compat-matrix.md from the measured results and fails when the committed file differs. Once
+the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
@@ -56,6 +58,13 @@ PYTHONS_EXTRA = [("3.10", "1.107.10")]
 # What each kind of session installs besides histfix and pydantic-ai (the wheelhouse holds these).
 #: pyyaml: tests/tools/test_calibrate.py writes and tools/calibrate.py reads VCR cassettes.
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "pyyaml"]
+#: What `stores` adds: pytest-postgresql runs the real PostgreSQL server its tests use.
+STORE_TEST_TOOLS = ["pytest-postgresql"]
+#: The histfix extras `stores` installs: the PostgreSQL source's psycopg, and tqdm for the store
+#: commands' progress bar, which tests/store checks.
+STORE_EXTRAS = ["postgres", "progress"]
+#: The releases `stores` runs on: the newest and the oldest pinned.
+STORE_RELEASES = [NEWEST, PYDANTIC_AI_RELEASES[0]]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);
@@ -93,7 +102,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "docs", "compat_matrix"]
+nox.options.sessions = ["wheelhouse", "tests", "tools", "stores", "lint", "typecheck", "docs", "compat_matrix"]
 #: pytest-xdist inside a tests(X) session run by itself (`nox -j 1 -s "tests(X)"`): one worker per
 #: CPU (PYTEST_XDIST_AUTO_NUM_WORKERS overrides). Under the parallel scheduler (the default run)
 #: every session runs pytest serially instead (SERIAL): each xdist worker imports pydantic-ai, its
@@ -113,6 +122,9 @@ SERIAL = ["-n", "0"]
 #: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`
 #: skips them. A test belongs here only if no assertion in it depends on the installed release.
 RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once"]
+#: The store tests: `stores` runs them on STORE_RELEASES, and `tests(X)` skips them (they start a
+#: PostgreSQL server and need the postgres extra, and what they test differs little between releases).
+STORE_TESTS = "tests/store"
 #: pytest-xdist in `tools`: by file, since the compare tests share one environment cache (two
 #: workers building the same release at once would race) and each SDK selftest file imports its SDKs.
 TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
@@ -185,7 +197,10 @@ def requirement_sets() -> dict[str, list[str]]:
     pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
     project = list(pyproject["project"]["dependencies"])
     sets = {f"tests-{r}": [*project, *test_requirements(r, *TEST_TOOLS)] for r in PYDANTIC_AI_RELEASES}
-    sets["typecheck"] = [*project, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
+    extras = [r for name in STORE_EXTRAS for r in pyproject["project"]["optional-dependencies"][name]]
+    for release in STORE_RELEASES:
+        sets[f"stores-{release}"] = [*project, *extras, *store_requirements(release)]
+    sets["typecheck"] = [*project, *extras, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
     sets["docs"] = list(DOCS_TOOLS)
     # `-e .` builds with the backend, which asks for `editables` too (get_requires_for_build_editable).
@@ -326,12 +341,12 @@ LONGEST_FIRST += [release for release in PYDANTIC_AI_RELEASES if release not in 
 @nox.session(allow_parallel=True)
 @nox.parametrize("pydantic_ai", LONGEST_FIRST, ids=LONGEST_FIRST)
 def tests(session: nox.Session, pydantic_ai: str) -> None:
-    """The pytest suite on one pinned release (all of it but the tools' tests, which `tools` runs)."""
+    """The pytest suite on one pinned release (all but the tools' and the store tests: see `tools`, `stores`)."""
     install(session, "-e", ".", *test_requirements(pydantic_ai, *TEST_TOOLS))
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
-    ignored = [f"--ignore={path}" for path in RELEASE_INDEPENDENT_TESTS]
+    ignored = [f"--ignore={path}" for path in [*RELEASE_INDEPENDENT_TESTS, STORE_TESTS]]
     workers = SERIAL if session.parallel else PARALLEL
     pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *ignored, *workers]
     session.run(*pytest, *session.posargs)
@@ -345,6 +360,24 @@ def tools(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *workers, *session.posargs)
 
 
+def store_requirements(release: str) -> list[str]:
+    """What `stores` installs besides histfix with STORE_EXTRAS: the release, its pins, the tools."""
+    return release_requirements(release, *TEST_TOOLS, *STORE_TEST_TOOLS)
+
+
+@nox.session(allow_parallel=True)
+@nox.parametrize("pydantic_ai", STORE_RELEASES, ids=STORE_RELEASES)
+def stores(session: nox.Session, pydantic_ai: str) -> None:
+    """tests/store on one release: every source, PostgreSQL included, through the API and the CLI.
+
+    Needs PostgreSQL's server programs (Debian's `postgresql` package: .ci/run installs it); the
+    tests start their own server in a temporary directory (tests/store/postgres_server.py).
+    """
+    install(session, "-e", f".[{','.join(STORE_EXTRAS)}]", *store_requirements(pydantic_ai))
+    workers = SERIAL if session.parallel else PARALLEL
+    session.run("python", "-m", "pytest", STORE_TESTS, *workers, *session.posargs)
+
+
 @nox.session(allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole repository."""
@@ -355,8 +388,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/ against the newest pinned release."""
-    install_release(session, NEWEST, *TYPECHECK_TOOLS)
+    """mypy --strict on src/ against the newest pinned release (and psycopg, for the PostgreSQL source)."""
+    install(session, "-e", f".[{','.join(STORE_EXTRAS)}]", *release_requirements(NEWEST, *TYPECHECK_TOOLS))
     session.run("mypy")
 
 

@@ -655,6 +655,9 @@ def build_parser() -> argparse.ArgumentParser:
         "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"
     )
     info.set_defaults(run=_info)
+    from ._cli_store import add_store_commands
+
+    add_store_commands(command)
     return parser
 
 
@@ -720,6 +723,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from ._cli_store import is_store_repair, run_store_repair
+
+    if is_store_repair(sys.argv[1:] if argv is None else argv):  # a directory, .jsonl or URL
+        return run_store_repair(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

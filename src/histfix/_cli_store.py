@@ -1,0 +1,346 @@
+"""The store commands: ``histfix scan``, ``histfix repair STORE`` and ``histfix restore``.
+
+They only parse and print; the work is in :mod:`histfix.store`, imported when a store command
+runs, so ``histfix --help`` and ``info`` stay fast. ``histfix repair`` treats its argument as a
+store when it is a directory, a ``.jsonl`` file or a ``scheme://`` URL, and as one history file
+otherwise (see :func:`is_store_repair`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store._backup import Backup
+    from .store._record import Record
+    from .store._runner import RepairResult
+    from .store._source import Source
+    from .store._summary import Summary
+
+__all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
+
+EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+SOURCE_HELP = (
+    "a store: DIR (every *.json below it), FILE.jsonl, sqlite:///PATH.db?table=T&key=K&column=C "
+    "or postgresql://USER:PW@HOST/DB?table=T&key=K&column=C"
+)
+
+
+#: The options of either repair whose value is the next argument (not a positional one).
+_TAKES_A_VALUE = frozenset({"-o", "--output", "--provider", "--backup", "--jobs", "--batch-size"})
+
+
+def is_store_repair(argv: Sequence[str]) -> bool:
+    """Whether ``histfix ARGV`` is ``repair`` of a store rather than of one history file: its
+    first positional argument is a directory, a ``.jsonl`` file or a ``scheme://`` URL."""
+    if not argv or argv[0] != "repair":
+        return False
+    positional = []
+    arguments = iter(argv[1:])
+    for arg in arguments:
+        if arg in _TAKES_A_VALUE:
+            next(arguments, None)
+        elif not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+    if not positional:
+        return False
+    target = positional[0]
+    if "://" in target or target.endswith(".jsonl"):
+        return True
+    return Path(target).is_dir()
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    from ._cli import _add_provider, _positive
+
+    parser.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    _add_provider(parser, "check (and repair) for what this provider rejects")
+    parser.add_argument("--jobs", type=_positive, metavar="N", help="worker processes (default: every core)")
+    parser.add_argument(
+        "--batch-size", type=_positive, default=500, metavar="N", help="histories per batch (500)"
+    )
+    parser.add_argument(
+        "--include-pending",
+        action="store_true",
+        help="also repair histories a run can resume (pending_calls, pending_request), closing their "
+        "open calls; by default they are left byte for byte",
+    )
+    parser.add_argument(
+        "--jsonl", action="store_true", help="print one JSON record per history instead of the summary"
+    )
+
+
+def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add ``scan`` and ``restore`` through ``_cli.build_parser``'s ``command`` helper."""
+    scan = command(
+        "scan",
+        "check every history in a store, read-only (exit 1 if repair would change any)",
+        "histfix scan sqlite:///app.db?table=chats&key=id&column=messages --provider anthropic",
+        "Per history: loads on this release or why not, classify kind, check problems, what repair\n"
+        "would change, size. A summary table, or --jsonl records. `histfix repair SOURCE --write\n"
+        "--backup FILE` then repairs them (see `histfix repair SOURCE --help` and docs/stores.md).",
+    )
+    _add_run_options(scan)
+    scan.set_defaults(run=_scan)
+
+    restore = command(
+        "restore",
+        "put the originals from a repair's --backup back into the store, byte for byte",
+        "histfix restore backup.jsonl sqlite:///app.db?table=chats&key=id&column=messages",
+        "Only histories that still hold what the repair wrote are restored; the rest are named.",
+    )
+    restore.add_argument("backup", metavar="BACKUP", help="the --backup file of a `histfix repair --write`")
+    restore.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    restore.set_defaults(run=_restore)
+
+
+def _store_repair_parser() -> argparse.ArgumentParser:
+    from ._cli import _Parser
+
+    parser = _Parser(
+        prog="histfix repair",
+        description="Repair every history in a store, in place, in batches (a dry run without --write).\n\n"
+        "SOURCE is a store when it is a directory, a .jsonl file or a scheme:// URL; anything else is\n"
+        "one history file (histfix repair FILE --help). Histories a run can resume are left alone\n"
+        "unless --include-pending. See docs/stores.md for the guarantees.",
+        epilog="example:\n  histfix repair chats/ --write --backup chats-backup.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_options(parser)
+    parser.add_argument("--write", action="store_true", help="write the repairs (needs --backup)")
+    parser.add_argument(
+        "--backup",
+        metavar="FILE",
+        help="a new JSONL file that receives every original before it is replaced (restore reads it)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run recorded in --backup after its last key"
+    )
+    return parser
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+def _fail(message: str) -> int:
+    print(f"histfix: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _checked_provider(name: str | None) -> None:
+    if name is None:
+        return
+    from ._providers import resolve_provider
+
+    try:
+        resolve_provider(name)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"--provider: {exc}") from exc
+
+
+class _Progress:
+    """A progress bar with rate and ETA on stderr when it is a terminal and tqdm is installed
+    (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
+
+    def __init__(self, source: Source, after: str | None) -> None:
+        self._bar: Any = None
+        if not sys.stderr.isatty():
+            return
+        try:
+            from tqdm import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        except ImportError:
+            return
+        self._bar = tqdm(total=source.count(after=after), unit=" histories", file=sys.stderr)
+
+    def step(self) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _count_line(counter: Any) -> str:
+    return ", ".join(f"{name} {count:,}" for name, count in counter.most_common()) or "none"
+
+
+def _print_summary(summary: Summary, source: str, seconds: float, provider: str | None) -> None:
+    rate = summary.total / seconds if seconds > 0 else 0.0
+    print(f"{summary.total:,} histories in {source} ({seconds:.1f} s, {rate:,.0f}/s)")
+    loaded = summary.total - summary.by_action["not_loaded"]
+    print(f"  load on this release: {loaded:,}; do not: {summary.by_action['not_loaded']:,}")
+    print(f"  by kind:     {_count_line(summary.by_kind)}")
+    print(f"  by problem:  {_count_line(summary.by_problem)}")
+    who = provider or "any provider"
+    print(f"  {who} rejects: {_count_line(summary.by_rejected)}")
+    print(f"  repair would change: {summary.would_change:,} ({_count_line(summary.by_change)})")
+    if summary.removed:
+        print(f"  content repair removes: {summary.removed:,} parts (listed by `histfix repair`)")
+    if summary.by_action["left_pending"]:
+        print(
+            f"  left as they are, resumable: {summary.by_action['left_pending']:,} "
+            "(--include-pending repairs them)"
+        )
+    if summary.worst:
+        print("worst keys (problems):")
+        for key, weight in summary.worst:
+            print(f"  {key}  {weight}")
+    if summary.not_loaded:
+        print("not loaded:")
+        for key, error in summary.not_loaded:
+            print(f"  {key}: {error}")
+        more = summary.by_action["not_loaded"] - len(summary.not_loaded)
+        if more > 0:
+            print(f"  ... and {more:,} more (--jsonl lists every one)")
+
+
+def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
+    """Count the record; print it (--jsonl), or with ``report`` (repair) what repair does to it:
+    its changes and every content it removes, with its key."""
+    summary.add(record)
+    if jsonl:
+        print(json.dumps(record.as_json()))
+    elif report and record.would_change:
+        changes = ", ".join(f"{kind} {count}" for kind, count in record.changes.items())
+        print(f"{record.key}: {changes}")
+        for removed in record.removed:
+            print(
+                f"{record.key}: messages[{removed.message_index}]: {removed.description}; "
+                f"its content was: {removed.preview}"
+            )
+
+
+def _resume_hint(backup: Backup | None) -> str:
+    """Where a stopped --write run got to, for its one line."""
+    if backup is None:
+        return ""
+    if backup.last_committed is None:
+        return "; no batch committed yet, --resume starts over (nothing is written twice)"
+    return f"; written through {backup.last_committed!r}, --resume continues after it"
+
+
+def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
+    from .store import StoreError, open_source
+    from .store._backup import Backup
+    from .store._record import Options
+    from .store._runner import default_jobs, repair_source
+    from .store._summary import Summary
+
+    backup: Backup | None = None
+    summary = Summary()
+    started = time.perf_counter()
+    try:
+        _checked_provider(args.provider)
+        source = open_source(args.source)
+    except ValueError as exc:
+        return _fail(str(exc))
+    progress: _Progress | None = None
+    result: RepairResult | None = None
+    try:
+        with source:
+            after = None
+            if write:
+                backup = Backup(Path(args.backup), source.url, resume=args.resume)
+                after = backup.last_committed
+            progress = _Progress(source, after)
+            bar = progress
+
+            def on_record(record: Record) -> None:
+                bar.step()
+                _emit(record, summary, args.jsonl, report)
+
+            options = Options(provider=args.provider, include_pending=args.include_pending)
+            result = repair_source(
+                source,
+                options,
+                backup=backup,
+                jobs=args.jobs or default_jobs(),
+                batch_size=args.batch_size,
+                after=after,
+                on_record=on_record,
+            )
+    except StoreError as exc:
+        return _fail(f"{exc}{_resume_hint(backup)}")
+    except KeyboardInterrupt:
+        print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if progress is not None:
+            progress.close()
+        if backup is not None:
+            backup.close()
+    return _finish(args, summary, result, time.perf_counter() - started, source.url, write=write)
+
+
+def _finish(
+    args: argparse.Namespace,
+    summary: Summary,
+    result: RepairResult | None,
+    seconds: float,
+    url: str,
+    *,
+    write: bool,
+) -> int:
+    """Print what the run found and did; the exit status (1: something would change or was skipped)."""
+    if not args.jsonl:
+        _print_summary(summary, url, seconds, args.provider)
+    if not write:
+        if summary.would_change and not args.jsonl:
+            how = "histfix repair SOURCE --write --backup FILE"
+            print(f"dry run: {summary.would_change:,} histories would be repaired ({how})")
+        return EXIT_CHANGES if summary.would_change else EXIT_OK
+    assert result is not None
+    for key, reason in result.skipped:
+        print(f"histfix: {key}: not written: {reason}", file=sys.stderr)
+    if not args.jsonl:
+        if result.written:
+            print(f"repaired {result.written:,} histories; originals in {args.backup}")
+        else:
+            print("nothing to repair: every history is already as repair leaves it")
+    return EXIT_CHANGES if result.skipped else EXIT_OK
+
+
+def _scan(args: argparse.Namespace) -> int:
+    return _run(args, write=False, report=False)
+
+
+def run_store_repair(argv: Sequence[str]) -> int:
+    """``histfix repair STORE ...`` (``argv`` starts with ``repair``)."""
+    parser = _store_repair_parser()
+    args = parser.parse_args(list(argv[1:]))
+    if args.write and not args.backup:
+        parser.error("--write needs --backup FILE (the originals are saved there first)")
+    if args.resume and not args.write:
+        parser.error("--resume needs --write and the --backup of the run to continue")
+    if args.backup and not args.write:
+        parser.error("--backup is only used with --write")
+    return _run(args, write=args.write, report=True)
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from .store import open_source
+    from .store._backup import restore
+
+    try:
+        with open_source(args.source) as source:
+            result = restore(Path(args.backup), source)
+    except ValueError as exc:  # StoreError too
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print(
+            "histfix: interrupted; run restore again to finish (restored ones are skipped)", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
+    for key, reason in result.skipped:
+        print(f"histfix: {key}: not restored: {reason}", file=sys.stderr)
+    already = f" ({result.already:,} already held their original)" if result.already else ""
+    print(f"restored {result.restored:,} histories from {args.backup}{already}")
+    return EXIT_CHANGES if result.skipped else EXIT_OK

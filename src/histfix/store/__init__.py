@@ -1,0 +1,39 @@
+"""Scan and repair every stored history in a store: a directory, a JSONL file, SQLite, PostgreSQL.
+
+``open_source(url)`` opens a store named by one string (see docs/stores.md); ``repair_source``
+runs the per-history record (``examine``) over it, writing repairs with a ``Backup`` first;
+``restore`` puts the originals back. ``examine_all`` does the same over any ``(key, raw bytes)``
+pairs, for a store histfix has no source for. Imported only when asked for (``import histfix``
+does not import it).
+"""
+
+from __future__ import annotations
+
+from ._backup import Backup, RestoreResult, restore
+from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
+from ._runner import RepairResult, examine_all, repair_source
+from ._source import Replacement, Source, Stored, StoreError, WriteOutcome
+from ._url import TableSpec, open_source, parse_table_url
+
+__all__ = [
+    "KEY_FIELDS",
+    "MESSAGES_FIELDS",
+    "Backup",
+    "Options",
+    "Record",
+    "RemovedContent",
+    "RepairResult",
+    "Replacement",
+    "RestoreResult",
+    "Source",
+    "StoreError",
+    "Stored",
+    "TableSpec",
+    "WriteOutcome",
+    "examine",
+    "examine_all",
+    "open_source",
+    "parse_table_url",
+    "repair_source",
+    "restore",
+]

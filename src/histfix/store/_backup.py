@@ -1,0 +1,187 @@
+"""The backup a repair writes before it changes anything, and ``restore`` from it.
+
+A backup is a JSONL file: a header naming the source, then per replaced history its key, the
+original bytes and the bytes written (text when they are UTF-8, else base64), and after each
+committed batch a ``committed`` line with the last key the run got through (``--resume`` goes on
+from there). Every line is fsynced before the source is written, so a history is never changed
+without its original being on disk first. A torn last line (a crash while appending) belonged to
+a batch that was never written and is ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._source import Replacement, Source, StoreError, WriteOutcome
+
+__all__ = ["Backup", "RestoreResult", "read_backup", "restore"]
+
+FORMAT = 1
+
+
+def _encode(name: str, data: bytes) -> dict[str, str]:
+    try:
+        return {name: data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {f"{name}_b64": base64.b64encode(data).decode("ascii")}
+
+
+def _decode(row: dict[str, Any], name: str) -> bytes:
+    if name in row:
+        return str(row[name]).encode("utf-8")
+    return base64.b64decode(row[f"{name}_b64"])
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """An fd on ``path`` as a regular file: never through a symlink, never a FIFO or device."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except FileExistsError:
+        raise StoreError(
+            f"backup {path}: already exists; --resume continues that run, or name a new backup"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"backup {path}: cannot open it ({exc.strerror})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"backup {path}: not a regular file")
+    return fd
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn by a crash while appending: its batch was never written
+            try:
+                row = json.loads(line)
+            except ValueError:
+                raise StoreError(f"backup {path}: line {number} is not a backup record") from None
+            if not isinstance(row, dict):
+                raise StoreError(f"backup {path}: line {number} is not a backup record")
+            yield row
+
+
+def read_backup(path: Path) -> tuple[str, str | None]:
+    """The source a backup was made from and the last key its run committed (None: none yet)."""
+    source, last = None, None
+    for row in _rows(path):
+        if "histfix_backup" in row:
+            source = str(row.get("source"))
+        elif "committed" in row:
+            last = str(row["committed"])
+    if source is None:
+        raise StoreError(f"backup {path}: not a histfix backup (no header line)")
+    return source, last
+
+
+def _end_of_last_line(fd: int) -> int:
+    """The offset just after the file's last newline (0 if none), read backwards from its end."""
+    end = os.fstat(fd).st_size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
+class Backup:
+    """An open backup file, appended to and fsynced batch by batch."""
+
+    def __init__(self, path: Path, source_url: str, *, resume: bool) -> None:
+        self.path = path
+        self.last_committed: str | None = None
+        if resume:
+            recorded, self.last_committed = read_backup(path)
+            if recorded != source_url:
+                raise StoreError(f"backup {path}: made from {recorded}, not {source_url}")
+            self._fd = _open_regular(path, os.O_RDWR)
+            os.ftruncate(self._fd, _end_of_last_line(self._fd))  # a torn last line is dropped
+            os.lseek(self._fd, 0, os.SEEK_END)
+        else:
+            self._fd = _open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            self._append([{"histfix_backup": FORMAT, "source": source_url}])
+
+    def _append(self, rows: Sequence[dict[str, Any]]) -> None:
+        # ASCII escapes: a file name that is not UTF-8 (a lone surrogate in Python) still round-trips
+        data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StoreError(f"backup {self.path}: cannot write it ({exc.strerror})") from exc
+
+    def save(self, batch: Sequence[Replacement]) -> None:
+        """Put the originals on disk (fsynced) before the batch is written to the source."""
+        self._append([{"key": r.key, **_encode("old", r.old), **_encode("new", r.new)} for r in batch])
+
+    def commit(self, key: str) -> None:
+        """Record that the run got through ``key``: everything up to it is written."""
+        self._append([{"committed": key}])
+        self.last_committed = key
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+@dataclass
+class RestoreResult:
+    restored: int = 0
+    #: originals the store already held again (a batch saved but never written: a crash, Ctrl-C)
+    already: int = 0
+    #: (key, reason) for every original not put back
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def restore(path: Path, source: Source, *, batch_size: int = 500) -> RestoreResult:
+    """Put every original in the backup back, byte for byte, where the store still holds what
+    the repair wrote; anything else (changed since, never written, gone) is skipped and named."""
+    result = RestoreResult()
+    pending: list[Replacement] = []
+
+    def flush() -> None:
+        outcomes = source.write(pending)
+        different = []
+        for item, outcome in zip(pending, outcomes, strict=True):
+            if outcome is WriteOutcome.WRITTEN:
+                result.restored += 1
+            elif outcome is WriteOutcome.GONE:
+                result.skipped.append((item.key, "gone from the store"))
+            else:
+                different.append(item)
+        if different:
+            # Writing the original over itself succeeds exactly where the store holds it already.
+            same = [Replacement(item.key, item.new, item.new) for item in different]
+            for item, outcome in zip(different, source.write(same), strict=True):
+                if outcome is WriteOutcome.WRITTEN:
+                    result.already += 1
+                else:
+                    result.skipped.append((item.key, "changed since the repair wrote it: left as it is"))
+        pending.clear()
+
+    read_backup(path)  # a header first, or one clear line
+    for row in _rows(path):
+        if "key" not in row:
+            continue
+        try:
+            original, written = _decode(row, "old"), _decode(row, "new")
+        except (KeyError, ValueError):
+            raise StoreError(f"backup {path}: a record for {row['key']!r} is damaged") from None
+        pending.append(Replacement(str(row["key"]), old=written, new=original))
+        if len(pending) >= batch_size:
+            flush()
+    if pending:
+        flush()
+    return result

@@ -1,0 +1,306 @@
+"""A PostgreSQL table of histories through psycopg 3 (``pip install 'histfix[postgres]'``).
+
+``postgresql://user:pw@host:port/db?table=T&key=K&column=C`` (also ``postgres://``; any other
+query parameter, such as ``sslmode``, goes to libpq). The column may be ``json``, ``jsonb``,
+``text`` (or ``varchar``) or ``bytea``; its type is read from the catalog. Names are matched as the
+catalog spells them (an unquoted ``CREATE TABLE`` folds them to lower case); the table is found
+on the ``search_path`` unless written ``schema.table``. The key column must carry a unique index
+of its own (a primary key, typically): rows are addressed by it, and the scan pages through that
+index (``WHERE key > last ORDER BY key LIMIT n``), so a table of any size streams in constant
+memory and no transaction stays open between batches.
+
+What is read, per column type, is the value's bytes exactly as the server stores or prints them:
+``bytea`` as is, ``text`` in UTF-8, ``json`` as the text the application wrote (``json`` keeps it
+verbatim), ``jsonb`` as the server's text form of the value. ``jsonb`` never kept the text it was
+given (it sorts keys, drops duplicate keys and whitespace), so for ``jsonb`` "byte for byte" means
+that text form: a restore gives back a value whose text form is, byte for byte, the one read
+before the repair.
+
+Each ``write`` batch is one transaction of ``UPDATE ... WHERE key = %s AND <stored value is still
+what was read>``: for ``bytea``, ``text`` and ``json`` a SHA-256 of the stored bytes against the
+hash of what was read (32 bytes back to the server instead of the whole history); for ``jsonb``
+the text form of the stored value against the text form the server gives what was read, since
+the server normalises what histfix writes (so a later restore can name the value histfix wrote
+and still match it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ._source import Replacement, Stored, StoreError, WriteOutcome
+from ._url import TableSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["PostgresSource", "open_postgres"]
+
+#: Seconds to wait for the server to answer a connection (libpq waits forever by default); a
+#: ``connect_timeout`` in the URL wins.
+CONNECT_TIMEOUT = 10
+
+
+def _sha256(raw: bytes) -> bytes:
+    return hashlib.sha256(raw).digest()
+
+
+def _same(raw: bytes) -> bytes:
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class _ColumnKind:
+    """How one column type is read as bytes, written from bytes, and compared with what was read.
+
+    Templates name the column ``{col}`` and take the bytes as a ``bytea`` parameter ``%s``.
+    """
+
+    #: the stored value as ``bytea``: exactly the bytes ``read`` hands out
+    read: str
+    #: the column's new value from the new bytes
+    write: str
+    #: true when the stored value still equals the bytes read (the parameter: ``expected(old)``)
+    unchanged: str
+    expected: Callable[[bytes], bytes]
+
+
+_TEXT_BYTES = "convert_to({col}::text, 'UTF8')"
+_KINDS = {
+    "bytea": _ColumnKind("{col}", "%s", "sha256({col}) = %s", _sha256),
+    "text": _ColumnKind(_TEXT_BYTES, "convert_from(%s, 'UTF8')", f"sha256({_TEXT_BYTES}) = %s", _sha256),
+    "json": _ColumnKind(
+        _TEXT_BYTES, "convert_from(%s, 'UTF8')::json", f"sha256({_TEXT_BYTES}) = %s", _sha256
+    ),
+    "jsonb": _ColumnKind(
+        _TEXT_BYTES,
+        "convert_from(%s, 'UTF8')::jsonb",
+        "{col}::text = convert_from(%s, 'UTF8')::jsonb::text",
+        _same,
+    ),
+}
+_KINDS["character varying"] = _KINDS["text"]
+#: What the error for another column type lists.
+SUPPORTED = "json, jsonb, text, varchar or bytea"
+
+
+def _one_line(error: BaseException) -> str:
+    """A psycopg error as one line: libpq's messages span lines (and repeat per address tried)."""
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    if primary:
+        return " ".join(str(primary).split())
+    lines = [" ".join(line.split()) for line in str(error).splitlines()]
+    return "; ".join(line for line in lines if line) or type(error).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """The table, key and column as found in the catalog."""
+
+    name: sql.Composable
+    key: sql.Identifier
+    key_type: str
+    column: sql.Identifier
+    column_name: str
+    kind: _ColumnKind
+
+
+def _find_table(conn: psycopg.Connection[Any], spec: TableSpec, url: str) -> _Table:
+    schema, _, table = spec.table.rpartition(".")
+    found = conn.execute(
+        "SELECT c.oid, n.nspname, c.relname, c.relkind FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relname = %(table)s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "AND (n.nspname = %(schema)s OR (%(schema)s = '' AND pg_table_is_visible(c.oid)))",
+        {"table": table, "schema": schema},
+    ).fetchone()
+    if found is None:
+        raise StoreError(f"{url}: no table {spec.table!r} in database {conn.info.dbname!r}")
+    oid, nspname, relname, relkind = found
+    if relkind not in ("r", "p"):
+        what = {"v": "a view", "m": "a materialized view", "f": "a foreign table"}[relkind]
+        raise StoreError(f"{url}: {spec.table!r} is {what}, not a table histfix can update")
+    columns = {
+        name: (attnum, type_name, base_type)
+        for name, attnum, type_name, base_type in conn.execute(
+            "SELECT a.attname, a.attnum, format_type(a.atttypid, a.atttypmod), "
+            "format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END, NULL) "
+            "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped",
+            (oid,),
+        ).fetchall()
+    }
+    for what, name in (("key column", spec.key), ("column", spec.column)):
+        if name not in columns:
+            raise StoreError(
+                f"{url}: table {spec.table!r} has no {what} {name!r} (it has {', '.join(columns)})"
+            )
+    key_attnum, key_type, _ = columns[spec.key]
+    _, column_type, base_type = columns[spec.column]
+    kind = _KINDS.get(base_type)
+    if kind is None:
+        raise StoreError(f"{url}: column {spec.column!r} is {column_type}; histfix reads {SUPPORTED}")
+    unique = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = %s AND indisunique "
+        "AND indnkeyatts = 1 AND indkey[0] = %s AND indpred IS NULL)",
+        (oid, key_attnum),
+    ).fetchone()
+    # Rows are addressed by the key (an UPDATE must reach one row) and paged in its order.
+    if not (unique and unique[0]):
+        raise StoreError(
+            f"{url}: key column {spec.key!r} has no unique index of its own (a primary key, say): "
+            "histfix addresses each row by it"
+        )
+    return _Table(
+        name=sql.Identifier(nspname, relname),
+        key=sql.Identifier(spec.key),
+        key_type=key_type,
+        column=sql.Identifier(spec.column),
+        column_name=spec.column,
+        kind=kind,
+    )
+
+
+class PostgresSource:
+    """One table's histories: keys in index order, values as bytes (see the module docstring)."""
+
+    rewrites_whole_store = False
+
+    def __init__(self, spec: TableSpec) -> None:
+        self.url = spec.masked
+        settings = conninfo_to_dict(spec.connect)
+        settings.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        settings.setdefault("application_name", "histfix")
+        try:
+            # Autocommit: each page is a statement of its own, and each write batch an explicit
+            # transaction, so nothing holds a snapshot or a lock between batches.
+            self._conn = psycopg.connect(make_conninfo("", **settings), autocommit=True)
+        except psycopg.Error as error:
+            raise StoreError(f"{self.url}: cannot connect: {_one_line(error)}") from None
+        try:
+            self._table = _find_table(self._conn, spec, self.url)
+        except psycopg.Error as error:
+            self._conn.close()
+            raise StoreError(f"{self.url}: cannot read the catalog: {_one_line(error)}") from None
+        except BaseException:
+            self._conn.close()
+            raise
+        self._statements = self._build_statements()
+
+    def _build_statements(self) -> dict[str, sql.Composed]:
+        table = self._table
+        kind = table.kind
+        names = {"table": table.name, "key": table.key, "col": table.column}
+        after = sql.SQL("{key} > CAST(%s::text AS {key_type})").format(
+            key=table.key, key_type=sql.SQL(table.key_type)
+        )
+        # The key comes back as text under another name: ORDER BY must sort the column itself.
+        select = sql.SQL("SELECT {key}::text AS histfix_key, {read} FROM {table} ").format(
+            read=sql.SQL(kind.read).format(col=table.column), **names
+        )
+        order = sql.SQL(" ORDER BY {key} LIMIT %s").format(key=table.key)
+        where_key = sql.SQL("{key} = CAST(%s::text AS {key_type})").format(
+            key=table.key, key_type=sql.SQL(table.key_type)
+        )
+        return {
+            "first_page": select + sql.SQL("WHERE {key} IS NOT NULL").format(key=table.key) + order,
+            "next_page": select + sql.SQL("WHERE ") + after + order,
+            "count_all": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NOT NULL").format(**names),
+            "count_after": sql.SQL("SELECT count(*) FROM {table} WHERE ").format(**names) + after,
+            "update": sql.SQL("UPDATE {table} SET {col} = {write} WHERE ").format(
+                write=sql.SQL(kind.write), **names
+            )
+            + where_key
+            + sql.SQL(" AND ")
+            + sql.SQL(kind.unchanged).format(col=table.column)
+            + sql.SQL(" RETURNING 1"),
+            "exists": sql.SQL("SELECT 1 FROM {table} WHERE ").format(**names) + where_key,
+        }
+
+    def _lost(self, doing: str, error: psycopg.Error) -> StoreError:
+        return StoreError(f"{self.url}: {doing}: {_one_line(error)}")
+
+    def read(self, *, after: str | None = None, batch_size: int = 500) -> Iterator[list[Stored]]:
+        """Every row in key order, ``batch_size`` at a time; a NULL value is a Stored with ``error``."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        last = after
+        null = f"NULL in column {self._table.column_name!r}: not a history"
+        while True:
+            try:
+                # Binary results: bytea arrives as raw bytes, not hex text to decode.
+                with self._conn.cursor(binary=True) as cursor:
+                    if last is None:
+                        cursor.execute(self._statements["first_page"], (batch_size,))
+                    else:
+                        cursor.execute(self._statements["next_page"], (last, batch_size))
+                    rows: list[tuple[str, bytes | None]] = cursor.fetchall()
+            except psycopg.Error as error:
+                raise self._lost("cannot read it", error) from None
+            if not rows:
+                return
+            yield [Stored(key, b"", error=null) if raw is None else Stored(key, raw) for key, raw in rows]
+            if len(rows) < batch_size:
+                return
+            last = rows[-1][0]
+
+    def count(self, *, after: str | None = None) -> int | None:
+        """The rows ``read(after=...)`` yields (one count over the key's index)."""
+        try:
+            if after is None:
+                row = self._conn.execute(self._statements["count_all"]).fetchone()
+            else:
+                row = self._conn.execute(self._statements["count_after"], (after,)).fetchone()
+        except psycopg.Error as error:
+            raise self._lost("cannot count its rows", error) from None
+        return int(row[0]) if row else 0
+
+    def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        """One transaction; each UPDATE writes only if the stored value is still what was read."""
+        if not batch:
+            return []
+        kind = self._table.kind
+        params = [(item.new, item.key, kind.expected(item.old)) for item in batch]
+        outcomes: list[WriteOutcome] = []
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cursor:
+                cursor.executemany(self._statements["update"], params, returning=True)
+                written = []
+                while True:  # one result per UPDATE, in order
+                    written.append(cursor.fetchone() is not None)
+                    if not cursor.nextset():
+                        break
+                for item, done in zip(batch, written, strict=True):
+                    if done:
+                        outcomes.append(WriteOutcome.WRITTEN)
+                        continue
+                    cursor.execute(self._statements["exists"], (item.key,))
+                    exists = cursor.fetchone() is not None
+                    outcomes.append(WriteOutcome.CHANGED_SINCE_READ if exists else WriteOutcome.GONE)
+        except psycopg.Error as error:
+            raise self._lost(
+                f"cannot write a batch of {len(batch)} (written whole or not at all)", error
+            ) from None
+        return outcomes
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_postgres(spec: TableSpec) -> PostgresSource:
+    """The PostgreSQL source ``spec`` names, connected and checked against the catalog."""
+    return PostgresSource(spec)

@@ -1,0 +1,178 @@
+"""The per-history record: what a stored value is and what repair would do to it.
+
+:func:`examine` is a pure function over the raw bytes (plus its options), picklable and
+deterministic, so the runner can hand it to worker processes and any store can use it. It only
+uses histfix's public API: ``load_json``, ``classify``, ``check``, ``repair_report``, ``dump_json``.
+
+A stored value is either a history (a JSON list of messages) or an envelope: a JSON object with
+one key field (:data:`KEY_FIELDS`) and one messages field (:data:`MESSAGES_FIELDS`), as JSONL
+exports and many applications store them. A repaired envelope keeps its other fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+__all__ = ["KEY_FIELDS", "MESSAGES_FIELDS", "Action", "Options", "Record", "RemovedContent", "examine"]
+
+#: The key fields an envelope may carry, in the order they are looked for.
+KEY_FIELDS = ("key", "id", "conversation_id", "session_id", "thread_id")
+#: The messages fields an envelope may carry, in the order they are looked for.
+MESSAGES_FIELDS = ("messages", "history", "message_history")
+#: classify kinds a run can still resume: left byte for byte unless Options.include_pending
+PENDING_KINDS = frozenset({"pending_calls", "pending_request"})
+
+Action = Literal["unchanged", "repair", "left_pending", "not_loaded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a run checks and repairs for (picklable: it travels to worker processes)."""
+
+    #: check and repair for this provider's API (``histfix.repair``'s ``provider``)
+    provider: str | None = None
+    #: also repair histories a run can still resume (pending_calls, pending_request)
+    include_pending: bool = False
+    #: compute the repaired bytes (``Record.new``); a scan does not need them
+    want_new: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedContent:
+    """Content a repair removes, for the report: where it was and what it held."""
+
+    change: str
+    message_index: int
+    description: str
+    preview: str
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One stored history, examined. ``new`` is set only when the action is ``repair`` and
+    ``Options.want_new`` asked for it."""
+
+    key: str
+    size: int
+    action: Action
+    #: why it is not a history this release loads (or the store's own reason: NULL, symlink...)
+    error: str | None = None
+    messages: int = 0
+    kind: str | None = None
+    #: problem kinds ``check`` finds (repair would change each), in order
+    problems: tuple[str, ...] = ()
+    #: with a provider: problem kinds that provider rejects; without: kinds any provider rejects
+    rejected: tuple[str, ...] = ()
+    #: change kind -> count, from ``repair_report``
+    changes: dict[str, int] = field(default_factory=dict)
+    removed: tuple[RemovedContent, ...] = ()
+    new: bytes | None = None
+
+    @property
+    def would_change(self) -> bool:
+        return self.action == "repair"
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as one JSON object (``histfix scan --jsonl``), without the new bytes."""
+        row: dict[str, Any] = {
+            "key": self.key,
+            "size": self.size,
+            "action": self.action,
+            "loads": self.action != "not_loaded",
+            "error": self.error,
+            "messages": self.messages,
+            "kind": self.kind,
+            "problems": dict(Counter(self.problems)),
+            "rejected": dict(Counter(self.rejected)),
+            "changes": self.changes,
+        }
+        if self.removed:
+            row["removed"] = [
+                {"change": r.change, "message_index": r.message_index, "preview": r.preview}
+                for r in self.removed
+            ]
+        return row
+
+
+def _unwrap(raw: bytes) -> tuple[str, dict[str, Any] | None, str | None]:
+    """The history's JSON and, for an envelope, the parsed object and its messages field."""
+    # Decoded here, strictly: JSON parsers guess UTF-16/32 from leading bytes, which would turn
+    # bytes that are no text at all into a confusing JSON syntax error.
+    text = raw.decode("utf-8")
+    if text.lstrip()[:1] != "{":
+        return text, None, None
+    envelope = json.loads(text)  # a malformed object raises JSONDecodeError, a ValueError
+    if not isinstance(envelope, dict):
+        raise ValueError("not a history")
+    for name in MESSAGES_FIELDS:
+        if name in envelope:
+            return json.dumps(envelope[name]), envelope, name
+    raise ValueError(f"a JSON object without a messages field (expected one of {', '.join(MESSAGES_FIELDS)})")
+
+
+def _wrap(new: bytes, envelope: dict[str, Any] | None, name: str | None) -> bytes:
+    if envelope is None or name is None:
+        return new
+    rewrapped = {**envelope, name: json.loads(new)}
+    return json.dumps(rewrapped, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | None = None) -> Record:
+    """Examine one stored value: does it load, its classify kind, its problems, what repair changes.
+
+    Never raises for bad data: a value that is not a loadable history gets ``action="not_loaded"``
+    and ``error`` in one line. ``error`` passes the store's own reason through (a NULL column).
+    """
+    import histfix
+
+    size = len(raw)
+    if error is not None:
+        return Record(key=key, size=size, action="not_loaded", error=error)
+    try:
+        history_json, envelope, name = _unwrap(raw)
+        history = histfix.load_json(history_json)
+    except UnicodeDecodeError as exc:
+        return Record(key=key, size=size, action="not_loaded", error=f"not UTF-8 text ({exc.reason})")
+    except (ValueError, TypeError) as exc:
+        return Record(key=key, size=size, action="not_loaded", error=str(exc).splitlines()[0])
+    state = histfix.classify(history)
+    pending = state.kind in PENDING_KINDS and not options.include_pending
+    # A resumable run's open calls are not a problem to fix while they can still run.
+    last = not pending
+    problems = histfix.check(history, repair_last_response=last)
+    rejected = [p.kind for p in problems if p.rejected_by]
+    provider_problems = []
+    if options.provider is not None:
+        provider_problems = histfix.check(history, provider=options.provider, repair_last_response=last)
+        rejected = [p.kind for p in provider_problems]
+    base = Record(
+        key=key,
+        size=size,
+        action="unchanged",
+        messages=len(history),
+        kind=state.kind,
+        problems=tuple(p.kind for p in problems),
+        rejected=tuple(rejected),
+    )
+    if pending:
+        return replace(base, action="left_pending")
+    if not problems and not provider_problems:
+        # check finds everything repair would change (its contract), so repair is skipped
+        return base
+    try:
+        report = histfix.repair_report(history, provider=options.provider)
+    except ValueError as exc:  # a profile refusing a history with nothing it can send
+        return replace(base, action="not_loaded", error=f"cannot repair: {str(exc).splitlines()[0]}")
+    if report.messages == history:
+        return base
+    changes: dict[str, int] = dict(Counter(c.kind for c in report.changes))
+    removed = tuple(
+        RemovedContent(c.kind, c.message_index, c.description, c.preview)
+        for c in report.changes
+        if c.preview is not None
+    )
+    new = _wrap(histfix.dump_json(report.messages), envelope, name) if options.want_new else None
+    return replace(base, action="repair", changes=changes, removed=removed, new=new)

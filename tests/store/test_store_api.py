@@ -1,0 +1,98 @@
+"""The store's Python API: the record over any (key, bytes) pairs, and restore's own safety."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from histfix._cli import main
+from histfix.store import Options, examine, examine_all
+
+from store_cases import StoreUnderTest, histories
+
+
+def test_examine_all_over_any_pairs_is_ordered_and_matches_the_record_with_two_workers() -> None:
+    stored = list(histories().items())
+    one = list(examine_all(stored, repair=True, batch_size=7))
+    two = list(examine_all(iter(stored), repair=True, jobs=2, batch_size=7))
+    assert one == two == [examine(k, v, Options(want_new=True)) for k, v in stored]
+    assert [r.key for r in two] == [k for k, _ in stored]
+    repaired = [r for r in two if r.new is not None]
+    assert len(repaired) == 60
+    # what it writes is itself a history repair leaves alone: a second pass changes nothing
+    for record in repaired:
+        assert record.new is not None
+        assert examine(record.key, record.new).action in ("unchanged", "left_pending")
+        assert examine(record.key, record.new, Options(include_pending=True)).action == "unchanged"
+
+
+def test_the_record_is_picklable_and_the_same_after_a_round_trip() -> None:
+    record = examine("k", histories()["example-trimmed_slice"], Options(provider="anthropic", want_new=True))
+    assert record.removed and record.new is not None
+    assert pickle.loads(pickle.dumps(record)) == record
+
+
+def test_envelopes_keep_their_other_fields_and_name_their_accepted_fields() -> None:
+    broken = histories()["example-aborted_mid_tool"].decode()
+    for field in ("messages", "history", "message_history"):
+        raw = f'{{"thread_id": "t", "{field}": {broken}, "meta": {{"a": 1}}}}'.encode()
+        record = examine("k", raw, Options(want_new=True))
+        assert record.action == "repair" and record.new is not None
+        assert record.new.startswith(b'{"thread_id":"t","' + field.encode()) and record.new.endswith(
+            b',"meta":{"a":1}}'
+        )
+    record = examine("k", b'{"id": 1, "msgs": []}')
+    assert record.action == "not_loaded" and "messages, history, message_history" in (record.error or "")
+
+
+def test_restore_skips_and_names_a_history_changed_since_the_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    before = store.values()
+    backup = tmp_path / "backup.jsonl"
+    assert main(["repair", store.url, "--write", "--backup", str(backup), "--jobs", "1"]) == 0
+    theirs = store.overwrite("example-trimmed_slice", b"[]")
+    capsys.readouterr()
+    assert main(["restore", str(backup), store.url]) == 1
+    captured = capsys.readouterr()
+    assert "restored 59 histories" in captured.out
+    assert "example-trimmed_slice: not restored" in captured.err
+    after = store.values()
+    assert after["example-trimmed_slice"] == theirs
+    assert {k: v for k, v in after.items() if k != "example-trimmed_slice"} == {
+        k: v for k, v in before.items() if k != "example-trimmed_slice"
+    }
+
+
+def test_restore_refuses_what_is_no_backup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = StoreUnderTest("dir", tmp_path)
+    (tmp_path / "notes.jsonl").write_text('{"hello": 1}\n')
+    assert main(["restore", str(tmp_path / "notes.jsonl"), store.url]) == 2
+    assert "not a histfix backup" in capsys.readouterr().err
+
+
+def test_workers_read_ahead_a_bounded_number_of_batches_whatever_the_store_size() -> None:
+    from itertools import count
+
+    from histfix.store import Stored
+    from histfix.store._runner import examine_batches
+
+    raw = histories()["example-aborted_mid_tool"]
+    produced = 0
+
+    def endless() -> Iterator[list[Stored]]:
+        nonlocal produced
+        for number in count():
+            produced += 1
+            yield [Stored(f"{number:09d}", raw)]
+
+    results = examine_batches(endless(), Options(), jobs=2)
+    for _ in range(3):
+        next(results)
+    results.close()
+    # in flight at most 2 batches per worker, plus the one being handed out
+    assert produced <= 3 + 2 * 2
