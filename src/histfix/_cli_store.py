@@ -322,6 +322,12 @@ def run_store_repair(argv: Sequence[str]) -> int:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
         parser.error("--backup is only used with --write")
+    from ._cli import InputError, _check_environment
+
+    try:
+        _check_environment()  # a bad HISTFIX_BACKEND, as every other command rejects it
+    except InputError as exc:
+        return _fail(str(exc))
     return _run(args, write=args.write, report=True)
 
 

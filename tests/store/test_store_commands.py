@@ -305,3 +305,12 @@ def test_repair_tells_a_store_from_one_history_file(tmp_path: Path) -> None:
     assert not is_store_repair(["repair", "-o", "out.jsonl", "history.json"])
     assert not is_store_repair(["repair", "-"])
     assert not is_store_repair(["check", str(tmp_path / "folder")])
+
+
+def test_store_repair_rejects_a_bad_backend_setting_like_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = write_sqlite(tmp_path / "a.db", {"k": b"[]"})
+    monkeypatch.setenv("HISTFIX_BACKEND", "nonsense")
+    assert main(["repair", url]) == 2
+    assert "HISTFIX_BACKEND" in capsys.readouterr().err
