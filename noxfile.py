@@ -102,7 +102,16 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-nox.options.sessions = ["wheelhouse", "tests", "tools", "stores", "lint", "typecheck", "docs", "compat_matrix"]
+nox.options.sessions = [
+    "wheelhouse",
+    "tests",
+    "tools",
+    "stores",
+    "lint",
+    "typecheck",
+    "docs",
+    "compat_matrix",
+]
 #: pytest-xdist inside a tests(X) session run by itself (`nox -j 1 -s "tests(X)"`): one worker per
 #: CPU (PYTEST_XDIST_AUTO_NUM_WORKERS overrides). Under the parallel scheduler (the default run)
 #: every session runs pytest serially instead (SERIAL): each xdist worker imports pydantic-ai, its

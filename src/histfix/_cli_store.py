@@ -325,7 +325,7 @@ def run_store_repair(argv: Sequence[str]) -> int:
     from ._cli import InputError, _check_environment
 
     try:
-        _check_environment()  # a bad HISTFIX_BACKEND, as every other command rejects it
+        _check_environment("repair")  # a bad HISTFIX_BACKEND, as every other command rejects it
     except InputError as exc:
         return _fail(str(exc))
     return _run(args, write=args.write, report=True)
