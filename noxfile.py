@@ -37,7 +37,7 @@ from packaging.version import Version
 # The one pinned list lives in the package (histfix compare --pinned uses it too), loaded by path so
 # the noxfile needs nothing but packaging: every behaviour boundary, and the newest release measured.
 _spec = importlib.util.spec_from_file_location(
-    "_histfix_releases", Path(__file__).parent / "src/histfix/_pinned.py"
+    "_histfix_releases", Path(__file__).parent / "src/histfix/_release/pinned.py"
 )
 assert _spec is not None and _spec.loader is not None
 _releases = importlib.util.module_from_spec(_spec)
@@ -115,7 +115,7 @@ def provider_pins(release: str) -> list[str]:
 
     Each measured: an import of the model class plus one request to tests/emulators on the pinned
     releases named; boundaries between them from the releases' own requirements. (Beside
-    `release_pins`, which lives in src/histfix/_pinned.py, because only the `tests` sessions and
+    `release_pins`, which lives in src/histfix/_release/pinned.py, because only the `tests` sessions and
     the sweep install the SDKs.)
     """
     version = Version(release)

@@ -7,7 +7,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
@@ -140,7 +140,7 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_version_gate(version: str, current: bool) -> None:
-    from histfix._backend import choose_backend
+    from histfix._release.backend import choose_backend
 
     chosen, _ = choose_backend(version, has_repair_messages=True)
     assert (chosen == "upstream") is current
@@ -149,7 +149,7 @@ def test_version_gate(version: str, current: bool) -> None:
 def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    from histfix import _release
+    from histfix._release import installed as _release
 
     installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
 
@@ -168,13 +168,13 @@ def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_source_detection_agrees_with_import() -> None:
-    from histfix import _release
+    from histfix._release import installed as _release
 
     assert _release.source_defines("messages", "repair_messages") is HAS_UPSTREAM_REPAIR
 
 
 def test_reason_for_unusual_versions() -> None:
-    from histfix._backend import choose_backend
+    from histfix._release.backend import choose_backend
 
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"

@@ -15,7 +15,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import Case, call, load, load_history, real, req, resp, ret, retry, text, user

@@ -19,8 +19,8 @@ from packaging.version import Version
 
 import histfix
 from emulators import PROVIDER_APIS, all_rules, judge
-from histfix._check_provider import WORDING
-from histfix._profiles import RULES
+from histfix._check.rejections import WORDING
+from histfix._profiles.registry import RULES
 from wire import client_for
 
 from conftest import PYDANTIC_AI

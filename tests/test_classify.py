@@ -173,7 +173,7 @@ def test_same_answer_wherever_the_release_can_express_it(
 def test_record_which_frontier_shapes_the_release_expresses() -> None:
     FACTS["frontier: state='interrupted' on the trailing request"] = "yes" if REQUEST_STATE else "no"
     FACTS["frontier: state='interrupted' on the last response"] = "yes" if RESPONSE_STATE else "no"
-    from histfix import _compat
+    from histfix._release import switches as _compat
 
     assert _compat.interrupted_state("request") == REQUEST_STATE
     assert _compat.interrupted_state("response") == RESPONSE_STATE

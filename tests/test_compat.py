@@ -5,8 +5,8 @@ from __future__ import annotations
 from packaging.version import Version
 from pydantic_ai import messages as pai
 
-from histfix import _compat
-from histfix._detect import DETECTED, features, switches
+from histfix._release import switches as _compat
+from histfix._release.detect import DETECTED, features, switches
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 

@@ -12,7 +12,7 @@ from packaging.version import Version
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from corpus import CASES

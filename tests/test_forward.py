@@ -1,4 +1,4 @@
-"""The forward walk (``histfix._forward``): equal to the general repair wherever it settles a history.
+"""The forward walk (``histfix._repair.forward``): equal to the general repair wherever it settles a history.
 
 ``repair()`` runs the forward walk first where upstream is not current and the general repair
 (pairing, then building) where the walk stops. The general repair's every-index walk is the
@@ -16,9 +16,9 @@ from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
 import histfix
-from histfix._forward import _CHECK_EVERY, forward_walk
-from histfix._forward import repair as forward_repair
-from histfix._walk import repair_walk
+from histfix._repair.forward import _CHECK_EVERY, forward_walk
+from histfix._repair.forward import repair as forward_repair
+from histfix._repair.walk import repair_walk
 
 from corpus import CASES
 from dsl import Case, call, load, load_history, req, resp, ret, text, user
@@ -90,7 +90,7 @@ def test_forward_walk_settles_what_repair_meets_most() -> None:
         assert assert_forward_equals_reference(history, True), raw
 
 
-#: One history for each reason the walk stops (see ``histfix._forward``): in each, settling the
+#: One history for each reason the walk stops (see ``histfix._repair.forward``): in each, settling the
 #: calls at the next response, or keeping call order, would give another output than upstream's.
 STOPS = {
     "late result": [

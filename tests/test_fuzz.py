@@ -20,7 +20,7 @@ from pydantic_ai import messages as pai
 import histfix
 from emulators import PROVIDER_APIS
 from fuzz_strategies import histories
-from histfix import _compat
+from histfix._release import switches as _compat
 from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
 

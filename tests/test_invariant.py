@@ -13,8 +13,8 @@ import pytest
 from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
-from histfix._pairing import Pairing, pair
-from histfix._walk import repair_walk
+from histfix._repair.pairing import Pairing, pair
+from histfix._repair.walk import repair_walk
 
 from corpus import CASES
 from dsl import Case, load, load_history

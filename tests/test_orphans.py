@@ -15,7 +15,7 @@ from pydantic_ai import Agent
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from dsl import Json, call, dump, load, real, req, ret, retry, text, user
 from strict import StrictModel, pairing_problems

@@ -14,10 +14,11 @@ from pydantic_ai import messages as pai
 
 import histfix
 from emulators import PROVIDER_APIS as EMULATED_APIS
-from histfix import _call_ids, _providers
-from histfix._folding import with_parts
-from histfix._pairing import pair
-from histfix._profile_scan import Survey, call_id_facts, remember_pairing, survey
+from histfix._profiles import targets as _providers
+from histfix._profiles.rules import call_ids as _call_ids
+from histfix._profiles.scan import Survey, call_id_facts, remember_pairing, survey
+from histfix._repair.folding import with_parts
+from histfix._repair.pairing import pair
 
 from corpus import CASES
 from dsl import call, load, loadable, req, resp, ret, system, text, user
@@ -201,8 +202,8 @@ def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool)
     repair's pairing found no duplicate or late result in its input
     (``_call_results.remember_results_in_place``): the repair must never make one. Checked on every
     history (a third of them at least qualify)."""
-    from histfix._call_results import misplaced_results
-    from histfix._walk import repair_walk
+    from histfix._profiles.rules.call_results import misplaced_results
+    from histfix._repair.walk import repair_walk
 
     qualified = 0
     for history in HISTORIES:
@@ -219,7 +220,7 @@ def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
 ) -> None:
     """``misplaced_for_pass`` answers [] without walking for a list of the remembered messages (the
     runner goes on with its input's copy when the repair changed nothing), and walks any other."""
-    from histfix import _call_results
+    from histfix._profiles.rules import call_results as _call_results
 
     late = load([req(user("q")), resp(call("f", "a"), at=1), resp(text("t"), at=2), req(ret("f", "a"))])
     walked = []
@@ -240,7 +241,7 @@ def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
 def test_a_profile_repair_holds_no_history_after_it_returns() -> None:
     """The runner forgets the repaired list it marked (``remember_results_in_place``) once its
     passes are done, also when a pass raises: no history stays alive in the module."""
-    from histfix import _call_results
+    from histfix._profiles.rules import call_results as _call_results
 
     history = load([req(user("q")), resp(call("f", "a"), at=1), req(ret("f", "a")), resp(text("t"), at=2)])
     histfix.repair(history, provider="anthropic")
@@ -305,8 +306,8 @@ def test_a_settled_history_says_where_its_results_are_in_place(last: bool) -> No
     """Where the forward walk says every result is in place, the profiles skip their walk for
     duplicate and late results (``remember_results_in_place``): its output must hold none. Where it
     says not, some must really be apart (or the shortcut is lost for nothing)."""
-    from histfix._call_results import classified
-    from histfix._forward import settled_with_ids
+    from histfix._profiles.rules.call_results import classified
+    from histfix._repair.forward import settled_with_ids
 
     in_place = apart = 0
     for history in PROFILED:
@@ -333,7 +334,7 @@ def test_repair_without_changes_gives_the_report_s_messages(
     where histfix's walk is the default the one walk must settle some of them (or this tests
     nothing). ``backend="histfix"`` (HISTFIX_BACKEND) makes histfix's walk the default on every
     release, so the one walk is tried on 2.60.0+ too."""
-    from histfix import _forward
+    from histfix._repair import forward as _forward
 
     if backend == "histfix":
         monkeypatch.setenv("HISTFIX_BACKEND", "histfix")

@@ -40,7 +40,7 @@ from pydantic_ai import messages as pai
 import histfix
 from emulators import PROVIDER_APIS
 from fuzz_strategies import _EXTRA_RESPONSE, _loads
-from histfix._providers import PROVIDER_NAMES
+from histfix._profiles.targets import PROVIDER_NAMES
 from provider_bench import Bench, tally
 from wire import Outcome
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import histfix
-from histfix._providers import UNPROVEN_PREFIXES, api_of_prefix, resolve_provider
+from histfix._profiles.targets import UNPROVEN_PREFIXES, api_of_prefix, resolve_provider
 from provider_bench import Bench, tally
 from test_provider_generated import BATCH, ROTATED, SEEDS, _repaired, generated_history
 from test_provider_generated import SAMPLE as GENERATED_SAMPLE

@@ -33,14 +33,14 @@ def test_quick_start_code_runs() -> None:
 # --- "Will my provider accept this?": the profile passes, generated from the code -------------------------
 
 README = Path(__file__).parent.parent / "README.md"
-BEGIN = "<!-- profile passes: generated from histfix._profiles.RULES"
+BEGIN = "<!-- profile passes: generated from histfix._profiles.registry.RULES"
 END = "<!-- end of profile passes -->"
 
 
 def profile_passes() -> str:
     """The README's table of profile passes, from ``_profiles.RULES`` (name, stage, APIs, why)."""
-    from histfix._profiles import RULES
-    from histfix._providers import PROVIDER_APIS
+    from histfix._profiles.registry import RULES
+    from histfix._profiles.targets import PROVIDER_APIS
 
     if not RULES:
         return "No profile passes are registered: every profile is the default repair.\n"

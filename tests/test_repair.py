@@ -14,7 +14,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import Case, dump, load, load_history
@@ -126,7 +126,7 @@ def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.Mo
 def test_new_request_is_the_constructors_request(case: Case) -> None:
     """``_folding.new_request`` skips the constructor for checked parts: on every request of the
     corpus, its request equals the constructor's, field by field, with the same fields set."""
-    from histfix._folding import new_request
+    from histfix._repair.folding import new_request
 
     for message in load_history(case):
         if not isinstance(message, pai.ModelRequest):

@@ -1,4 +1,4 @@
-"""bedrock_thinking_signed (histfix._rules_bedrock_thinking), on the installed release's types.
+"""bedrock_thinking_signed (histfix._profiles.rules.bedrock_thinking), on the installed release's types.
 
 BedrockConverseModel 1.0.0-1.0.2 sends Claude every thinking part as a reasoning block; Claude
 refuses one without a signature or with another provider's. There the Bedrock profile drops those
@@ -15,9 +15,9 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
-from histfix._providers import resolve_provider
-from histfix._rules_bedrock_thinking import detect_bedrock_thinking_signed
+from histfix._profiles.rules.bedrock_thinking import detect_bedrock_thinking_signed
+from histfix._profiles.targets import resolve_provider
+from histfix._release import switches as _compat
 
 from dsl import dump, load, real, req, text, thinking, user
 

@@ -1,4 +1,4 @@
-"""The profile rules about tool calls, ids and results (histfix._rules_calls), on real types.
+"""The profile rules about tool calls, ids and results (histfix._profiles.rules.calls), on real types.
 
 Each rule on the history it is for, what it reports (with the removed content), what ``detect``
 says in the provider's own words (the emulator's message text), and the guarantees every profile
@@ -19,11 +19,11 @@ from emulators import bedrock as em_bedrock
 from emulators import gemini as em_gemini
 from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
-from histfix import _compat
-from histfix._call_results import classified, misplaced_results
-from histfix._profiles import rules_for
-from histfix._providers import PROVIDER_APIS, resolve_provider
-from histfix._rules_calls import call_rules
+from histfix._profiles.registry import rules_for
+from histfix._profiles.rules.call_results import classified, misplaced_results
+from histfix._profiles.rules.calls import call_rules
+from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
+from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import call, load, loadable, real, req, resp, ret, text, user

@@ -17,7 +17,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 from provider_bench import Bench
 from test_provider_generated import generated_history
 

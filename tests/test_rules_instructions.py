@@ -16,7 +16,7 @@ import pytest
 
 import histfix
 from emulators import PROVIDER_APIS
-from histfix import _compat
+from histfix._release import switches as _compat
 from provider_bench import Bench
 from test_provider_generated import generated_history
 

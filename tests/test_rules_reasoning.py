@@ -21,7 +21,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 from emulators import serve
-from histfix import _compat
+from histfix._release import switches as _compat
 from test_provider_generated import generated_history
 from wire import Client, Driver, Outcome, reasoning_responses_client
 

@@ -15,8 +15,8 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
-from histfix._rules_results_alone import SEPARATOR_TEXT
+from histfix._profiles.rules.results_alone import SEPARATOR_TEXT
+from histfix._release import switches as _compat
 from wire import BEDROCK_LLAMA
 
 from corpus import CASES

@@ -1,4 +1,4 @@
-"""The shape rules of the provider profiles (histfix._rules_shape), on the installed release's types.
+"""The shape rules of the provider profiles (histfix._profiles.rules.shape), on the installed release's types.
 
 Each rule: what it changes, for which APIs only, what it reports (removed content in ``preview``),
 and what ``check(provider=)`` says, in the provider's words. Across the corpus and every profile:
@@ -14,10 +14,10 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
-from histfix import _rules_native as histfix_native
-from histfix import _rules_shape as shape
-from histfix._providers import PROVIDER_APIS, resolve_provider
+from histfix._profiles.rules import native as histfix_native
+from histfix._profiles.rules import shape
+from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
+from histfix._release import switches as _compat
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
@@ -76,7 +76,7 @@ def test_a_history_opening_on_a_response_gets_the_fixed_prompt_first(api: str) -
 
 @pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "mistral"])
 def test_apis_that_accept_a_response_first_get_no_prompt(api: str) -> None:
-    from histfix import _compat
+    from histfix._release import switches as _compat
 
     if _compat.agent_refuses_response_first():
         pytest.skip("1.21.0's agent refuses a response-first history for every API (agent_accepts_opening)")
@@ -292,7 +292,9 @@ def test_a_native_pair_the_api_accepts_is_kept() -> None:
     fixed = histfix.repair(history, provider="anthropic")
     kinds_ = [p.part_kind for p in fixed[1].parts]
     assert kinds_ == ["builtin-tool-call", "builtin-tool-return", "text"]
-    expected = "web_search" if histfix._compat.native_return_named_by_tool() else "web_search_tool_result"
+    expected = (
+        "web_search" if histfix._release.switches.native_return_named_by_tool() else "web_search_tool_result"
+    )
     assert fixed[1].parts[1].tool_name == expected
     assert histfix.repair(fixed, provider="anthropic") == fixed
 
@@ -398,7 +400,7 @@ def test_empty_instructions_are_dropped_for_bedrock_only() -> None:
 
 def test_the_agent_opening_switch_is_1_21_0_only() -> None:
     """Read in the wheels of 1.19.0-1.23.0: only 1.21.0's agent graph raises on it."""
-    from histfix import _compat
+    from histfix._release import switches as _compat
 
     assert tuple(map(str, _compat.AGENT_REFUSES_RESPONSE_FIRST)) == ("1.21.0", "1.22.0")
     assert _compat.agent_refuses_response_first() == (str(PYDANTIC_AI) == "1.21.0")
@@ -406,7 +408,7 @@ def test_the_agent_opening_switch_is_1_21_0_only() -> None:
 
 @pytest.mark.parametrize("api", PROVIDER_APIS)
 def test_every_profile_opens_with_the_prompt_where_the_agent_needs_it(api: str) -> None:
-    from histfix import _compat
+    from histfix._release import switches as _compat
 
     history = load([resp(text("where were we")), req(user("go on"))])
     report = histfix.repair_report(history, provider=api)

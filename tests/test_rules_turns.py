@@ -1,4 +1,4 @@
-"""The turn rules of the provider profiles (histfix._rules_turns), on the installed release's types.
+"""The turn rules of the provider profiles (histfix._profiles.rules.turns), on the installed release's types.
 
 Parts the release never sends (native parts, thinking before 1.0.3, system prompts, tool-availability
 deltas) must not leave an empty message or two model turns in a row on the wire: each rule's change,
@@ -16,9 +16,9 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
-from histfix import _rules_turns as turns
-from histfix._providers import PROVIDER_APIS, resolve_provider
+from histfix._profiles.rules import turns
+from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
+from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import (

@@ -31,7 +31,7 @@ def test_names_match_the_strings_upstream_uses() -> None:
     ]:
         if hasattr(pai, name):  # upstream's own names, where the release has them
             assert getattr(pai, name) == ours
-    from histfix import _walk
+    from histfix._repair import walk as _walk
 
     assert (_walk.SYNTHESIZED_MARKER, _walk.SYNTHESIZED_CONTENT) == (
         histfix.SYNTHESIZED_TOOL_RETURN_METADATA_KEY,
@@ -82,7 +82,7 @@ def test_the_walks_returns_are_the_constructors() -> None:
     a metadata dict of its own."""
     import dataclasses
 
-    from histfix._walk import _return_fields, _synthesized_return, return_maker
+    from histfix._repair.walk import _return_fields, _synthesized_return, return_maker
 
     from corpus import CASES
     from dsl import loadable

@@ -23,13 +23,13 @@ from ._api import (
     repair_report,
     trim_to_budget,
 )
-from ._changes import Change, ChangeKind, RepairReport
-from ._problems import Problem, ProblemKind
-from ._providers import PROVIDER_APIS, PROVIDER_NAMES
-from ._rules_shape import STARTER_PROMPT
-from ._state import HistoryState, HistoryStateKind
-from ._synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY, is_synthesized
-from ._tokens import BudgetExceededError, estimate_tokens
+from ._profiles.rules.shape import STARTER_PROMPT
+from ._profiles.targets import PROVIDER_APIS, PROVIDER_NAMES
+from ._records.changes import Change, ChangeKind, RepairReport
+from ._records.problems import Problem, ProblemKind
+from ._records.state import HistoryState, HistoryStateKind
+from ._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY, is_synthesized
+from ._records.tokens import BudgetExceededError, estimate_tokens
 from ._wiring import RepairProcessor, agent_options
 
 __all__ = [

@@ -153,7 +153,7 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from ._providers import resolve_provider
+    from ._profiles.targets import resolve_provider
 
     try:
         resolve_provider(name)
@@ -235,7 +235,7 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _trim(args: argparse.Namespace) -> int:
     from ._api import keep_last_turns, repair, trim_to_budget
-    from ._tokens import BudgetExceededError
+    from ._records.tokens import BudgetExceededError
 
     provider = _provider(args)
     loaded: list[ModelMessage] = _load(args.file)
@@ -256,8 +256,8 @@ def _trim(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
-    from ._backend import choose_backend
-    from ._release import NEWEST_TESTED, installed_release, source_defines
+    from ._release.backend import choose_backend
+    from ._release.installed import NEWEST_TESTED, installed_release, source_defines
 
     distribution, version = installed_release()
     if (

@@ -31,7 +31,7 @@ def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) ->
     """Load, run, and judge what came out."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from ._strict import strict_provider_errors
+    from ._check.strict import strict_provider_errors
 
     try:
         history = load()

@@ -1,0 +1,548 @@
+"""Profile rules about message shape, order and content (issue 10): the after-stage passes.
+
+Each pass is named for the provider rule it satisfies, runs on the default repair's output, and
+is pure: it returns the list it was given (the same object) and no changes when nothing applies.
+Whatever a pass removes is reported with its content in ``Change.preview``. Wording and sources:
+``shared/spec/providers.md`` and the emulators in ``tests/emulators/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._records.changes import Change
+from ..._records.problems import Problem, ProblemKind
+from ..targets import PROVIDER_APIS, ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+
+__all__ = [
+    "AGENT_OPENING_WORDING",
+    "STARTER_PROMPT",
+    "agent_accepts_opening",
+    "alternating_roles",
+    "detect_agent_accepts_opening",
+    "detect_alternating_roles",
+    "detect_no_empty_content",
+    "detect_results_first",
+    "detect_starts_with_user",
+    "no_empty_content",
+    "results_first",
+    "starts_with_user",
+]
+
+#: The user prompt a profile puts before a history that starts with the model's response (a slice
+#: of a longer conversation, or a history whose first request held only an orphaned result).
+#: Anthropic, Bedrock and Gemini need the first turn from the user; inserting this keeps the
+#: model's text, where dropping the response would lose it. Fixed, so a re-run recognizes it
+#: (the history then starts with a user turn) and never inserts it twice.
+STARTER_PROMPT = "(The earlier part of this conversation is not included.)"
+
+# --- the providers' own words (copied from the emulator rules, from providers.md) ---------------------
+
+#: What 1.21.0's agent raises for a history opening on a response, whatever the provider.
+AGENT_OPENING_WORDING = dict.fromkeys(
+    PROVIDER_APIS,
+    "UserError: Message history cannot start with a `ModelResponse`. Conversations must begin with a user "
+    "message.",
+)
+FIRST_USER_WORDING = {
+    "anthropic": 'messages: first message must use the "user" role',
+    "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
+    "with a user message.",
+    "gemini": "Unable to submit request because it has an empty text parameter. Add a value to the "
+    "parameter and try again.",
+}
+EMPTY_WORDING = {
+    "anthropic": "messages: text content blocks must be non-empty",
+    "bedrock": "messages: text content blocks must contain non-whitespace text",
+    "gemini": "Unable to submit request because it has an empty text parameter. Add a value to the "
+    "parameter and try again.",
+    "openai-chat": "content or tool_calls must be set",
+}
+EMPTY_MESSAGE_WORDING = {
+    "anthropic": "messages.{n}: all messages must have non-empty content except for the optional final "
+    "assistant message",
+    "bedrock": "The content field in the Message object at messages.{n} is empty. Add a ContentBlock object "
+    "to the content field and try again.",
+    "gemini": "Please ensure that the last turn is a user turn.",
+    "openai-chat": "content or tool_calls must be set",
+}
+RESULTS_FIRST_WORDING = {
+    "anthropic": "messages.{n}.content.{m}: tool_result blocks must come first in a user message",
+    "bedrock": "messages.{n}: Did not find {count} toolResult block(s) at the beginning of this message. "
+    "Messages following toolUse blocks must begin with a matching number of toolResult blocks.",
+    "openai-chat": "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
+    "mistral": "Unexpected role 'tool' after role 'user'",
+}
+ALTERNATION_WORDING = {
+    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
+    "response turn.",
+    "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
+    "alternates between user and assistant roles and try again.",
+}
+#: The APIs that get an empty assistant message for a response of native (server) tool parts only,
+#: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
+NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
+_NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
+
+#: The APIs each rule is for (the keys of its wording).
+STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
+NO_EMPTY_CONTENT_APIS = frozenset(EMPTY_WORDING)
+RESULTS_FIRST_APIS = frozenset(RESULTS_FIRST_WORDING)
+ALTERNATION_APIS = frozenset(ALTERNATION_WORDING)
+
+_PREVIEW = 200
+
+
+def preview(content: object) -> str:
+    """What a removed thing held, on one line (long content is cut at 200 characters)."""
+    text = content if isinstance(content, str) else repr(content)
+    text = " ".join(text.split()) if text.strip() else repr(text)
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def problem(
+    kind: ProblemKind,
+    wording: dict[str, str],
+    target: ProviderTarget,
+    *,
+    at: int,
+    description: str,
+    apis: frozenset[str] | None = None,
+    **fill: object,
+) -> Problem:
+    """A Problem rejected by the target's APIs that enforce the rule (``apis``, by default the keys of
+    ``wording``), worded as the first of them (None where that API's wording is not documented)."""
+    enforcing = frozenset(wording) if apis is None else apis
+    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in enforcing)
+    found = wording.get(rejected_by[0]) if rejected_by else None
+    error = found.format(**fill) if found is not None else None
+    return Problem(kind, at, None, None, None, description, rejected_by, error)
+
+
+def _replace(message: Any, **changes: Any) -> Any:
+    """A copy of a message or part with other field values, through its own constructor."""
+    return dataclasses.replace(message, **changes)
+
+
+def starter_prompt(response: ModelResponse) -> UserPromptPart:
+    """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
+    from pydantic_ai.messages import UserPromptPart
+
+    return UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
+
+
+def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
+    """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
+    fixed: ModelRequest = _replace(request, parts=[*request.parts, starter_prompt(response)])
+    return fixed
+
+
+# --- starts_with_user ---------------------------------------------------------------------------------
+
+
+def _opening_response(history: Sequence[ModelMessage]) -> int | None:
+    """The index of a response that comes before anything the user sent (None: the history opens
+    with a user turn, or has no response). Requests of only system prompts send no user message."""
+    from pydantic_ai.messages import ModelRequest, SystemPromptPart
+
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelRequest):
+            return index
+        if any(not isinstance(part, SystemPromptPart) for part in message.parts):
+            return None
+    return None
+
+
+def starts_with_user(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
+    opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse
+
+    from ..._release import switches as _compat
+
+    index = _opening_response(history)
+    if index is None:
+        return history, []
+    response = history[index]
+    assert isinstance(response, ModelResponse)
+    description = f"the history starts with a response: put the fixed prompt {STARTER_PROMPT!r} before it"
+    if index:  # a leading request of system prompts only: the prompt joins it
+        opening = history[index - 1]
+        assert isinstance(opening, ModelRequest)
+        fixed = [*history[: index - 1], with_starter_prompt(opening, response), *history[index:]]
+        return fixed, [Change("inserted_prompt", index - 1, description)]
+    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
+    opened = ModelRequest(parts=[starter_prompt(response)], **fields)
+    return [opened, *history], [Change("inserted_prompt", 0, description)]
+
+
+def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    index = _opening_response(history)
+    if index is None:
+        return []
+    return [
+        problem(
+            "starts_with_response",
+            FIRST_USER_WORDING,
+            target,
+            at=index,
+            description="the history starts with the model's response, not with a user turn",
+        )
+    ]
+
+
+def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
+    """Whether 1.21.0's agent would refuse ``history`` (the version test first: it is all most releases need)."""
+    from ..._release import switches as _compat
+
+    return _compat.agent_refuses_response_first() and bool(history) and history[0].kind == "response"
+
+
+def agent_accepts_opening(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """1.21.0's agent raises ``UserError`` on a history opening with a response, for every provider:
+    there, :data:`STARTER_PROMPT` goes first as starts_with_user puts it (elsewhere: nothing)."""
+    return starts_with_user(history, target) if _agent_refuses(history) else (history, [])
+
+
+def detect_agent_accepts_opening(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    if not _agent_refuses(history):
+        return []
+    return [
+        problem(
+            "starts_with_response",
+            AGENT_OPENING_WORDING,
+            target,
+            at=0,
+            description="the history starts with the model's response, which this release's agent refuses "
+            "(UserError) for every provider",
+        )
+    ]
+
+
+# --- no_empty_content ---------------------------------------------------------------------------------
+
+
+def _blank(text: str, target: ProviderTarget) -> bool:
+    """Empty text (Anthropic, Gemini, OpenAI Chat); whitespace-only counts too where Bedrock is a target."""
+    return not text.strip() if "bedrock" in target.apis else text == ""
+
+
+def _request_without_blanks(request: ModelRequest, target: ProviderTarget) -> tuple[list[Any], list[str]]:
+    """The request's parts without blank user prompts, and the removed prompts' previews."""
+    from pydantic_ai.messages import UserPromptPart
+
+    kept: list[Any] = []
+    removed: list[str] = []
+    for part in request.parts:
+        if not isinstance(part, UserPromptPart):
+            kept.append(part)
+            continue
+        items = [part.content] if isinstance(part.content, str) else list(part.content)
+        blank = [isinstance(item, str) and _blank(item, target) for item in items]
+        if not any(blank):
+            kept.append(part)
+            continue
+        removed.extend(preview(item) for item, gone in zip(items, blank, strict=True) if gone)
+        rest = [item for item, gone in zip(items, blank, strict=True) if not gone]
+        if rest:  # a multimodal prompt keeps its files and its other text
+            kept.append(_replace(part, content=rest))
+    return kept, removed
+
+
+def _response_without_blanks(response: ModelResponse, target: ProviderTarget) -> tuple[list[Any], list[str]]:
+    from pydantic_ai.messages import TextPart
+
+    kept: list[Any] = []
+    removed: list[str] = []
+    for part in response.parts:
+        if isinstance(part, TextPart) and _blank(part.content, target):
+            removed.append(preview(part.content))
+            continue
+        kept.append(part)
+    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(p.part_kind in _NATIVE_KINDS for p in kept):
+        # nothing here is sent to those APIs: the message would go out empty
+        removed.extend(
+            f"{p.part_kind} {p.tool_name}: {preview(getattr(p, 'content', getattr(p, 'args', None)))}"
+            for p in kept
+        )
+        kept = []
+    return kept, removed
+
+
+def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cached: bool = True) -> bool:
+    """The cheap early exit: a message without parts, or a text part or user prompt that is blank
+    (the strings tested at C speed, multimodal prompts' strings too)."""
+    from ..scan import survey
+
+    found = survey(history, cached=cached)
+    if found.empty_message:
+        return True
+    if "bedrock" in target.apis and found.empty_instructions():
+        return True
+    if NATIVE_BLIND_APIS & set(target.apis) and any(
+        getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
+    ):
+        return True  # a response of native parts only may send nothing: the exact pass decides
+    contents = found.text_contents()
+    strings = [content for content in contents if type(content) is str]
+    if len(strings) != len(contents):
+        for content in contents:
+            if isinstance(content, (list, tuple)):
+                strings.extend(item for item in content if isinstance(item, str))
+    if "bedrock" in target.apis:
+        return "" in map(str.strip, strings)
+    return "" in strings
+
+
+def no_empty_content(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic empty_text/empty_message, Bedrock whitespace_text/empty_content, Gemini empty_text/
+    empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls: drop empty text and prompts,
+    then messages left without parts (an empty last request sends no user turn at all: dropped
+    where Gemini is a target, which wants the last turn from the user; elsewhere it stays)."""
+    from pydantic_ai.messages import ModelRequest
+
+    if not _has_blank(history, target):
+        return history, []
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    dropped_message = False
+    ends_on_user = "gemini" in target.apis  # Gemini: the last turn must be the user's (unverified)
+    for index, message in enumerate(history):
+        # Bedrock: BedrockModel sends instructions='' as an empty system text block, which boto3
+        # refuses before sending ('Invalid length for parameter system[0].text')
+        if "bedrock" in target.apis and isinstance(message, ModelRequest) and message.instructions == "":
+            message = _replace(message, instructions=None)  # noqa: PLW2901 (the copy replaces it)
+            changes.append(Change("dropped_empty", index, "dropped empty instructions ('')", preview=""))
+        if isinstance(message, ModelRequest):
+            parts, removed = _request_without_blanks(message, target)
+        else:
+            parts, removed = _response_without_blanks(message, target)
+        for content in removed:
+            changes.append(
+                Change("dropped_empty", index, f"dropped an empty {message.kind} part", preview=content)
+            )
+        if not parts and index == len(history) - 1 and isinstance(message, ModelRequest) and not ends_on_user:
+            fixed.append(message)  # an empty last request sends nothing: only Gemini needs it gone
+            continue
+        if not parts:
+            held = message.instructions if isinstance(message, ModelRequest) else None
+            changes.append(
+                Change(
+                    "dropped_empty",
+                    index,
+                    f"dropped the {message.kind} at messages[{index}]: nothing in it can be sent",
+                    preview=f"instructions: {preview(held)}" if held else None,
+                )
+            )
+            dropped_message = True
+            continue
+        fixed.append(_replace(message, parts=parts) if removed else message)
+    if not changes:
+        return history, []  # the blank string was in a part this rule leaves alone
+    if dropped_message:
+        fixed, found = _renormalized(fixed)
+        changes.extend(found)
+    return fixed, changes
+
+
+def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+    """The default repair's merges for messages a drop made neighbours (two requests, or two
+    responses no provider produced), so that a re-run's default repair finds nothing to do.
+    ``repair_last_response=False``: the default repair already closed every call it would close."""
+    from ..._repair.report import repair_with_changes
+
+    report = repair_with_changes(history, repair_last_response=False)
+    return (report.messages, list(report.changes)) if report.changes else (history, [])
+
+
+def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    from pydantic_ai.messages import ModelRequest
+
+    if not _has_blank(history, target, cached=False):
+        return []
+    found: list[Problem] = []
+    last = len(history) - 1
+    for index, message in enumerate(history):
+        if not message.parts:
+            if index == last and isinstance(message, ModelRequest) and "gemini" not in target.apis:
+                continue  # an empty last request sends nothing; only Gemini rejects the result
+            found.append(
+                problem(
+                    "empty_message",
+                    EMPTY_MESSAGE_WORDING,
+                    target,
+                    at=index,
+                    description=f"the {message.kind} has no parts: the provider gets an empty message, or none",
+                    n=index,
+                )
+            )
+            continue
+        if isinstance(message, ModelRequest):
+            _, removed = _request_without_blanks(message, target)
+        else:
+            _, removed = _response_without_blanks(message, target)
+        if removed:
+            found.append(
+                problem(
+                    "empty_text",
+                    EMPTY_WORDING,
+                    target,
+                    at=index,
+                    description=f"the {message.kind} holds empty or whitespace-only text",
+                )
+            )
+    return found
+
+
+# --- results_first ------------------------------------------------------------------------------------
+
+
+def _results_late(request: ModelRequest, is_result: Callable[[object], bool]) -> bool:
+    """Whether a result follows some other part in the request (a one-part request never has one)."""
+    parts = request.parts
+    if len(parts) < 2:
+        return False
+    other = False
+    for part in parts:
+        if not is_result(part):
+            other = True
+        elif other:
+            return True
+    return False
+
+
+def results_first(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic tool_result_first (unverified), Bedrock tool_results_first (verified), OpenAI Chat and
+    Mistral (a user message between the call and its tool messages): releases whose serializer keeps
+    part order (up to 2.30) send a prompt before the results; newer ones reorder. Putting results
+    first gives the same wire on every release."""
+    from pydantic_ai.messages import ModelRequest
+
+    from ..._records.parts import is_result, not_result
+
+    changes: list[Change] = []
+    fixed: list[ModelMessage] | None = None
+    from ..scan import survey
+
+    for index in survey(history).several_parts():  # a one-part request never has a late result
+        message = history[index]
+        if isinstance(message, ModelRequest) and _results_late(message, is_result):
+            if fixed is None:
+                fixed = list(history)
+            fixed[index] = _replace(message, parts=sorted(message.parts, key=not_result))
+            changes.append(
+                Change("moved_parts", index, "moved the tool results before the request's other parts")
+            )
+    return (history, []) if fixed is None else (fixed, changes)
+
+
+def detect_results_first(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    from pydantic_ai.messages import ModelRequest
+
+    from ..._records.parts import is_result
+
+    found: list[Problem] = []
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelRequest) or not _results_late(message, is_result):
+            continue
+        results = [(at, part) for at, part in enumerate(message.parts) if is_result(part)]
+        late = next(at for at, _ in results if any(not is_result(p) for p in message.parts[:at]))
+        found.append(
+            problem(
+                "results_not_first",
+                RESULTS_FIRST_WORDING,
+                target,
+                at=index,
+                description="a prompt or other part comes before the tool results in this request "
+                "(releases up to 2.30 send it in that order)",
+                n=index,
+                m=late,
+                count=len(results),
+                ids=", ".join(str(part.tool_call_id) for _, part in results),
+            )
+        )
+    return found
+
+
+# --- alternating_roles --------------------------------------------------------------------------------
+
+
+def alternating_roles(
+    history: list[ModelMessage], target: ProviderTarget
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Bedrock alternate_roles (verified): two responses in a row (the default repair merges only
+    responses no provider produced) become one, the parts of both in order, the first's fields."""
+    from pydantic_ai.messages import ModelResponse
+
+    from ..scan import survey
+
+    if not survey(history).consecutive_responses():
+        return history, []  # the cheap early exit
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    run: list[int] = []
+    for index, message in enumerate(history):
+        previous = fixed[-1] if fixed else None
+        if isinstance(message, ModelResponse) and isinstance(previous, ModelResponse):
+            fixed[-1] = _replace(previous, parts=[*previous.parts, *message.parts])
+            run.append(index)
+            continue
+        _close_run(run, changes)
+        run = [index]
+        fixed.append(message)
+    _close_run(run, changes)
+    return fixed, changes
+
+
+def _close_run(run: list[int], changes: list[Change]) -> None:
+    if len(run) > 1:
+        changes.append(
+            Change(
+                "merged_responses",
+                run[0],
+                f"merged {len(run)} consecutive responses into one (the API wants user and assistant "
+                "turns to alternate)",
+                merged=tuple(run),
+            )
+        )
+
+
+def detect_alternating_roles(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+    """Bedrock rejects any two responses in a row; Gemini only when the later one calls a tool (a
+    function call turn must follow a user or function response turn)."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    found = []
+    for index, (a, b) in enumerate(itertools.pairwise(history)):
+        if not (isinstance(a, ModelResponse) and isinstance(b, ModelResponse)):
+            continue
+        calls = any(isinstance(part, ToolCallPart) for part in b.parts)
+        apis = ALTERNATION_APIS if calls else frozenset({"bedrock"})
+        if not apis & set(target.apis):
+            continue
+        found.append(
+            problem(
+                "consecutive_responses",
+                ALTERNATION_WORDING,
+                target,
+                at=index + 1,
+                apis=apis,
+                description="two responses in a row: the API wants user and assistant turns to alternate",
+            )
+        )
+    return found

@@ -1,0 +1,40 @@
+"""What histfix needs to know about a part, in one place (imports pydantic-ai)."""
+
+from __future__ import annotations
+
+from typing import TypeGuard
+
+from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
+
+from .._release import switches as _compat
+
+__all__ = ["is_result", "not_result", "stays_between_results"]
+
+_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+
+
+def is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
+    """A part that answers a regular tool call.
+
+    A tool-less ``RetryPromptPart`` is feedback, not a result: from 2.60.0 it loads as a
+    ``RetryFeedbackPart``, which the newest repair never moves or matches. Native (builtin)
+    tool returns are siblings of ``ToolReturnPart``, not subclasses, so they never count.
+    """
+    return isinstance(part, ToolReturnPart) or (
+        isinstance(part, RetryPromptPart) and part.tool_name is not None
+    )
+
+
+def not_result(part: object) -> bool:
+    """Sort key that puts results first (a stable sort keeps every other order).
+
+    ``is_result`` spelled out, not called: a merge sorts every part of the run by this key.
+    """
+    return not (
+        isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)
+    )
+
+
+def stays_between_results(part: object) -> bool:
+    """Results, and tool-availability deltas (2.23.0+), which keep their place among results."""
+    return is_result(part) or (_DELTA is not None and isinstance(part, _DELTA))
