@@ -6,7 +6,9 @@ from packaging.version import Version
 from pydantic_ai import messages as pai
 
 from histfix._release import switches as _compat
-from histfix._release.detect import DETECTED, features, switches
+from histfix._release.backend import UPSTREAM_CURRENT_SINCE
+from histfix._release.detect import features, switches
+from histfix._release.switches import DETECTED
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 
@@ -21,7 +23,7 @@ def test_every_declared_switch_is_detected_and_exported() -> None:
 def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.HAS_REPAIR_MESSAGES is HAS_UPSTREAM_REPAIR
     assert _compat.UPSTREAM_REPAIR_IS_CURRENT is (
-        HAS_UPSTREAM_REPAIR and PYDANTIC_AI >= _compat.UPSTREAM_CURRENT_SINCE
+        HAS_UPSTREAM_REPAIR and PYDANTIC_AI >= UPSTREAM_CURRENT_SINCE
     )
     assert _compat.TOOL_AVAILABILITY_DELTA is getattr(pai, "ToolAvailabilityDeltaPart", None)
     assert _compat.HAS_RETRY_FEEDBACK_PART is hasattr(pai, "RetryFeedbackPart")

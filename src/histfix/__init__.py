@@ -23,7 +23,7 @@ from ._api import (
     repair_report,
     trim_to_budget,
 )
-from ._profiles.rules.shape import STARTER_PROMPT
+from ._profiles.rule import STARTER_PROMPT
 from ._profiles.targets import PROVIDER_APIS, PROVIDER_NAMES
 from ._records.changes import Change, ChangeKind, RepairReport
 from ._records.problems import Problem, ProblemKind

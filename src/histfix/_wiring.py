@@ -104,7 +104,7 @@ class RepairProcessor:
         ``provider="auto"`` (imports pydantic-ai)."""
         from ._wiring_auto import for_run_context
 
-        return for_run_context(self)
+        return for_run_context(self.process)
 
     def __repr__(self) -> str:
         return (

@@ -13,164 +13,78 @@ output. A rule's ``Change`` and ``Problem`` indices point into the history that 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from .._records.changes import Change
-from .._records.problems import Problem
+from .rule import ProfileRule
+from .rules.bedrock_thinking import bedrock_thinking_rules
+from .rules.calls import call_rules
+from .rules.files import file_rules
+from .rules.instructions import instructions_rules
+from .rules.native import native_rules
+from .rules.reasoning import reasoning_rules
+from .rules.results_alone import results_alone_rules
+from .rules.shape import shape_rules
+from .rules.turns import turn_rules
 from .targets import ProviderTarget
 
-if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage
+__all__ = ["ORDER", "RULES", "rules_for"]
 
-__all__ = ["RULES", "Detect", "Fix", "ProfileRule", "rules_for"]
-
-#: A pass: the history (never mutated) -> the fixed history and what it changed. A pass that finds
-#: nothing to do returns the list it was given (the same object) and no changes.
-Fix = Callable[["list[ModelMessage]", ProviderTarget], "tuple[list[ModelMessage], list[Change]]"]
-#: What a provider would reject in a history, one Problem per finding, worded as that provider words it.
-Detect = Callable[["Sequence[ModelMessage]", ProviderTarget], "list[Problem]"]
-
-
-@dataclass(frozen=True)
-class ProfileRule:
-    """One provider rule the default repair does not cover, with the pass that satisfies it."""
-
-    #: short snake_case name, also the pass's function name (``one_result_per_call``)
-    name: str
-    #: the APIs (``_providers.PROVIDER_APIS``) that enforce it
-    apis: frozenset[str]
-    #: one line: what the provider rejects and where that is documented (providers.md)
-    why: str
-    stage: Literal["before", "after"]
-    fix: Fix
-    detect: Detect | None = None
-    #: api -> the provider's own error text for this rule
-    wording: Mapping[str, str] = field(default_factory=dict)
+#: Every rule by name, in the order the passes run, each with why it stands there.
+ORDER: tuple[tuple[str, str], ...] = (
+    # before the default repair: ids only, so that it pairs what the wire will pair
+    ("call_ids_present", "an empty id first: the renames below must see every call with an id"),
+    ("unique_call_ids", "then reused ids, so that every call has an id of its own"),
+    ("call_id_format", "then the format, which must see the final set of ids"),
+    # after the default repair
+    ("one_result_per_call", "results first: duplicates in one request"),
+    ("results_follow_their_call", "then late results, once each call has one result"),
+    ("tool_args_sendable", "then the calls' args"),
+    ("native_calls_paired", "native parts before no_empty_content, which drops what they empty"),
+    ("thinking_transfers", "removes parts, so before no_empty_content"),
+    ("response_files_sendable", "removes parts, so before no_empty_content"),
+    ("files_only_responses_sent", "removes parts, so before no_empty_content"),
+    (
+        "bedrock_thinking_signed",
+        "after thinking_transfers (whose unsigned thinking it then sees); drops parts",
+    ),
+    ("reasoning_followed", "after thinking_transfers; can drop parts, so before no_empty_content"),
+    ("no_empty_content", "drops what the passes above emptied"),
+    ("starts_with_user", "after no_empty_content: an emptied first request is gone"),
+    ("agent_accepts_opening", "as starts_with_user, for every provider on the one release that needs it"),
+    ("results_first", "orders the requests the passes above left"),
+    (
+        "requests_send_something",
+        "turns the wire does not see: after the parts that will not be sent are gone",
+    ),
+    ("responses_send_something", "likewise, for responses"),
+    ("opens_with_user_turn", "after both: a first request left with no user turn"),
+    (
+        "tool_results_alone",
+        "after results_first and the turn rules; the response it adds sits between requests",
+    ),
+    ("alternating_roles", "after the turn rules, which can make two responses neighbours"),
+    ("instructions_placed", "last: it counts the wire messages every other rule may drop, merge or reorder"),
+)
 
 
 def _registered() -> tuple[ProfileRule, ...]:
-    """Every rule, in the order the passes run (rule modules append theirs here)."""
-    from .rules.bedrock_thinking import bedrock_thinking_rules
-    from .rules.calls import call_rules
-    from .rules.files import file_rules
-    from .rules.instructions import instructions_rules
-    from .rules.reasoning import reasoning_rules
-    from .rules.results_alone import results_alone_rules
-    from .rules.turns import turn_rules
-
-    shape = _shape_rules()
-    emptied = [rule.name for rule in shape].index("no_empty_content")
-    return (
-        # --- tool calls, ids and results (_rules_calls): before-stage renames, then results/args.
+    """Every rule in :data:`ORDER`'s order; each rule module's rules are ordered exactly once."""
+    every = (
         *call_rules(),
-        # --- shape, order, content and native parts (_rules_shape), after the calls/results rules.
-        # Passes that remove parts run before no_empty_content (which drops what they empty);
-        # starts_with_user after it (an emptied first request is gone); alternation after the
-        # turn rules (_rules_turns), which can make two responses neighbours.
-        *shape[:emptied],
-        # --- response files a model class cannot send (_rules_files): they remove parts, so before
-        # no_empty_content.
+        *native_rules(),
         *file_rules(),
-        # --- thinking Claude on Bedrock refuses as 1.0.0-1.0.2 send it (_rules_bedrock_thinking): after
-        # thinking_transfers (whose unsigned thinking it then sees); it drops parts, so before
-        # no_empty_content.
         *bedrock_thinking_rules(),
-        # --- reasoning items without a following output item (_rules_reasoning): after
-        # thinking_transfers; it can drop parts, so before no_empty_content.
         *reasoning_rules(),
-        *[rule for rule in shape[emptied:] if rule.name != "alternating_roles"],
-        # --- turns the wire does not see (_rules_turns): requests and responses of parts the release
-        # never sends, a first request without a user turn, Gemini's function call position.
+        *shape_rules(),
         *turn_rules(),
-        # --- Bedrock's non-Claude models take nothing beside tool results in a turn
-        # (_rules_results_alone): after results_first and the turn rules; the response it adds sits
-        # between two requests, so alternation is unchanged.
         *results_alone_rules(),
-        *[rule for rule in shape if rule.name == "alternating_roles"],
-        # --- where OpenAI Chat and Mistral put the instructions (_rules_instructions): last, since it
-        # counts the wire messages every other rule may drop, merge or reorder.
         *instructions_rules(),
     )
-
-
-def _shape_rules() -> tuple[ProfileRule, ...]:
-    from .rules import native, shape
-
-    return (
-        ProfileRule(
-            "native_calls_paired",
-            native.NATIVE_CALLS_APIS,
-            "Anthropic server_tool_use_without_result: a native call needs its result block in the same "
-            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
-            "after",
-            native.native_calls_paired,
-            native.detect_native_calls_paired,
-            native.NATIVE_CALL_WORDING,
-        ),
-        ProfileRule(
-            "thinking_transfers",
-            native.THINKING_APIS,
-            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
-            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
-            "after",
-            native.thinking_transfers,
-            native.detect_thinking_transfers,
-            native.THINKING_WORDING,
-        ),
-        ProfileRule(
-            "no_empty_content",
-            shape.NO_EMPTY_CONTENT_APIS,
-            "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
-            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls",
-            "after",
-            shape.no_empty_content,
-            shape.detect_no_empty_content,
-            shape.EMPTY_WORDING,
-        ),
-        ProfileRule(
-            "starts_with_user",
-            shape.STARTS_WITH_USER_APIS,
-            "the first turn must be the user's: Anthropic first_message_user (unverified), Bedrock "
-            "start_with_user (verified), Gemini (GoogleModel opens with an empty user text)",
-            "after",
-            shape.starts_with_user,
-            shape.detect_starts_with_user,
-            shape.FIRST_USER_WORDING,
-        ),
-        ProfileRule(
-            "agent_accepts_opening",
-            frozenset(shape.AGENT_OPENING_WORDING),
-            "1.21.0's Agent raises UserError 'Message history cannot start with a `ModelResponse`' for every "
-            "provider (1.20.0 and 1.22.0 do not): there the fixed prompt goes first, as starts_with_user does",
-            "after",
-            shape.agent_accepts_opening,
-            shape.detect_agent_accepts_opening,
-            shape.AGENT_OPENING_WORDING,
-        ),
-        ProfileRule(
-            "results_first",
-            shape.RESULTS_FIRST_APIS,
-            "tool results first in a request: Anthropic tool_result_first, Bedrock tool_results_first, "
-            "OpenAI Chat and Mistral (a user message between calls and tool messages); serializers up to "
-            "2.30 keep part order",
-            "after",
-            shape.results_first,
-            shape.detect_results_first,
-            shape.RESULTS_FIRST_WORDING,
-        ),
-        ProfileRule(
-            "alternating_roles",
-            shape.ALTERNATION_APIS,
-            "Bedrock alternate_roles (verified): user and assistant turns alternate; Gemini "
-            "function_call_turn_position (verified): a function call turn follows a user turn",
-            "after",
-            shape.alternating_roles,
-            shape.detect_alternating_roles,
-            shape.ALTERNATION_WORDING,
-        ),
-    )
+    by_name = {rule.name: rule for rule in every}
+    names = [name for name, _ in ORDER]
+    if sorted(names) != sorted(by_name) or len(by_name) != len(every):
+        raise RuntimeError(f"ORDER and the rule modules disagree: {sorted(set(names) ^ set(by_name))}")
+    return tuple(by_name[name] for name in names)
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.

@@ -6,10 +6,23 @@ from the installed source without importing pydantic-ai.
 
 from __future__ import annotations
 
-from .installed import NEWEST_TESTED, parse
-from .switches import UPSTREAM_CURRENT_SINCE
+from packaging.version import Version
 
-__all__ = ["choose_backend"]
+from .installed import NEWEST_TESTED, parse
+
+__all__ = ["UPSTREAM_CURRENT_SINCE", "choose_backend", "upstream_is_current"]
+
+#: ``repair_messages`` exists from 2.53.0 but matches the newest behaviour only from 2.60.0:
+#: 2.53-2.54 synthesize duplicate ids non-idempotently (FIFO matching arrived in 2.55.0),
+#: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
+#: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
+#: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
+UPSTREAM_CURRENT_SINCE = Version("2.60.0")
+
+
+def upstream_is_current(version: Version | None, has_repair_messages: bool) -> bool:
+    """Whether the installed ``repair_messages`` behaves as the newest one: the rule ``auto`` follows."""
+    return has_repair_messages and version is not None and version >= UPSTREAM_CURRENT_SINCE
 
 
 def choose_backend(version_string: str, has_repair_messages: bool, forced: str = "") -> tuple[str, str]:
@@ -17,7 +30,8 @@ def choose_backend(version_string: str, has_repair_messages: bool, forced: str =
     version = parse(version_string)
     if forced:
         return forced, f"forced by HISTFIX_BACKEND={forced}"
-    if has_repair_messages and version is not None and version >= UPSTREAM_CURRENT_SINCE:
+    if upstream_is_current(version, has_repair_messages):
+        assert version is not None  # for mypy: upstream_is_current says so
         reason = f"pydantic-ai {version_string} has repair_messages with the newest behaviour (>= {UPSTREAM_CURRENT_SINCE})"
         if version > NEWEST_TESTED:
             reason += f"; newer than the newest release histfix was measured on ({NEWEST_TESTED})"

@@ -1,4 +1,4 @@
-"""How the switches declared in :mod:`histfix._compat` are detected on the imported pydantic-ai."""
+"""How the switches declared in :mod:`.switches` are detected on the imported pydantic-ai."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import functools
 import inspect
 from typing import Any
 
-from . import switches as _compat
+from .backend import upstream_is_current
 from .installed import VERSION, pydantic_ai_messages
 from .probes import field_names, part_value_kept
 
-__all__ = ["DETECTED", "features", "switches"]
-
-#: The names :func:`switches` detects: exactly those ``_compat`` declares without a value.
-DETECTED = frozenset(_compat.__annotations__)
+__all__ = ["features", "switches"]
 
 
 @functools.cache
@@ -29,9 +26,7 @@ def switches() -> dict[str, Any]:
     has_repair = callable(getattr(messages, "repair_messages", None))
     return {
         "HAS_REPAIR_MESSAGES": has_repair,
-        "UPSTREAM_REPAIR_IS_CURRENT": has_repair
-        and VERSION is not None
-        and VERSION >= _compat.UPSTREAM_CURRENT_SINCE,
+        "UPSTREAM_REPAIR_IS_CURRENT": upstream_is_current(VERSION, has_repair),
         "RETURN_HAS_OUTCOME": "outcome" in returns,
         "OUTCOME_INTERRUPTED": "interrupted" in outcomes,
         "RETURN_HAS_TOOL_KIND": "tool_kind" in returns,

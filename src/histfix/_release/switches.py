@@ -2,8 +2,8 @@
 
 Each entry names the release that introduced what it switches on. Presence is detected
 (attributes, dataclass fields, a ``Literal``'s values, a probe load); a release number is compared
-only for behaviour that changed under an unchanged name (``UPSTREAM_CURRENT_SINCE``). The detected
-values are computed by :mod:`histfix._detect` on first access to any of them, which imports
+only for behaviour that changed under an unchanged name (the rule in :mod:`.backend` too). The detected
+values are computed by :mod:`.detect` on first access to any of them, which imports
 ``pydantic_ai.messages``; ``import histfix`` never does.
 """
 
@@ -20,6 +20,7 @@ __all__ = [
     "ARGS_AS_DICT_TOLERATES_INVALID",
     "BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE",
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
+    "DETECTED",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
     "INSTRUCTIONS_AT_SYSTEM_COUNT",
@@ -37,7 +38,6 @@ __all__ = [
     "RUN_REPAIR_DICT_MATCHING",
     "THINKING_SENT_SINCE",
     "TOOL_AVAILABILITY_DELTA",
-    "UPSTREAM_CURRENT_SINCE",
     "UPSTREAM_REPAIR_IS_CURRENT",
     "agent_refuses_response_first",
     "bedrock_sends_only_own_thinking",
@@ -54,13 +54,6 @@ __all__ = [
 ]
 
 # --- compared by version: the same name, different behaviour -----------------------------------------
-
-#: ``repair_messages`` exists from 2.53.0 but matches the newest behaviour only from 2.60.0:
-#: 2.53-2.54 synthesize duplicate ids non-idempotently (FIFO matching arrived in 2.55.0),
-#: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
-#: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
-#: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
-UPSTREAM_CURRENT_SINCE = Version("2.60.0")
 
 #: ``infer_model("openai:...")`` builds ``OpenAIResponsesModel`` from 2.0.0 and ``OpenAIChatModel``
 #: before it: ``provider="openai"`` names the API the installed release sends ``openai:`` models to.
@@ -118,11 +111,11 @@ BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE = Version("1.0.3")
 #: provider sweep on 1.21.0; issue 10, _rules_shape.agent_accepts_opening).
 AGENT_REFUSES_RESPONSE_FIRST = (Version("1.21.0"), Version("1.22.0"))
 
-# --- detected on first access (declared here, assigned by _detect) ------------------------------------
+# --- detected on first access (declared here, assigned by .detect) ------------------------------------
 
 #: ``pydantic_ai.messages.repair_messages``: public repair, first in 2.53.0.
 HAS_REPAIR_MESSAGES: bool
-#: ``repair_messages`` is present and the release is at least ``UPSTREAM_CURRENT_SINCE`` (2.60.0).
+#: ``repair_messages`` is present and matches the newest behaviour (:mod:`.backend`'s rule).
 UPSTREAM_REPAIR_IS_CURRENT: bool
 #: ``ToolReturnPart.outcome``: first in 1.67.0.
 RETURN_HAS_OUTCOME: bool
@@ -156,6 +149,9 @@ ARGS_AS_DICT_TOLERATES_INVALID: bool
 #: stored and Mistral rejects every id that is not nine letters or digits (code 3280; issue 10):
 #: the Mistral profile renames ids only there.
 PROFILE_FITS_TOOL_CALL_IDS: bool
+
+#: The names :func:`.detect.switches` detects: exactly those declared above without a value.
+DETECTED = frozenset(__annotations__)
 
 # --- probed per value (where a whole release range cannot be named in advance) ------------------------
 
@@ -260,7 +256,7 @@ def responses_native_calls_sent() -> bool:  # issue 10: what can follow a reason
 
 def __getattr__(name: str) -> Any:
     """Detect the declared switches on first access to any of them (PEP 562)."""
-    from .detect import DETECTED, switches
+    from .detect import switches
 
     if name in DETECTED:
         detected = switches()

@@ -23,14 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, preview, problem
 from ..targets import ProviderTarget, bedrock_claude
 from .native import THINKING_WORDING, thinking_origin
-from .shape import preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "BEDROCK_THINKING_APIS",
@@ -156,8 +154,6 @@ def detect_bedrock_thinking_signed(history: Sequence[ModelMessage], target: Prov
 
 def bedrock_thinking_rules() -> tuple[ProfileRule, ...]:
     """This module's rule (before no_empty_content, which drops a response it empties)."""
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "bedrock_thinking_signed",

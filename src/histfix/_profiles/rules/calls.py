@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
 from ..._records.problems import Problem, ProblemKind
+from ..rule import Detect, Fix, ProfileRule
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..registry import Detect, Fix, ProfileRule
     from .call_ids import Renamed, Renames
     from .call_results import Misplaced
 
@@ -576,8 +576,6 @@ def _rule(
 
     def only_where_enforced(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
         return detect(history, target) if apis & set(target.apis) else []
-
-    from ..registry import ProfileRule  # here, not at import: _profiles imports this module
 
     only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__
     return ProfileRule(name, apis, why, stage, fix, only_where_enforced, wording)

@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, preview
 from ..targets import ProviderTarget
-from .shape import preview
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "FILES_NEVER_SENT_APIS",
@@ -173,8 +171,6 @@ def detect_response_files_sendable(history: Sequence[ModelMessage], target: Prov
 
 def file_rules() -> tuple[ProfileRule, ...]:
     """This module's rules in pass order (before no_empty_content, which drops a response it empties)."""
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "response_files_sendable",

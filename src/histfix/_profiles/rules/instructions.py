@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, preview
 from ..targets import PROVIDER_APIS, ProviderTarget
-from .shape import preview
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "INSTRUCTIONS_APIS",
@@ -167,8 +165,6 @@ def detect_instructions_placed(history: Sequence[ModelMessage], target: Provider
 
 def instructions_rules() -> tuple[ProfileRule, ...]:
     """This module's rule (after the turn rules, which can drop what it counts)."""
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "instructions_placed",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, preview, problem
 from ..targets import ProviderTarget
-from .shape import preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -268,3 +268,29 @@ def detect_thinking_transfers(history: Sequence[ModelMessage], target: ProviderT
         for at, part in enumerate(message.parts)
         if _foreign(part, message, target, ThinkingPart)
     ]
+
+
+def native_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules: native calls paired, then thinking that can be sent where it goes."""
+    return (
+        ProfileRule(
+            "native_calls_paired",
+            NATIVE_CALLS_APIS,
+            "Anthropic server_tool_use_without_result: a native call needs its result block in the same "
+            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "after",
+            native_calls_paired,
+            detect_native_calls_paired,
+            NATIVE_CALL_WORDING,
+        ),
+        ProfileRule(
+            "thinking_transfers",
+            THINKING_APIS,
+            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
+            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
+            "after",
+            thinking_transfers,
+            detect_thinking_transfers,
+            THINKING_WORDING,
+        ),
+    )

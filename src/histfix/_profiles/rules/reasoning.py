@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, preview, problem
 from ..targets import ProviderTarget
-from .shape import preview, problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "REASONING_APIS",
@@ -210,8 +208,6 @@ def detect_reasoning_followed(history: Sequence[ModelMessage], target: ProviderT
 
 def reasoning_rules() -> tuple[ProfileRule, ...]:
     """This module's rule (after thinking_transfers, before no_empty_content)."""
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "reasoning_followed",

@@ -24,13 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import ProfileRule, problem
 from ..targets import ProviderTarget, bedrock_claude
-from .shape import problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "RESULTS_ALONE_APIS",
@@ -234,8 +232,6 @@ def detect_tool_results_alone(history: Sequence[ModelMessage], target: ProviderT
 
 
 def results_alone_rules() -> tuple[ProfileRule, ...]:
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "tool_results_alone",

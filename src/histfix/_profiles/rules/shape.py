@@ -8,21 +8,29 @@ Whatever a pass removes is reported with its content in ``Change.preview``. Word
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..._records.problems import Problem, ProblemKind
+from ..._records.problems import Problem
+from ..rule import (
+    STARTER_PROMPT,
+    ProfileRule,
+    preview,
+    problem,
+    renormalized,
+    replaced,
+    starter_prompt,
+    with_starter_prompt,
+)
 from ..targets import PROVIDER_APIS, ProviderTarget
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 __all__ = [
     "AGENT_OPENING_WORDING",
-    "STARTER_PROMPT",
     "agent_accepts_opening",
     "alternating_roles",
     "detect_agent_accepts_opening",
@@ -34,13 +42,6 @@ __all__ = [
     "results_first",
     "starts_with_user",
 ]
-
-#: The user prompt a profile puts before a history that starts with the model's response (a slice
-#: of a longer conversation, or a history whose first request held only an orphaned result).
-#: Anthropic, Bedrock and Gemini need the first turn from the user; inserting this keeps the
-#: model's text, where dropping the response would lose it. Fixed, so a re-run recognizes it
-#: (the history then starts with a user turn) and never inserts it twice.
-STARTER_PROMPT = "(The earlier part of this conversation is not included.)"
 
 # --- the providers' own words (copied from the emulator rules, from providers.md) ---------------------
 
@@ -96,53 +97,6 @@ STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
 NO_EMPTY_CONTENT_APIS = frozenset(EMPTY_WORDING)
 RESULTS_FIRST_APIS = frozenset(RESULTS_FIRST_WORDING)
 ALTERNATION_APIS = frozenset(ALTERNATION_WORDING)
-
-_PREVIEW = 200
-
-
-def preview(content: object) -> str:
-    """What a removed thing held, on one line (long content is cut at 200 characters)."""
-    text = content if isinstance(content, str) else repr(content)
-    text = " ".join(text.split()) if text.strip() else repr(text)
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
-
-
-def problem(
-    kind: ProblemKind,
-    wording: dict[str, str],
-    target: ProviderTarget,
-    *,
-    at: int,
-    description: str,
-    apis: frozenset[str] | None = None,
-    **fill: object,
-) -> Problem:
-    """A Problem rejected by the target's APIs that enforce the rule (``apis``, by default the keys of
-    ``wording``), worded as the first of them (None where that API's wording is not documented)."""
-    enforcing = frozenset(wording) if apis is None else apis
-    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in enforcing)
-    found = wording.get(rejected_by[0]) if rejected_by else None
-    error = found.format(**fill) if found is not None else None
-    return Problem(kind, at, None, None, None, description, rejected_by, error)
-
-
-def _replace(message: Any, **changes: Any) -> Any:
-    """A copy of a message or part with other field values, through its own constructor."""
-    return dataclasses.replace(message, **changes)
-
-
-def starter_prompt(response: ModelResponse) -> UserPromptPart:
-    """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
-    from pydantic_ai.messages import UserPromptPart
-
-    return UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
-
-
-def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
-    """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
-    fixed: ModelRequest = _replace(request, parts=[*request.parts, starter_prompt(response)])
-    return fixed
-
 
 # --- starts_with_user ---------------------------------------------------------------------------------
 
@@ -256,7 +210,7 @@ def _request_without_blanks(request: ModelRequest, target: ProviderTarget) -> tu
         removed.extend(preview(item) for item, gone in zip(items, blank, strict=True) if gone)
         rest = [item for item, gone in zip(items, blank, strict=True) if not gone]
         if rest:  # a multimodal prompt keeps its files and its other text
-            kept.append(_replace(part, content=rest))
+            kept.append(replaced(part, content=rest))
     return kept, removed
 
 
@@ -324,7 +278,7 @@ def no_empty_content(
         # Bedrock: BedrockModel sends instructions='' as an empty system text block, which boto3
         # refuses before sending ('Invalid length for parameter system[0].text')
         if "bedrock" in target.apis and isinstance(message, ModelRequest) and message.instructions == "":
-            message = _replace(message, instructions=None)  # noqa: PLW2901 (the copy replaces it)
+            message = replaced(message, instructions=None)  # noqa: PLW2901 (the copy replaces it)
             changes.append(Change("dropped_empty", index, "dropped empty instructions ('')", preview=""))
         if isinstance(message, ModelRequest):
             parts, removed = _request_without_blanks(message, target)
@@ -349,23 +303,13 @@ def no_empty_content(
             )
             dropped_message = True
             continue
-        fixed.append(_replace(message, parts=parts) if removed else message)
+        fixed.append(replaced(message, parts=parts) if removed else message)
     if not changes:
         return history, []  # the blank string was in a part this rule leaves alone
     if dropped_message:
-        fixed, found = _renormalized(fixed)
+        fixed, found = renormalized(fixed)
         changes.extend(found)
     return fixed, changes
-
-
-def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
-    """The default repair's merges for messages a drop made neighbours (two requests, or two
-    responses no provider produced), so that a re-run's default repair finds nothing to do.
-    ``repair_last_response=False``: the default repair already closed every call it would close."""
-    from ..._repair.report import repair_with_changes
-
-    report = repair_with_changes(history, repair_last_response=False)
-    return (report.messages, list(report.changes)) if report.changes else (history, [])
 
 
 def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
@@ -444,7 +388,7 @@ def results_first(
         if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
                 fixed = list(history)
-            fixed[index] = _replace(message, parts=sorted(message.parts, key=not_result))
+            fixed[index] = replaced(message, parts=sorted(message.parts, key=not_result))
             changes.append(
                 Change("moved_parts", index, "moved the tool results before the request's other parts")
             )
@@ -499,7 +443,7 @@ def alternating_roles(
     for index, message in enumerate(history):
         previous = fixed[-1] if fixed else None
         if isinstance(message, ModelResponse) and isinstance(previous, ModelResponse):
-            fixed[-1] = _replace(previous, parts=[*previous.parts, *message.parts])
+            fixed[-1] = replaced(previous, parts=[*previous.parts, *message.parts])
             run.append(index)
             continue
         _close_run(run, changes)
@@ -546,3 +490,60 @@ def detect_alternating_roles(history: Sequence[ModelMessage], target: ProviderTa
             )
         )
     return found
+
+
+def shape_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules (their place among the other modules' is the registry's)."""
+    return (
+        ProfileRule(
+            "no_empty_content",
+            NO_EMPTY_CONTENT_APIS,
+            "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
+            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls",
+            "after",
+            no_empty_content,
+            detect_no_empty_content,
+            EMPTY_WORDING,
+        ),
+        ProfileRule(
+            "starts_with_user",
+            STARTS_WITH_USER_APIS,
+            "the first turn must be the user's: Anthropic first_message_user (unverified), Bedrock "
+            "start_with_user (verified), Gemini (GoogleModel opens with an empty user text)",
+            "after",
+            starts_with_user,
+            detect_starts_with_user,
+            FIRST_USER_WORDING,
+        ),
+        ProfileRule(
+            "agent_accepts_opening",
+            frozenset(AGENT_OPENING_WORDING),
+            "1.21.0's Agent raises UserError 'Message history cannot start with a `ModelResponse`' for every "
+            "provider (1.20.0 and 1.22.0 do not): there the fixed prompt goes first, as starts_with_user does",
+            "after",
+            agent_accepts_opening,
+            detect_agent_accepts_opening,
+            AGENT_OPENING_WORDING,
+        ),
+        ProfileRule(
+            "results_first",
+            RESULTS_FIRST_APIS,
+            "tool results first in a request: Anthropic tool_result_first, Bedrock tool_results_first, "
+            "OpenAI Chat and Mistral (a user message between calls and tool messages); serializers up to "
+            "2.30 keep part order",
+            "after",
+            results_first,
+            detect_results_first,
+            RESULTS_FIRST_WORDING,
+        ),
+        ProfileRule(
+            "alternating_roles",
+            ALTERNATION_APIS,
+            "Bedrock alternate_roles (verified): user and assistant turns alternate; Gemini "
+            "function_call_turn_position (verified): a function call turn follows a user turn",
+            "after",
+            alternating_roles,
+            detect_alternating_roles,
+            ALTERNATION_WORDING,
+        ),
+    )

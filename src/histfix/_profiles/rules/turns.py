@@ -13,7 +13,6 @@ when nothing applies, and reports what it moves or drops with its content.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 from itertools import compress
@@ -21,13 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.problems import Problem
+from ..rule import STARTER_PROMPT, ProfileRule, preview, problem, renormalized, replaced, with_starter_prompt
 from ..targets import ProviderTarget
-from .shape import STARTER_PROMPT, preview, problem, with_starter_prompt
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-    from ..registry import ProfileRule
 
 __all__ = [
     "detect_opens_with_user_turn",
@@ -175,18 +172,6 @@ def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, cached: 
     )
 
 
-def _replace(message: Any, **changes: Any) -> Any:
-    return dataclasses.replace(message, **changes)
-
-
-def _renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
-    """The default repair's merges for neighbours a drop made (so a re-run finds nothing to do)."""
-    from ..._repair.report import repair_with_changes
-
-    report = repair_with_changes(history, repair_last_response=False)
-    return (report.messages, list(report.changes)) if report.changes else (history, [])
-
-
 # --- responses_send_something -------------------------------------------------------------------------
 
 
@@ -227,7 +212,7 @@ def responses_send_something(
             fixed.extend(_joined(history, run, anchors, changes))
         index = end
     if dropped:
-        fixed, found = _renormalized(fixed)
+        fixed, found = renormalized(fixed)
         changes.extend(found)
     return fixed, changes
 
@@ -248,7 +233,7 @@ def _joined(
     return [
         history[anchor]
         if len(parts) == len(history[anchor].parts)
-        else _replace(history[anchor], parts=parts)
+        else replaced(history[anchor], parts=parts)
         for anchor, parts in groups.items()
     ]
 
@@ -382,10 +367,10 @@ def requests_send_something(
             )
             if index > first and last_request is not None:
                 earlier = fixed[last_request]
-                fixed[last_request] = _replace(earlier, parts=[*earlier.parts, *message.parts])
+                fixed[last_request] = replaced(earlier, parts=[*earlier.parts, *message.parts])
             continue
         if index == first and leading:
-            message = _replace(message, parts=[*leading, *message.parts])  # noqa: PLW2901
+            message = replaced(message, parts=[*leading, *message.parts])  # noqa: PLW2901
         if message.kind == "request":
             last_request = len(fixed)
         fixed.append(message)
@@ -476,8 +461,6 @@ def detect_opens_with_user_turn(history: Sequence[ModelMessage], target: Provide
 def turn_rules() -> tuple[ProfileRule, ...]:
     """This module's rules in pass order: unsent requests, then responses (either can make two responses
     neighbours: alternating_roles, after them, merges those for Bedrock and Gemini), then the opening turn."""
-    from ..registry import ProfileRule
-
     return (
         ProfileRule(
             "requests_send_something",
