@@ -16,12 +16,12 @@ import histfix
 from emulators import PROVIDER_APIS as EMULATED_APIS
 from histfix._profiles import targets as _providers
 from histfix._profiles.rules import call_ids as _call_ids
-from histfix._profiles.scan import Survey, call_id_facts, remember_pairing, survey
+from histfix._profiles.scan import Scan, Survey
 from histfix._repair.folding import with_parts
 from histfix._repair.pairing import pair
 
 from corpus import CASES
-from dsl import call, load, loadable, req, resp, ret, system, text, user
+from dsl import call, load, loadable, req, resp, ret, text, user
 from generate import random_conversation, random_history
 
 
@@ -69,7 +69,7 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         every_id = {
             part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
         }
-        assert _call_ids.all_ids(list(history)) == every_id
+        assert _call_ids.all_ids(list(history), Scan()) == every_id
 
 
 def test_the_pairing_walk_sees_the_calls_a_plain_loop_reads() -> None:
@@ -87,32 +87,32 @@ def test_the_pairing_walk_sees_the_calls_a_plain_loop_reads() -> None:
             for part in message.parts
         )
         assert pairing.toolless_retry == toolless
-        mine = list(history)
-        remember_pairing(mine, pairing)
-        from_pairing = call_id_facts(mine)
-        from_survey = call_id_facts(list(history))  # another list: read from its survey
+        mine, scan = list(history), Scan()
+        scan.remember_pairing(mine, pairing)
+        from_pairing = scan.call_id_facts(mine)
+        from_survey = scan.call_id_facts(list(history))  # another list: read from its survey
         assert from_pairing == from_survey
         assert from_pairing.reused == (len(set(ids)) != len(ids))
 
 
 def test_the_pairing_is_kept_for_the_same_list_only() -> None:
     history = load([req(user("q")), resp(call("f", "a"), call("f", "a"))])
-    mine = list(history)
-    remember_pairing(mine, pair(load([req(user("q")), resp(call("f", "b"))]), True))  # another's
-    assert call_id_facts(mine).ids == {"b"}  # trusted for that very list object...
-    assert call_id_facts(list(mine)) == (False, True, {"a"})  # ...and no other
+    mine, scan = list(history), Scan()
+    scan.remember_pairing(mine, pair(load([req(user("q")), resp(call("f", "b"))]), True))  # another's
+    assert scan.call_id_facts(mine).ids == {"b"}  # trusted for that very list object...
+    assert scan.call_id_facts(list(mine)) == (False, True, {"a"})  # ...and no other
     mine.append(history[0])  # nor the same list changed in place
-    assert call_id_facts(mine) == (False, True, {"a"})
+    assert scan.call_id_facts(mine) == (False, True, {"a"})
 
 
 def test_the_survey_is_kept_for_the_same_list_only() -> None:
     history = load([req(user("q")), resp(call("f", "a"))])
-    mine = list(history)
-    assert survey(mine) is survey(mine)
-    assert survey(list(mine)) is not survey(mine)
-    assert survey(mine, cached=False) is not survey(mine)
+    mine, scan = list(history), Scan()
+    assert scan.survey(mine) is scan.survey(mine)
+    assert scan.survey(list(mine)) is not scan.survey(mine)
+    assert Scan().survey(mine) is not scan.survey(mine)  # a scan's facts are its run's alone
     mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
-    assert len(survey(mine).lens) == 3
+    assert len(scan.survey(mine).lens) == 3
 
 
 def part_samples() -> list[object]:
@@ -200,7 +200,7 @@ def test_a_clean_history_comes_back_equal_and_as_a_new_list(provider: str) -> No
 def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool) -> None:
     """The profile runner skips the misplaced-result walk of the default repair's output when the
     repair's pairing found no duplicate or late result in its input
-    (``_call_results.remember_results_in_place``): the repair must never make one. Checked on every
+    (``Scan.remember_results_in_place``): the repair must never make one. Checked on every
     history (a third of them at least qualify)."""
     from histfix._profiles.rules.call_results import misplaced_results
     from histfix._repair.walk import repair_walk
@@ -226,29 +226,15 @@ def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
     walked = []
     real = _call_results.misplaced_results
     monkeypatch.setattr(_call_results, "misplaced_results", lambda h: walked.append(h) or real(h))
-    try:
-        _call_results.remember_results_in_place(late)
-        assert _call_results.misplaced_for_pass(list(late)) == [] and walked == []  # taken: no walk
-        _call_results.remember_results_in_place(late[:3])
-        assert [m.kind for m in _call_results.misplaced_for_pass(late)] == ["late"]  # other messages
-        _call_results.remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
-        assert [m.kind for m in _call_results.misplaced_for_pass(list(late))] == ["late"]
-        assert len(walked) == 2
-    finally:
-        _call_results.forget_results_in_place()
-
-
-def test_a_profile_repair_holds_no_history_after_it_returns() -> None:
-    """The runner forgets the repaired list it marked (``remember_results_in_place``) once its
-    passes are done, also when a pass raises: no history stays alive in the module."""
-    from histfix._profiles.rules import call_results as _call_results
-
-    history = load([req(user("q")), resp(call("f", "a"), at=1), req(ret("f", "a")), resp(text("t"), at=2)])
-    histfix.repair(history, provider="anthropic")
-    assert _call_results._in_place is None
-    with pytest.raises(ValueError, match="nothing in this history can be sent"):
-        histfix.repair(load([req(system("only a system prompt"))]), provider="anthropic")
-    assert _call_results._in_place is None
+    scan = Scan()
+    scan.remember_results_in_place(late)
+    assert _call_results.misplaced_for_pass(list(late), scan) == [] and walked == []  # taken: no walk
+    assert [m.kind for m in _call_results.misplaced_for_pass(list(late), Scan())] == ["late"]  # not told
+    scan.remember_results_in_place(late[:3])
+    assert [m.kind for m in _call_results.misplaced_for_pass(late, scan)] == ["late"]  # other messages
+    scan.remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
+    assert [m.kind for m in _call_results.misplaced_for_pass(list(late), scan)] == ["late"]
+    assert len(walked) == 3
 
 
 def _profile_outputs(history: list[pai.ModelMessage], provider: str, last: bool) -> object:

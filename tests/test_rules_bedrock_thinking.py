@@ -16,6 +16,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._profiles.rules.bedrock_thinking import detect_bedrock_thinking_signed
+from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
 from histfix._release import switches as _compat
 
@@ -91,8 +92,10 @@ def test_a_response_of_only_refused_thinking_goes_with_it() -> None:
 
 
 def test_check_words_each_refusal_as_bedrock_does() -> None:
-    unsigned = detect_bedrock_thinking_signed(_history(None, "bedrock"), resolve_provider(CLAUDE))
-    foreign = detect_bedrock_thinking_signed(_history("gAAAAAB", "openai"), resolve_provider("bedrock"))
+    unsigned = detect_bedrock_thinking_signed(_history(None, "bedrock"), resolve_provider(CLAUDE), Scan())
+    foreign = detect_bedrock_thinking_signed(
+        _history("gAAAAAB", "openai"), resolve_provider("bedrock"), Scan()
+    )
     if not SENDS_EVERY_THINKING:
         assert unsigned == foreign == []
         return
@@ -108,4 +111,4 @@ def test_check_words_each_refusal_as_bedrock_does() -> None:
     (invalid,) = foreign
     assert invalid.kind == "foreign_signature"
     assert invalid.provider_error == "messages.1.content.0: Invalid signature in thinking block"
-    assert detect_bedrock_thinking_signed(_history(None, "bedrock"), resolve_provider(LLAMA)) == []
+    assert detect_bedrock_thinking_signed(_history(None, "bedrock"), resolve_provider(LLAMA), Scan()) == []

@@ -22,6 +22,7 @@ from emulators import openai_chat as em_openai_chat
 from histfix._profiles.registry import rules_for
 from histfix._profiles.rules.call_results import classified, misplaced_results
 from histfix._profiles.rules.calls import call_rules
+from histfix._profiles.scan import Scan
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
 from histfix._release import switches as _compat
 
@@ -263,7 +264,7 @@ def test_a_request_left_empty_is_removed_and_synthetic_neighbours_merge_as_repai
         ]
     )
     # The pass alone (the profile's shape rules then deal with an empty last request):
-    out, _ = RULES["results_follow_their_call"].fix(histfix.repair(last), resolve_provider("bedrock"))
+    out, _ = RULES["results_follow_their_call"].fix(histfix.repair(last), resolve_provider("bedrock"), Scan())
     tail = out[-1]
     assert (
         isinstance(tail, pai.ModelRequest) and tail.parts == []
@@ -293,7 +294,7 @@ def test_truncated_args_are_kept_whole_where_the_release_cannot_send_them() -> N
 def detected(history: list[pai.ModelMessage], provider: str, rule: str) -> list[histfix.Problem]:
     found = RULES[rule].detect
     assert found is not None
-    return found(history, resolve_provider(provider))
+    return found(history, resolve_provider(provider), Scan())
 
 
 def test_detect_words_problems_as_the_emulators_do() -> None:
@@ -427,7 +428,7 @@ def test_after_a_profile_no_result_is_misplaced_and_detect_finds_nothing(provide
         assert misplaced_results(out) == [], name
         for rule in CALL_RULES:
             if rule.detect is not None and set(target.apis) & rule.apis:
-                assert rule.detect(out, target) == [], (name, rule.name)
+                assert rule.detect(out, target, Scan()) == [], (name, rule.name)
         if provider == "anthropic":
             assert_paired_on_the_wire(out)
 

@@ -17,6 +17,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._profiles.rules import turns
+from histfix._profiles.scan import Scan
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
 from histfix._release import switches as _compat
 
@@ -71,7 +72,7 @@ def test_a_response_of_only_native_parts_alone_is_dropped_and_reported(api: str)
     report = histfix.repair_report(load(NATIVE_ALONE), provider=api)
     assert shape(report.messages) == [["user-prompt", "user-prompt"], ["text"]]
     assert any("web_search" in str(change) for change in report.changes)
-    fixed, changes = turns.responses_send_something(load(NATIVE_ALONE), resolve_provider(api))
+    fixed, changes = turns.responses_send_something(load(NATIVE_ALONE), resolve_provider(api), Scan())
     assert shape(fixed) == [["user-prompt", "user-prompt"], ["text"]]
     dropped = [change for change in changes if change.kind == "dropped_unsent"]
     assert len(dropped) == 1 and dropped[0].message_index == 1
@@ -82,16 +83,16 @@ def test_a_response_of_only_native_parts_alone_is_dropped_and_reported(api: str)
 @pytest.mark.parametrize("api", ["openai-responses", "mistral"])
 def test_apis_that_never_get_an_empty_message_keep_the_response(api: str) -> None:
     history = load(NATIVE_ALONE)
-    assert turns.responses_send_something(history, resolve_provider(api)) == (history, [])
+    assert turns.responses_send_something(history, resolve_provider(api), Scan()) == (history, [])
 
 
 def test_a_native_only_response_joins_the_response_beside_it_without_loss() -> None:
     history = load([req(user("q")), resp(native_call("web_search", "n1")), real(text("done"), at=2)])
-    fixed, changes = turns.responses_send_something(history, resolve_provider("openai-chat"))
+    fixed, changes = turns.responses_send_something(history, resolve_provider("openai-chat"), Scan())
     assert shape(fixed) == [["user-prompt"], ["builtin-tool-call", "text"]]
     assert [c.kind for c in changes] == ["merged_responses"] and changes[0].merged == (1, 2)
     after = load([req(user("q")), real(text("done"), at=2), resp(native_call("web_search", "n1"))])
-    fixed, _ = turns.responses_send_something(after, resolve_provider("bedrock"))
+    fixed, _ = turns.responses_send_something(after, resolve_provider("bedrock"), Scan())
     assert shape(fixed) == [["user-prompt"], ["text", "builtin-tool-call"]]
 
 
@@ -100,8 +101,8 @@ def test_gemini_keeps_googles_own_native_parts() -> None:
     history = load(
         [req(user("q")), resp(native_call("code_execution", "g1", provider="google")), req(user("more"))]
     )
-    assert turns.responses_send_something(history, resolve_provider("gemini")) == (history, [])
-    (found,) = turns.detect_responses_send_something(history, resolve_provider("openai-chat"))
+    assert turns.responses_send_something(history, resolve_provider("gemini"), Scan()) == (history, [])
+    (found,) = turns.detect_responses_send_something(history, resolve_provider("openai-chat"), Scan())
     assert found.kind == "empty_message" and found.rejected_by == ("openai-chat",)
     assert found.provider_error == "content or tool_calls must be set"
 
@@ -110,13 +111,13 @@ def test_thinking_alone_is_unsent_only_where_the_release_drops_it() -> None:
     """1.0.0's OpenAI Chat and Gemini serializers drop thinking (1.0.3+ send it); Bedrock sends it."""
     history = load([req(user("q")), resp(thinking("hmm")), req(user("next"))])
     for api in ("openai-chat", "gemini"):
-        fixed, changes = turns.responses_send_something(history, resolve_provider(api))
+        fixed, changes = turns.responses_send_something(history, resolve_provider(api), Scan())
         if _compat.thinking_sent():
             assert (fixed, changes) == (history, [])
         else:
             assert shape(fixed) == [["user-prompt", "user-prompt"]]
             assert changes[0].kind == "dropped_unsent" and "hmm" in str(changes[0])
-    assert turns.responses_send_something(history, resolve_provider("bedrock")) == (history, [])
+    assert turns.responses_send_something(history, resolve_provider("bedrock"), Scan()) == (history, [])
 
 
 # --- requests_send_something --------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def test_a_later_request_of_system_prompts_joins_the_request_before_it_on_gemini
         ["tool-return"],
     ]
     assert kinds(report) == ["moved_parts", "merged_responses"]
-    (found,) = turns.detect_requests_send_something(load(LATE_SYSTEM), resolve_provider("gemini"))
+    (found,) = turns.detect_requests_send_something(load(LATE_SYSTEM), resolve_provider("gemini"), Scan())
     assert found.message_index == 2 and found.provider_error == turns.EMPTY_REQUEST_WORDING["gemini"]
     assert "moved_parts" not in kinds(histfix.repair_report(load(LATE_SYSTEM), provider="anthropic"))
 
@@ -159,16 +160,16 @@ def test_a_leading_request_of_system_prompts_joins_the_first_user_turn_on_gemini
     """Kept apart (the default repair does not merge a request the profile left), 1.0.0 sends it as
     an empty user text; its system prompts go to the start of the first user turn."""
     history = load([req(system("sys"), instructions="be verbose"), req(user("q")), real(text("a"), at=2)])
-    fixed, changes = turns.requests_send_something(history, resolve_provider("gemini"))
+    fixed, changes = turns.requests_send_something(history, resolve_provider("gemini"), Scan())
     assert shape(fixed) == [["system-prompt", "user-prompt"], ["text"]]
     assert changes[0].kind == "moved_parts" and "be verbose" in str(changes[0])
-    assert turns.requests_send_something(fixed, resolve_provider("gemini")) == (fixed, [])
+    assert turns.requests_send_something(fixed, resolve_provider("gemini"), Scan()) == (fixed, [])
 
 
 def test_a_leading_request_of_system_prompts_is_left_to_starts_with_user() -> None:
     history = load([req(system("sys")), req(user("q")), real(text("a"), at=2)])
     fixed = histfix.repair(history, provider="gemini")
-    assert turns.requests_send_something(fixed, resolve_provider("gemini")) == (fixed, [])
+    assert turns.requests_send_something(fixed, resolve_provider("gemini"), Scan()) == (fixed, [])
 
 
 # --- opens_with_user_turn and nothing sendable (tool-availability deltas, 2.23.0+) --------------------
@@ -182,9 +183,9 @@ def test_a_first_request_of_a_system_prompt_and_a_delta_gets_the_starter_prompt(
     assert "inserted_prompt" in kinds(report)
     first = report.messages[0].parts
     assert isinstance(first[-1], pai.UserPromptPart) and first[-1].content == histfix.STARTER_PROMPT
-    (found,) = turns.detect_opens_with_user_turn(history, resolve_provider(api))
+    (found,) = turns.detect_opens_with_user_turn(history, resolve_provider(api), Scan())
     assert found.kind == "starts_with_response" and found.provider_error == turns.OPENING_WORDING[api]
-    assert turns.opens_with_user_turn(report.messages, resolve_provider(api)) == (report.messages, [])
+    assert turns.opens_with_user_turn(report.messages, resolve_provider(api), Scan()) == (report.messages, [])
 
 
 @needs_delta
@@ -244,7 +245,7 @@ def test_no_response_is_left_with_only_unsent_parts(name: str) -> None:
             turns.detect_responses_send_something,
             turns.detect_requests_send_something,
         ):
-            assert [found for found in detect(fixed, target) if found.rejected_by] == []
+            assert [found for found in detect(fixed, target, Scan()) if found.rejected_by] == []
 
 
 def _texts(history: list[pai.ModelMessage]) -> list[Any]:

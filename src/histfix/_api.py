@@ -194,7 +194,6 @@ def _profiled_report(
     changes, which ``repair`` would only log: the default repair then records none, and runs as
     one walk where that settles the input (the same output; the profiles' own changes stay).
     """
-    from ._profiles.rules.call_results import forget_results_in_place, remember_results_in_place
     from ._profiles.run import Settle, run_profile
     from ._release import switches as _compat
     from ._repair.forward import settled_with_ids
@@ -204,7 +203,7 @@ def _profiled_report(
 
     def default_repair(
         current: Sequence[ModelMessage], pairing: Pairing | None
-    ) -> tuple[list[ModelMessage], list[Change]]:
+    ) -> tuple[list[ModelMessage], list[Change], bool]:
         noted, notes = _noted(current, orphans)
         if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
             pairing = pair(noted, repair_last_response)
@@ -217,21 +216,17 @@ def _profiled_report(
         # Where upstream is current its output equals the walk's (tests/test_differential.py) on
         # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
         # then does upstream run too, so the profile starts from exactly what repair(h) returns.
+        in_place = not pairing.duplicates and not pairing.late
         if backend == "upstream" and (not _compat.UPSTREAM_REPAIR_IS_CURRENT or pairing.toolless_retry):
-            repaired = _upstream_repair(noted, repair_last_response)
-        elif not pairing.duplicates and not pairing.late:
-            remember_results_in_place(repaired)
-        return repaired, sorted([*notes, *found], key=lambda c: c.message_index)
+            repaired, in_place = _upstream_repair(noted, repair_last_response), False
+        return repaired, sorted([*notes, *found], key=lambda c: c.message_index), in_place
 
     settle: Settle | None = None
     if not changes_wanted and backend == "histfix" and orphans == "drop":  # the one walk is histfix's
         settle = lambda current: settled_with_ids(current, repair_last_response)  # noqa: E731
-    try:
-        messages, changes = run_profile(
-            history, target, default_repair, lambda current: pair(current, repair_last_response), settle
-        )
-    finally:
-        forget_results_in_place()  # the passes are done with it: hold no history alive
+    messages, changes = run_profile(
+        history, target, default_repair, lambda current: pair(current, repair_last_response), settle
+    )
     return RepairReport(messages, tuple(changes))
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._profiles.registry import rules_for
 from .._profiles.run import nothing_sendable
+from .._profiles.scan import Scan
 from .._profiles.targets import PROVIDER_APIS, ProviderTarget
 from .._records.parts import is_result
 from .._records.problems import Problem
@@ -228,15 +229,12 @@ def check_for(
     A finding reported twice (by the validator and a rule, or by rules for several APIs) is listed
     once, with every API that rejects it.
     """
-    from .._profiles.scan import pinned
-
     history = list(history)  # the detects' own list: one survey serves them all
-    with pinned(history):
-        return _check_for(history, target, problems)
+    return _check_for(history, target, problems, Scan(pinned=history))
 
 
 def _check_for(
-    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem], scan: Scan
 ) -> list[Problem]:
     wanted = set(target.apis)
     found: dict[tuple[object, ...], tuple[Problem, dict[str, str]]] = {}
@@ -252,7 +250,7 @@ def _check_for(
         wording = {api: text for api, text in rejections(history, problem).items() if api in wanted}
         if wording:
             add(problem, wording)
-    if history and nothing_sendable(history):
+    if history and nothing_sendable(history, scan):
         empty = {api: _say(f"{api}.empty") for api in _EMPTY_REJECTED_BY if api in wanted}
         if empty:
             description = (
@@ -263,7 +261,7 @@ def _check_for(
         for rule in rules_for(target, stage):
             if rule.detect is None:
                 continue
-            for problem in rule.detect(history, target):
+            for problem in rule.detect(history, target, scan):
                 apis = _ordered(wanted & set(problem.rejected_by or rule.apis))
                 if apis:
                     add(problem, _rule_wording(problem, dict(rule.wording), apis))

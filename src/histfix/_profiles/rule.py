@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._records.changes import Change
 from .._records.problems import Problem, ProblemKind
+from .scan import Scan
 from .targets import PROVIDER_APIS, ProviderTarget
 
 if TYPE_CHECKING:
@@ -32,10 +33,11 @@ __all__ = [
 ]
 
 #: A pass: the history (never mutated) -> the fixed history and what it changed. A pass that finds
-#: nothing to do returns the list it was given (the same object) and no changes.
-Fix = Callable[["list[ModelMessage]", ProviderTarget], "tuple[list[ModelMessage], list[Change]]"]
+#: nothing to do returns the list it was given (the same object) and no changes. The run's
+#: :class:`.scan.Scan` carries what earlier passes learned about the lists they handed on.
+Fix = Callable[["list[ModelMessage]", ProviderTarget, Scan], "tuple[list[ModelMessage], list[Change]]"]
 #: What a provider would reject in a history, one Problem per finding, worded as that provider words it.
-Detect = Callable[["Sequence[ModelMessage]", ProviderTarget], "list[Problem]"]
+Detect = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], "list[Problem]"]
 
 
 @dataclass(frozen=True)

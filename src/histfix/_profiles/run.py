@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .._records.changes import Change
 from .registry import rules_for
+from .scan import CallIdFacts, Scan
 from .targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -18,9 +19,11 @@ if TYPE_CHECKING:
 
 __all__ = ["nothing_sendable", "run_profile"]
 
-#: The default repair of a list, reusing ``pairing`` (made of that very list) when it is not None.
+#: The default repair of a list, reusing ``pairing`` (made of that very list) when it is not None:
+#: the repaired list, its changes, and whether it holds every result in place (no duplicate or late
+#: one: then the passes skip their walk for those).
 DefaultRepair = Callable[
-    ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change]]"
+    ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change], bool]"
 ]
 #: The default repair of a list in one walk, with the facts the passes read, or None where it cannot
 #: settle that list alone (``_forward.settled_with_ids``); it records no changes.
@@ -48,37 +51,35 @@ def run_profile(
     other than a system prompt): sent as it is, that is an empty conversation, which every API
     rejects far from the cause. An empty list is a new conversation, not a broken one: it stays [].
     """
-    from .rules.call_results import remember_results_in_place
-    from .scan import CallIdFacts, remember_call_ids, remember_pairing
-
+    scan = Scan()  # what the passes learn about the lists they hand on, for this run only
     current = paired = list(history)
     settled = None if settle is None else settle(paired)
     pairing: Pairing | None = None
     if settled is None:
         pairing = pair_input(paired)
-        remember_pairing(paired, pairing)
+        scan.remember_pairing(paired, pairing)
     else:
         ids = settled.ids
-        remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
+        scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
     changes: list[Change] = []
     for rule in rules_for(target, "before"):
-        current, found = rule.fix(current, target)
+        current, found = rule.fix(current, target, scan)
         changes.extend(found)
     if settled is not None and current is paired:
-        repaired, found = settled.messages, []
-        if settled.results_in_place:
-            remember_results_in_place(repaired)
+        repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
-        repaired, found = default_repair(current, pairing if current is paired else None)
+        repaired, found, in_place = default_repair(current, pairing if current is paired else None)
+    if in_place:
+        scan.remember_results_in_place(repaired)
     changes.extend(found)
     if found or len(repaired) != len(current) or not all(map(is_, repaired, current)):
         current = repaired
     # else: the same messages; going on with the list the before-stage surveyed keeps its survey
     # (a copy of the caller's list that nothing mutates, as ``repaired`` would be)
     for rule in rules_for(target, "after"):
-        current, found = rule.fix(current, target)
+        current, found = rule.fix(current, target, scan)
         changes.extend(found)
-    if history and nothing_sendable(current, cached=True):
+    if history and nothing_sendable(current, scan):
         raise ValueError(
             f"nothing in this history can be sent to {target.name}: it holds only system prompts, "
             "tool-availability deltas or response parts that provider's model class leaves out (no prompt, "
@@ -88,9 +89,9 @@ def run_profile(
     return current, changes
 
 
-def nothing_sendable(history: Sequence[ModelMessage], *, cached: bool = False) -> bool:
+def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """Whether no message holds anything but parts never sent as a turn: system prompts and
-    tool-availability deltas (an empty list counts as nothing). ``cached`` for the runner's lists."""
+    tool-availability deltas (an empty list counts as nothing)."""
     from .rules.turns import only_unsent_request_parts
 
-    return only_unsent_request_parts(history, cached=cached)
+    return only_unsent_request_parts(history, scan)

@@ -3,25 +3,19 @@
 Every profile repair runs every rule of its profile, and on a history with nothing to fix each
 rule's cost is its early exit. Reading a message's attributes is what costs (100k messages are
 100k scattered objects), so the facts the early exits need come from one survey, built with
-C-level pipelines (``map``/``compress``/``chain``, no Python loop per part), and kept for the last
-history surveyed: the passes of one profile run hand each other the same list object whenever
-they change nothing (and the runner hands the before-stage's list on when the default repair
-changed nothing). The list is checked by identity and length; the runner's lists are its own
-copies, which nothing mutates, so a later pass never sees stale facts. Facts only some passes need
-are computed on first use and kept in the survey. ``cached=False`` (``check``'s detects, on lists
-the caller owns) builds a survey that is not kept.
+C-level pipelines (``map``/``compress``/``chain``, no Python loop per part), and kept by the
+run's :class:`Scan` for the last history surveyed. Facts only some passes need are computed on
+first use and kept in the survey.
 
 The id passes run first, on the input, and ask only about its calls (an empty id, a reused one,
 their formats): the runner pairs the input before them (the default repair needs that walk anyway)
-and hands its calls over (:func:`remember_pairing`), so on a history the default repair changes
-only one survey is made, of the repaired list.
+and hands its calls over (:meth:`Scan.remember_pairing`), so on a history the default repair
+changes only one survey is made, of the repaired list.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -31,16 +25,7 @@ if TYPE_CHECKING:
 
     from .._repair.pairing import Pairing
 
-__all__ = [
-    "CallIdFacts",
-    "Survey",
-    "call_id_facts",
-    "pinned",
-    "pinned_survey",
-    "remember_call_ids",
-    "remember_pairing",
-    "survey",
-]
+__all__ = ["CallIdFacts", "Scan", "Survey"]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
@@ -177,81 +162,81 @@ class CallIdFacts(NamedTuple):
     ids: set[str]
 
 
-_lock = threading.Lock()
-_last: tuple[Sequence[ModelMessage], int, Survey] | None = None
-#: The call ids of the last list the runner paired before its passes (see remember_pairing).
-_paired: tuple[Sequence[ModelMessage], int, CallIdFacts] | None = None
+class Scan:
+    """What one profile run, or one ``check``, has learned about the lists it hands its passes.
 
-
-def remember_pairing(history: Sequence[ModelMessage], pairing: Pairing) -> None:
-    """Keep what the pairing walk saw of ``history``'s calls, for :func:`call_id_facts`: the runner
-    pairs its own copy of the input first (the default repair reuses that pairing when the
-    before-stage changes nothing), so the id passes need no survey of the input at all."""
-    seen = pairing.call_ids_seen()
-    remember_call_ids(history, CallIdFacts("" in seen, pairing.call_count != len(seen), seen))
-
-
-def remember_call_ids(history: Sequence[ModelMessage], facts: CallIdFacts) -> None:
-    """Keep ``facts`` about ``history``'s calls for :func:`call_id_facts` (from the runner's pairing
-    walk, or from the forward walk where it settles the runner's copy of the input)."""
-    global _paired
-    with _lock:
-        _paired = (history, len(history), facts)
-
-
-def call_id_facts(history: Sequence[ModelMessage]) -> CallIdFacts:
-    """Whether any call's id is empty or reused, and every call's id (the id passes' early exits):
-    the pairing's (:func:`remember_pairing`) for that very list object, else read from its survey."""
-    paired = _paired  # one read: another thread may replace it at any time
-    if paired is not None and paired[0] is history and paired[1] == len(history):
-        return paired[2]
-    facts = survey(history)
-
-    def compute() -> CallIdFacts:
-        ids = facts.call_ids()
-        seen = set(ids)
-        return CallIdFacts("" in seen, len(seen) != len(ids), seen)
-
-    return facts.memo("call_id_facts", compute)
-
-
-#: The list ``check`` made its own for the detects of one call (per thread), and its survey.
-_pinned = threading.local()
-
-
-@contextlib.contextmanager
-def pinned(history: Sequence[ModelMessage]) -> Iterator[None]:
-    """Within the block, every survey of ``history`` (cached or not) is one survey: for a list the
-    caller made its own (``check``'s copy), which nothing changes while the detects run."""
-    previous = getattr(_pinned, "entry", None)
-    _pinned.entry = (history, Survey(history))
-    try:
-        yield
-    finally:
-        _pinned.entry = previous
-
-
-def pinned_survey(history: Sequence[ModelMessage]) -> Survey | None:
-    """The survey of ``history`` if it is the list pinned by :func:`pinned` (else None)."""
-    entry = getattr(_pinned, "entry", None)
-    return entry[1] if entry is not None and entry[0] is history else None
-
-
-def survey(history: Sequence[ModelMessage], *, cached: bool = True) -> Survey:
-    """The survey of ``history`` (the last one's, for the same list object of the same length).
-
-    ``cached=False`` for lists the caller owns (``check``'s detects), which may change in place
-    between calls. The cache holds one history (the last surveyed) alive until the next survey.
+    The runner (and ``check``) makes one for that call and hands it to every pass (and detect) as
+    an argument. The passes of one run hand each other the same list object whenever they change
+    nothing, so a survey made by one serves the next: the last list surveyed is kept, matched by
+    identity and length. Every list a scan sees is the runner's (or ``check``'s) own copy, which
+    nothing mutates, so a later pass never reads stale facts. Nothing outlives the call.
     """
-    global _last
-    mine = pinned_survey(history)
-    if mine is not None:
-        return mine
-    last = _last  # one read: another thread may replace it at any time
-    if cached and last is not None and last[0] is history and last[1] == len(history):
-        return last[2]
-    found = Survey(history)
-    if cached:
-        with _lock:
-            _last = (history, len(history), found)
-    return found
+
+    __slots__ = ("_ids", "_in_place", "_last", "_pinned")
+
+    def __init__(self, pinned: Sequence[ModelMessage] | None = None) -> None:
+        #: ``check``'s own list, surveyed once for every detect
+        self._pinned = None if pinned is None else (pinned, Survey(pinned))
+        self._last: tuple[Sequence[ModelMessage], int, Survey] | None = None
+        #: the call ids of the list the runner paired (or settled) before its passes
+        self._ids: tuple[Sequence[ModelMessage], int, CallIdFacts] | None = None
+        #: the default repair's output, when it holds no duplicate or late result
+        self._in_place: Sequence[ModelMessage] | None = None
+
+    def survey(self, history: Sequence[ModelMessage]) -> Survey:
+        """The survey of ``history``: the last one's, for the same list object of the same length."""
+        pinned = self._pinned
+        if pinned is not None and pinned[0] is history:
+            return pinned[1]
+        last = self._last
+        if last is not None and last[0] is history and last[1] == len(history):
+            return last[2]
+        found = Survey(history)
+        self._last = (history, len(history), found)
+        return found
+
+    def pinned_survey(self, history: Sequence[ModelMessage]) -> Survey | None:
+        """The survey of ``history`` if it is ``check``'s own list (else None)."""
+        pinned = self._pinned
+        return pinned[1] if pinned is not None and pinned[0] is history else None
+
+    def remember_pairing(self, history: Sequence[ModelMessage], pairing: Pairing) -> None:
+        """Keep what the pairing walk saw of ``history``'s calls, for :meth:`call_id_facts`: the
+        runner pairs its own copy of the input first (the default repair reuses that pairing when
+        the before-stage changes nothing), so the id passes need no survey of the input at all."""
+        seen = pairing.call_ids_seen()
+        self.remember_call_ids(history, CallIdFacts("" in seen, pairing.call_count != len(seen), seen))
+
+    def remember_call_ids(self, history: Sequence[ModelMessage], facts: CallIdFacts) -> None:
+        """Keep ``facts`` about ``history``'s calls (from the runner's pairing walk, or from the
+        forward walk where it settles the runner's copy of the input)."""
+        self._ids = (history, len(history), facts)
+
+    def call_id_facts(self, history: Sequence[ModelMessage]) -> CallIdFacts:
+        """Whether any call's id is empty or reused, and every call's id (the id passes' early
+        exits): the pairing's for that very list object, else read from its survey."""
+        paired = self._ids
+        if paired is not None and paired[0] is history and paired[1] == len(history):
+            return paired[2]
+        facts = self.survey(history)
+
+        def compute() -> CallIdFacts:
+            ids = facts.call_ids()
+            seen = set(ids)
+            return CallIdFacts("" in seen, len(seen) != len(ids), seen)
+
+        return facts.memo("call_id_facts", compute)
+
+    def remember_results_in_place(self, repaired: Sequence[ModelMessage]) -> None:
+        """Note that the default repair's output ``repaired`` holds no duplicate or late result, so
+        the passes skip their walk of it: the runner says so when the repair's own pairing found none
+        in its input. The repair never makes one: it drops orphans, adds one return per dangling call
+        in the request right after the call, and merges neighbours, which only ever brings a late
+        result next to its call. The fact holds for any list of the same messages in the same order
+        (the runner goes on with its input's copy when the repair changed nothing)."""
+        self._in_place = repaired
+
+    def results_in_place(self, history: Sequence[ModelMessage]) -> bool:
+        """Whether ``history`` holds the very messages :meth:`remember_results_in_place` was told of."""
+        known = self._in_place
+        return known is not None and len(known) == len(history) and all(map(is_, known, history))

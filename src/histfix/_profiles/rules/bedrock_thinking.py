@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
+from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
 from .native import THINKING_WORDING, thinking_origin
 
@@ -71,14 +72,12 @@ def _refused(part: Any, response: Any, thinking: type) -> str | None:
     return None
 
 
-def _refused_at(history: Sequence[ModelMessage], *, cached: bool = True) -> list[int]:
+def _refused_at(history: Sequence[ModelMessage], scan: Scan) -> list[int]:
     """The indices of responses holding a thinking part Claude on Bedrock refuses (the survey's
     part classes are the cheap early exit)."""
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
-    from ..scan import survey
-
-    if not survey(history, cached=cached).classes(ThinkingPart):
+    if not scan.survey(history).classes(ThinkingPart):
         return []
     return [
         index
@@ -89,11 +88,11 @@ def _refused_at(history: Sequence[ModelMessage], *, cached: bool = True) -> list
 
 
 def bedrock_thinking_signed(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock (Claude), 1.0.0-1.0.2: drop the thinking parts sent unsigned or with another provider's
     signature, each reported with its text."""
-    found = _refused_at(history) if _applies(target) else []
+    found = _refused_at(history, scan) if _applies(target) else []
     if not found:
         return history, []
     from pydantic_ai.messages import ThinkingPart
@@ -123,14 +122,16 @@ def bedrock_thinking_signed(
     return fixed, changes
 
 
-def detect_bedrock_thinking_signed(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_bedrock_thinking_signed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """Each thinking part Claude on Bedrock refuses as this release sends it."""
     if not _applies(target):
         return []
     from pydantic_ai.messages import ThinkingPart
 
     found = []
-    for index in _refused_at(history, cached=False):
+    for index in _refused_at(history, scan):
         message = history[index]
         for at, part in enumerate(message.parts):
             why = _refused(part, message, ThinkingPart)

@@ -30,7 +30,7 @@ from pydantic_ai.messages import (
 
 from ..._records.parts import is_result
 from ..._repair.folding import with_parts
-from ..scan import call_id_facts, survey
+from ..scan import Scan
 
 __all__ = [
     "ANTHROPIC_ID",
@@ -92,10 +92,10 @@ def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]
                 yield i, j, part
 
 
-def all_ids(history: Sequence[ModelMessage]) -> set[str]:
+def all_ids(history: Sequence[ModelMessage], scan: Scan) -> set[str]:
     """Every tool call id the history holds anywhere: a fresh id must be none of them (the parts
     of the classes that have one, from the survey: C-level pipelines, no loop per part)."""
-    facts = survey(history)
+    facts = scan.survey(history)
     if not all(map(_field_names, facts.part_classes)):  # a part that is not a dataclass: every part read
         return {part.tool_call_id for _, _, part in _id_parts(history)}
     named = frozenset(kind for kind in facts.part_classes if "tool_call_id" in _field_names(kind))
@@ -111,6 +111,7 @@ def _field_names(kind: type) -> frozenset[str]:
 
 def _pairing_renames(
     history: Sequence[ModelMessage],
+    scan: Scan,
     fresh_call: Callable[[str, bool], bool],
     seed: str,
     renamed: Renamed | None = None,
@@ -142,7 +143,7 @@ def _pairing_renames(
                 wire = call_id
                 if fresh_call(call_id, count > 0):
                     if taken is None:
-                        taken = all_ids(history)
+                        taken = all_ids(history, scan)
                     wire = hashed_id(f"{seed}\x00{call_id}\x00{count}", taken)
                     renames[(i, j)] = wire
                     renamed[(call_id, wire)] = [i, part.tool_name, 0]
@@ -168,22 +169,23 @@ def _pairing_renames(
     return renames
 
 
-def reused_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
+def reused_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call whose id an earlier call (same or earlier response) already had."""
-    if not call_id_facts(history).reused:
+    if not scan.call_id_facts(history).reused:
         return {}
-    return _pairing_renames(history, lambda call_id, reused: reused, "reused", renamed)
+    return _pairing_renames(history, scan, lambda call_id, reused: reused, "reused", renamed)
 
 
-def empty_id_renames(history: Sequence[ModelMessage], renamed: Renamed | None = None) -> Renames:
+def empty_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renamed | None = None) -> Renames:
     """A fresh id for every call with an empty id, shared with the results the repair pairs it with."""
-    if not call_id_facts(history).empty:
+    if not scan.call_id_facts(history).empty:
         return {}
-    return _pairing_renames(history, lambda call_id, reused: not call_id, "empty", renamed)
+    return _pairing_renames(history, scan, lambda call_id, reused: not call_id, "empty", renamed)
 
 
 def _mapped_ids(
     history: Sequence[ModelMessage],
+    scan: Scan,
     fits: Callable[[str], object],
     fitted: Callable[[str, set[str], set[str]], str],
 ) -> Renames:
@@ -193,7 +195,7 @@ def _mapped_ids(
     id's replacement already took it. Results (and tool-less retries) follow their call's id; a
     result whose id no call has is left as it is (the default repair drops it as an orphan).
     """
-    if all(map(fits, call_id_facts(history).ids)):
+    if all(map(fits, scan.call_id_facts(history).ids)):
         return {}
     named = _calls_and_results(history)
     calls = [part.tool_call_id for _, _, part in named if isinstance(part, ToolCallPart)]  # responses' only
@@ -226,12 +228,12 @@ def _calls_and_results(history: Sequence[ModelMessage]) -> list[tuple[int, int, 
     return found
 
 
-def mistral_ids(history: Sequence[ModelMessage]) -> Renames:
+def mistral_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
     """Every call/result id that is not 9 ASCII letters or digits, mapped to one that is."""
-    return _mapped_ids(history, MISTRAL_ID.match, hashed_id)
+    return _mapped_ids(history, scan, MISTRAL_ID.match, hashed_id)
 
 
-def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
+def anthropic_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
     """Every call/result id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters
     become ``_``, with a hash suffix where that would equal another id of the history."""
 
@@ -244,7 +246,7 @@ def anthropic_ids(history: Sequence[ModelMessage]) -> Renames:
         taken.add(f"{readable}_{suffix}")
         return f"{readable}_{suffix}" if readable else suffix
 
-    return _mapped_ids(history, ANTHROPIC_ID.match, fitted)
+    return _mapped_ids(history, scan, ANTHROPIC_ID.match, fitted)
 
 
 def _with_id(part: Any, new: str) -> Any:

@@ -9,7 +9,6 @@ history the before-stage left with duplicate ids is read the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_
 from typing import Literal, NamedTuple
 
 from pydantic_ai.messages import (
@@ -22,14 +21,13 @@ from pydantic_ai.messages import (
 
 from ..._records.parts import is_result
 from ..._repair.folding import is_synthetic, with_parts
+from ..scan import Scan
 
 __all__ = [
     "Misplaced",
     "ResultKind",
-    "forget_results_in_place",
     "misplaced_for_pass",
     "misplaced_results",
-    "remember_results_in_place",
     "without_misplaced",
 ]
 
@@ -106,38 +104,13 @@ def classified(history: Sequence[ModelMessage]) -> list[Misplaced]:
     return found
 
 
-#: The last list the profile runner's default repair returned with every result in place.
-_in_place: Sequence[ModelMessage] | None = None
-
-
-def remember_results_in_place(repaired: Sequence[ModelMessage]) -> None:
-    """Note that the default repair's output ``repaired`` holds no duplicate or late result, so the
-    passes skip their walk of it: the runner calls this when the repair's own pairing found none in
-    its input. The repair never makes one: it drops orphans, adds one return per dangling call in
-    the request right after the call, and merges neighbours, which only ever brings a late result
-    next to its call (tests/test_profile_speed.py checks this on every corpus and generated
-    history). The list is the runner's own, which nothing mutates; the fact holds for any list of
-    the same messages in the same order (the runner goes on with its input's copy when the repair
-    changed nothing)."""
-    global _in_place
-    _in_place = repaired
-
-
-def forget_results_in_place() -> None:
-    """Drop the list :func:`remember_results_in_place` kept (the runner, once its passes are done)."""
-    global _in_place
-    _in_place = None
-
-
-def misplaced_for_pass(history: Sequence[ModelMessage]) -> list[Misplaced]:
+def misplaced_for_pass(history: Sequence[ModelMessage], scan: Scan) -> list[Misplaced]:
     """:func:`misplaced_results` for the passes, which run one after another on the same list
-    object: kept in its survey (never for ``detect``: a caller may change a list in place)."""
-    from ..scan import survey
-
-    known = _in_place  # one read: another thread may replace it at any time
-    if known is not None and len(known) == len(history) and all(map(is_, known, history)):
+    object: kept in its survey, and none where the run's default repair put every result in place."""
+    if scan.results_in_place(history):
         return []
-    return survey(history).memo("misplaced", lambda: misplaced_results(history))
+    found: list[Misplaced] = scan.survey(history).memo("misplaced", lambda: misplaced_results(history))
+    return found
 
 
 def _after_results(parts: list[ModelRequestPart], moved: list[ModelRequestPart]) -> list[ModelRequestPart]:

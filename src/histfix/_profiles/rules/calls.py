@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..._records.changes import Change
 from ..._records.problems import Problem, ProblemKind
 from ..rule import Detect, Fix, ProfileRule
+from ..scan import Scan
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def _renamed(
 
 
 def unique_call_ids(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
     unverified wording; two tool_result blocks with one id fail multiple_results, verified).
@@ -187,11 +188,13 @@ def unique_call_ids(
     from .call_ids import reused_id_renames
 
     renamed: Renamed = {}
-    renames = reused_id_renames(history, renamed)
+    renames = reused_id_renames(history, scan, renamed)
     return _renamed(history, renames, renamed, "an earlier call has the same id")
 
 
-def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_unique_call_ids(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     from ..._release import switches as _compat
@@ -237,14 +240,14 @@ def detect_unique_call_ids(history: Sequence[ModelMessage], target: ProviderTarg
 
 
 def call_ids_present(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Every release sends an empty tool_call_id as a fresh random id, separately for the call and
     its result, so they never pair (measured; the APIs that pair by id then reject both)."""
     from .call_ids import empty_id_renames
 
     renamed: Renamed = {}
-    renames = empty_id_renames(history, renamed)
+    renames = empty_id_renames(history, scan, renamed)
     return _renamed(history, renames, renamed, "its id was empty, which the wire cannot pair")
 
 
@@ -261,7 +264,9 @@ def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]
     ]
 
 
-def detect_call_ids_present(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_call_ids_present(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     found: list[Problem] = []
     for i, j, part in _empty_ids(history):
         description = f"{getattr(part, 'part_kind', 'part')} ({getattr(part, 'tool_name', None)}) has an empty tool_call_id"
@@ -280,7 +285,7 @@ def detect_call_ids_present(history: Sequence[ModelMessage], target: ProviderTar
 
 
 def call_id_format(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Mistral: ids are 9 characters a-zA-Z0-9 (code 3280, verified); Anthropic: tool_use ids match
     ^[a-zA-Z0-9_-]+$ (verified). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
@@ -291,9 +296,9 @@ def call_id_format(
     from .call_ids import anthropic_ids, apply_renames, mistral_ids
 
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
-        renames, why = mistral_ids(history), "Mistral's format (9 letters or digits)"
+        renames, why = mistral_ids(history, scan), "Mistral's format (9 letters or digits)"
     elif "anthropic" in target.apis:
-        renames, why = anthropic_ids(history), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
+        renames, why = anthropic_ids(history, scan), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
     else:
         return history, []  # MistralModel fits ids to Mistral's format itself on this release
     if not renames:
@@ -308,7 +313,9 @@ def call_id_format(
     return apply_renames(history, renames), [Change("renamed_call_id", i, description)]
 
 
-def detect_call_id_format(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_call_id_format(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ToolCallPart
 
     from ..._records.parts import is_result
@@ -380,14 +387,14 @@ def _dropped(history: list[ModelMessage], found: Sequence[Misplaced], kind: str,
 
 
 def one_result_per_call(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
     Bedrock too_many_tool_results, Mistral call_response_count (all verified); the default repair
     keeps duplicates by design."""
     from .call_results import misplaced_for_pass, without_misplaced
 
-    drop = [m for m in misplaced_for_pass(history) if m.kind == "duplicate"]
+    drop = [m for m in misplaced_for_pass(history, scan) if m.kind == "duplicate"]
     if not drop:
         return history, []
     changes = _dropped(history, drop, "dropped_duplicate_result", "dropped a second result for call")
@@ -395,7 +402,7 @@ def one_result_per_call(
 
 
 def results_follow_their_call(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """A result sits in the request right after its call: OpenAI tool_without_tool_calls, Anthropic
     unexpected_tool_result, Gemini function_response_turn_position, Mistral unexpected_tool_role,
@@ -403,7 +410,7 @@ def results_follow_their_call(
     dropped; a call's only result, late, is moved to right after the call."""
     from .call_results import misplaced_for_pass, without_misplaced
 
-    found = misplaced_for_pass(history)
+    found = misplaced_for_pass(history, scan)
     drop = [m for m in found if m.kind == "late_duplicate"]
     move = [m for m in found if m.kind == "late"]
     if not drop and not move:
@@ -428,13 +435,13 @@ def results_follow_their_call(
 def _detect_misplaced(
     history: Sequence[ModelMessage],
     target: ProviderTarget,
+    scan: Scan,
     kinds: frozenset[str],
     wording: dict[str, str],
 ) -> list[Problem]:
-    from ..scan import pinned_survey
     from .call_results import misplaced_results
 
-    facts = pinned_survey(history)  # check's own list: both detects share one reading
+    facts = scan.pinned_survey(history)  # check's own list: both detects share one reading
     misplaced = (
         misplaced_results(history)
         if facts is None
@@ -468,31 +475,32 @@ def _detect_misplaced(
     return found
 
 
-def detect_one_result_per_call(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    return _detect_misplaced(history, target, frozenset({"duplicate"}), ONE_RESULT_WORDING)
+def detect_one_result_per_call(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    return _detect_misplaced(history, target, scan, frozenset({"duplicate"}), ONE_RESULT_WORDING)
 
 
 def detect_results_follow_their_call(
-    history: Sequence[ModelMessage], target: ProviderTarget
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> list[Problem]:
-    return _detect_misplaced(history, target, frozenset({"late", "late_duplicate"}), LATE_WORDING)
+    return _detect_misplaced(history, target, scan, frozenset({"late", "late_duplicate"}), LATE_WORDING)
 
 
 # --- after: args ---------------------------------------------------------------------------------------
 
 
-def _unsendable_args(history: Sequence[ModelMessage], cached: bool) -> list[tuple[int, int, str]]:
+def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[int, int, str]]:
     """(message, part, error) for every call whose string args are not a JSON object, where the
     release's ``args_as_dict`` raises on them (before 1.95.0)."""
     from pydantic_ai.messages import BaseToolCallPart, ModelResponse
     from pydantic_core import from_json
 
     from ..._release import switches as _compat
-    from ..scan import survey
 
     if _compat.ARGS_AS_DICT_TOLERATES_INVALID:
         return []
-    facts = survey(history, cached=cached)
+    facts = scan.survey(history)
     calls = facts.classes(BaseToolCallPart)
     if facts.plain and not any(  # the cheap early exit: no call holds args as a string
         map(isinstance, map(attrgetter("args"), compress(facts.flat, facts.selected(calls))), repeat(str))
@@ -515,7 +523,7 @@ def _unsendable_args(history: Sequence[ModelMessage], cached: bool) -> list[tupl
 
 
 def tool_args_sendable(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Before 1.95.0 AnthropicModel, GoogleModel and BedrockConverseModel raise on args that are not
     a JSON object (a truncated stream) before sending (measured on 1.0.0: ``ValueError: EOF while
@@ -524,7 +532,7 @@ def tool_args_sendable(
 
     from ..._repair.folding import with_parts
 
-    found = _unsendable_args(history, cached=True)
+    found = _unsendable_args(history, scan)
     if not found:
         return history, []
     out = list(history)
@@ -550,9 +558,11 @@ def tool_args_sendable(
     return out, changes
 
 
-def detect_tool_args_sendable(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_tool_args_sendable(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     found = []
-    for i, j, error in _unsendable_args(history, cached=False):
+    for i, j, error in _unsendable_args(history, scan):
         part = history[i].parts[j]
         description = f"call args are not a JSON object, which this release cannot send: {error}"
         found.append(
@@ -574,8 +584,10 @@ def _rule(
 ) -> ProfileRule:
     apis = frozenset(wording)
 
-    def only_where_enforced(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-        return detect(history, target) if apis & set(target.apis) else []
+    def only_where_enforced(
+        history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+    ) -> list[Problem]:
+        return detect(history, target, scan) if apis & set(target.apis) else []
 
     only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__
     return ProfileRule(name, apis, why, stage, fix, only_where_enforced, wording)

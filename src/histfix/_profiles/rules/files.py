@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview
+from ..scan import Scan
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -59,13 +60,12 @@ def _file_part() -> type | None:
 
 
 def _files_at(
-    history: Sequence[ModelMessage], file_part: type, *, only: bool = False, cached: bool = True
+    history: Sequence[ModelMessage], file_part: type, scan: Scan, *, only: bool = False
 ) -> list[int]:
     """The indices of responses holding a file (``only``: nothing but files and native tool parts),
-    after the survey's part classes (the cheap early exit; ``cached=False`` for ``detect``)."""
-    from ..scan import survey
+    after the survey's part classes (the cheap early exit)."""
 
-    if not survey(history, cached=cached).classes(file_part):
+    if not scan.survey(history).classes(file_part):
         return []
     return [
         index
@@ -90,7 +90,7 @@ def _describe(part: Any) -> str:
 
 
 def response_files_sendable(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock, up to 1.79.0: BedrockConverseModel asserts on a response ``FilePart`` before sending
     (1.80.0+ leaves it out, as this does): drop response files, each reported with what it held. A
@@ -102,7 +102,7 @@ def response_files_sendable(
         "this release's BedrockConverseModel cannot send a file in a response (it fails before sending; "
         "1.80.0+ leaves them out)"
     )
-    return _dropped_files(history, _files_at(history, file_part), file_part, why, target)
+    return _dropped_files(history, _files_at(history, file_part, scan), file_part, why, target)
 
 
 def _dropped_files(
@@ -130,7 +130,7 @@ def _dropped_files(
 
 
 def files_only_responses_sent(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat content_or_tool_calls / request_schema: OpenAIChatModel and MistralModel never send
     a response file, so a response of only files goes out empty or not at all: its files are
@@ -140,17 +140,19 @@ def files_only_responses_sent(
     if file_part is None:
         return history, []
     why = "the target's model class never sends a file in a response (it would go out empty)"
-    return _dropped_files(history, _files_at(history, file_part, only=True), file_part, why, target)
+    return _dropped_files(history, _files_at(history, file_part, scan, only=True), file_part, why, target)
 
 
-def detect_response_files_sendable(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_response_files_sendable(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """Each response file the installed BedrockConverseModel fails on (no provider wording: the
     request never leaves the process)."""
     file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
     if file_part is None:
         return []
     problems = []
-    for index in _files_at(history, file_part, cached=False):
+    for index in _files_at(history, file_part, scan):
         for part_index, part in enumerate(history[index].parts):
             if isinstance(part, file_part):
                 problems.append(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview
+from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _misplaced(history: Sequence[ModelMessage], target: ProviderTarget) -> int |
 
 
 def instructions_placed(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat tool_calls_without_response / Mistral unexpected_tool_role, user_after_tool on
     1.33.0-1.74.x: where the instructions would land inside a tool exchange, the system prompts move
@@ -134,7 +135,9 @@ def instructions_placed(
     return fixed, changes
 
 
-def detect_instructions_placed(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_instructions_placed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """The request whose system prompt would make the instructions land inside a tool exchange (no
     provider wording: the refusal names the call or role the instructions displace)."""
     if not _applies(target) or _misplaced(history, target) is None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
+from ..scan import Scan
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -77,20 +78,19 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     return found
 
 
-def _part_classes(history: Sequence[ModelMessage], cached: bool = True) -> frozenset[type]:
+def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
     """The classes of every part (the rules' cheap early exits, from the shared scan)."""
-    from ..scan import survey
 
-    return survey(history, cached=cached).part_classes
+    return scan.survey(history).part_classes
 
 
-def _any_native(history: Sequence[ModelMessage], cached: bool = True) -> bool:
+def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """The cheap early exit: whether any message holds a native part."""
-    return any(_native_kind(kind) for kind in _part_classes(history, cached))
+    return any(_native_kind(kind) for kind in _part_classes(history, scan))
 
 
 def native_calls_paired(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic server_tool_use_without_result (code execution verified, pydantic-ai #6401): releases up
     to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
@@ -100,7 +100,7 @@ def native_calls_paired(
 
     from ..._release import switches as _compat
 
-    if not _any_native(history):
+    if not _any_native(history, scan):
         return history, []
     rename = not _compat.native_return_named_by_tool()
     fixed: list[ModelMessage] = []
@@ -152,10 +152,12 @@ def native_calls_paired(
     return (fixed, changes) if changes else (history, [])
 
 
-def detect_native_calls_paired(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_native_calls_paired(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ModelResponse
 
-    if not _any_native(history, cached=False):
+    if not _any_native(history, scan):
         return []
     found: list[Problem] = []
     for index, message in enumerate(history):
@@ -209,7 +211,7 @@ def _verifying(target: ProviderTarget) -> list[str]:
 
 
 def thinking_transfers(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic `Invalid signature in thinking block` (verified, anthropic-sdk-python#1598) and OpenAI
     Responses reasoning items (the signature is replayed as encrypted content): a signature only its
@@ -218,7 +220,7 @@ def thinking_transfers(
     only); the foreign signature goes, and is reported."""
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
-    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history)):
+    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history, scan)):
         return history, []  # the cheap early exit: no thinking at all
     fixed: list[ModelMessage] | None = None
     changes: list[Change] = []
@@ -248,7 +250,9 @@ def thinking_transfers(
     return (history, []) if fixed is None else (fixed, changes)
 
 
-def detect_thinking_transfers(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_thinking_transfers(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
     return [

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
+from ..scan import Scan
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -132,12 +133,11 @@ def _unfollowed(message: Any, wire: _Wire, thinking: type[Any]) -> list[list[int
     return runs
 
 
-def _found(history: Sequence[ModelMessage], wire: _Wire) -> list[tuple[int, list[list[int]]]]:
+def _found(history: Sequence[ModelMessage], wire: _Wire, scan: Scan) -> list[tuple[int, list[list[int]]]]:
     """Each response with unfollowed reasoning runs, after the cheap early exit (no thinking)."""
-    from ..scan import survey
 
     thinking = _thinking_class()
-    if not any(issubclass(kind, thinking) for kind in survey(history).part_classes):
+    if not any(issubclass(kind, thinking) for kind in scan.survey(history).part_classes):
         return []
     found = []
     for index, message in enumerate(history):
@@ -149,13 +149,13 @@ def _found(history: Sequence[ModelMessage], wire: _Wire) -> list[tuple[int, list
 
 
 def reasoning_followed(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Responses "reasoning ... without its required following item": a reasoning item with
     no output item after it in its response loses its id (1.0.5+: its text goes as tagged text) or,
     where every thinking part is an item (1.0.3-1.0.4), is dropped with its text reported."""
     wire = _wire(target)
-    found = _found(history, wire) if wire is not None else []
+    found = _found(history, wire, scan) if wire is not None else []
     if not found:
         return history, []
     fixed = list(history)
@@ -186,7 +186,9 @@ def reasoning_followed(
     return fixed, changes
 
 
-def detect_reasoning_followed(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_reasoning_followed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """Each reasoning item the installed OpenAIResponsesModel would send with nothing after it."""
     wire = _wire(target)
     if wire is None:
@@ -201,7 +203,7 @@ def detect_reasoning_followed(history: Sequence[ModelMessage], target: ProviderT
             "output item (text or a call) after it in its response",
             id=getattr(history[index].parts[run[0]], "id", None) or "<a fresh id>",
         )
-        for index, runs in _found(history, wire)
+        for index, runs in _found(history, wire, scan)
         for run in runs
     ]
 

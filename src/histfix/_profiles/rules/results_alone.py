@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import ProfileRule, problem
+from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def _sends_nothing() -> Callable[[object], bool]:
 
 
 def tool_results_alone(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock (non-Claude models): a request of results and other user content becomes the results'
     request, a ``"."`` response and the rest's request (the wire pydantic-ai 2.6.0+ makes itself);
@@ -214,9 +215,11 @@ def tool_results_alone(
     return fixed, changes
 
 
-def detect_tool_results_alone(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_tool_results_alone(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """Each request the pass would change: its turn would hold tool results and something else."""
-    _, changes = tool_results_alone(list(history), target)
+    _, changes = tool_results_alone(list(history), target, scan)
     return [
         problem(
             "results_not_alone",

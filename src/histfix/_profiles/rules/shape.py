@@ -24,6 +24,7 @@ from ..rule import (
     starter_prompt,
     with_starter_prompt,
 )
+from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _opening_response(history: Sequence[ModelMessage]) -> int | None:
 
 
 def starts_with_user(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
     opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first."""
@@ -139,7 +140,9 @@ def starts_with_user(
     return [opened, *history], [Change("inserted_prompt", 0, description)]
 
 
-def detect_starts_with_user(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_starts_with_user(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     index = _opening_response(history)
     if index is None:
         return []
@@ -162,14 +165,16 @@ def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
 
 
 def agent_accepts_opening(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """1.21.0's agent raises ``UserError`` on a history opening with a response, for every provider:
     there, :data:`STARTER_PROMPT` goes first as starts_with_user puts it (elsewhere: nothing)."""
-    return starts_with_user(history, target) if _agent_refuses(history) else (history, [])
+    return starts_with_user(history, target, scan) if _agent_refuses(history) else (history, [])
 
 
-def detect_agent_accepts_opening(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_agent_accepts_opening(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     if not _agent_refuses(history):
         return []
     return [
@@ -234,12 +239,11 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
     return kept, removed
 
 
-def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cached: bool = True) -> bool:
+def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> bool:
     """The cheap early exit: a message without parts, or a text part or user prompt that is blank
     (the strings tested at C speed, multimodal prompts' strings too)."""
-    from ..scan import survey
 
-    found = survey(history, cached=cached)
+    found = scan.survey(history)
     if found.empty_message:
         return True
     if "bedrock" in target.apis and found.empty_instructions():
@@ -260,7 +264,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, *, cache
 
 
 def no_empty_content(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic empty_text/empty_message, Bedrock whitespace_text/empty_content, Gemini empty_text/
     empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls: drop empty text and prompts,
@@ -268,7 +272,7 @@ def no_empty_content(
     where Gemini is a target, which wants the last turn from the user; elsewhere it stays)."""
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target):
+    if not _has_blank(history, target, scan):
         return history, []
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
@@ -312,10 +316,12 @@ def no_empty_content(
     return fixed, changes
 
 
-def detect_no_empty_content(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_no_empty_content(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target, cached=False):
+    if not _has_blank(history, target, scan):
         return []
     found: list[Problem] = []
     last = len(history) - 1
@@ -369,7 +375,7 @@ def _results_late(request: ModelRequest, is_result: Callable[[object], bool]) ->
 
 
 def results_first(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic tool_result_first (unverified), Bedrock tool_results_first (verified), OpenAI Chat and
     Mistral (a user message between the call and its tool messages): releases whose serializer keeps
@@ -381,9 +387,8 @@ def results_first(
 
     changes: list[Change] = []
     fixed: list[ModelMessage] | None = None
-    from ..scan import survey
 
-    for index in survey(history).several_parts():  # a one-part request never has a late result
+    for index in scan.survey(history).several_parts():  # a one-part request never has a late result
         message = history[index]
         if isinstance(message, ModelRequest) and _results_late(message, is_result):
             if fixed is None:
@@ -395,7 +400,9 @@ def results_first(
     return (history, []) if fixed is None else (fixed, changes)
 
 
-def detect_results_first(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_results_first(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     from pydantic_ai.messages import ModelRequest
 
     from ..._records.parts import is_result
@@ -427,15 +434,13 @@ def detect_results_first(history: Sequence[ModelMessage], target: ProviderTarget
 
 
 def alternating_roles(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock alternate_roles (verified): two responses in a row (the default repair merges only
     responses no provider produced) become one, the parts of both in order, the first's fields."""
     from pydantic_ai.messages import ModelResponse
 
-    from ..scan import survey
-
-    if not survey(history).consecutive_responses():
+    if not scan.survey(history).consecutive_responses():
         return history, []  # the cheap early exit
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
@@ -466,7 +471,9 @@ def _close_run(run: list[int], changes: list[Change]) -> None:
         )
 
 
-def detect_alternating_roles(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_alternating_roles(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     """Bedrock rejects any two responses in a row; Gemini only when the later one calls a tool (a
     function call turn must follow a user or function response turn)."""
     from pydantic_ai.messages import ModelResponse, ToolCallPart

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.problems import Problem
 from ..rule import STARTER_PROMPT, ProfileRule, preview, problem, renormalized, replaced, with_starter_prompt
+from ..scan import Scan
 from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
@@ -91,21 +92,19 @@ def unsent_request_part(part: object) -> bool:
     return _unsent_request_class(type(part))
 
 
-def _part_classes(history: Sequence[ModelMessage], cached: bool) -> frozenset[type]:
-    """The classes of every part: from the profile's survey (``cached`` for the passes' own lists)."""
-    from ..scan import survey
-
-    return survey(history, cached=cached).part_classes
+def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
+    """The classes of every part, from the run's survey."""
+    return scan.survey(history).part_classes
 
 
-def only_unsent_request_parts(history: Sequence[ModelMessage], *, cached: bool = False) -> bool:
+def only_unsent_request_parts(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """Whether every part is a system prompt or a tool-availability delta (one set of part classes)."""
-    return all(map(_unsent_request_class, _part_classes(history, cached)))
+    return all(map(_unsent_request_class, _part_classes(history, scan)))
 
 
-def _unsent_request_classes(history: Sequence[ModelMessage], cached: bool) -> frozenset[type]:
+def _unsent_request_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
     """The history's request part classes that are never sent as a user turn (the cheap early exit)."""
-    return frozenset(filter(_unsent_request_class, _part_classes(history, cached)))
+    return frozenset(filter(_unsent_request_class, _part_classes(history, scan)))
 
 
 def _native(part: object) -> bool:
@@ -160,14 +159,14 @@ def _unsent_response(
     )
 
 
-def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, cached: bool) -> frozenset[type]:
+def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, scan: Scan) -> frozenset[type]:
     """The cheap early exit: the history's part classes a response may hold unsent (native parts,
     compaction; thinking where the release drops it), from one set of part classes."""
     from pydantic_ai.messages import ThinkingPart
 
     return frozenset(
         kind
-        for kind in _part_classes(history, cached)
+        for kind in _part_classes(history, scan)
         if _native(kind) or _compaction(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
     )
 
@@ -176,14 +175,14 @@ def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, cached: 
 
 
 def responses_send_something(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content (1.0.0 sends a
     response of only thinking or native parts as an empty assistant message): such a response joins
     a response next to it (nothing lost: the one before it, else the one after), or, with no sent
     response beside it, is dropped and reported."""
     thinking_sent = _thinking_sent()
-    maybe = _maybe_unsent(history, thinking_sent, cached=True)
+    maybe = _maybe_unsent(history, thinking_sent, scan)
     if not maybe:
         return history, []
     unsent = [_unsent_response(message, target, thinking_sent, maybe) for message in history]
@@ -265,9 +264,11 @@ def _describe(part: object) -> str:
     return f"{getattr(part, 'part_kind', type(part).__name__)}: {content!r}"
 
 
-def detect_responses_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_responses_send_something(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     thinking_sent = _thinking_sent()
-    maybe = _maybe_unsent(history, thinking_sent, cached=False)
+    maybe = _maybe_unsent(history, thinking_sent, scan)
     if not maybe:
         return []
     return [
@@ -299,17 +300,16 @@ def _unsent_request(message: ModelMessage, classes: frozenset[type]) -> bool:
     )
 
 
-def _misplaced_requests(history: Sequence[ModelMessage], cached: bool) -> tuple[int | None, list[int]]:
+def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[int | None, list[int]]:
     """The first user turn (the first request that sends something) and the requests of only unsent
     parts that Gemini would send as empty user turns: every one after it, and the leading ones before it
     when no response comes first (with a response first, starts_with_user puts the starter prompt in
     them)."""
-    from ..scan import survey
 
-    classes = _unsent_request_classes(history, cached)
+    classes = _unsent_request_classes(history, scan)
     if not classes:
         return None, []
-    facts = survey(history, cached=cached)
+    facts = scan.survey(history)
     # the messages whose first part is of those classes (C-level: each message's first part is at
     # the running total of the part counts before it)
     starts = list(itertools.accumulate(facts.lens, initial=0))[:-1]
@@ -332,7 +332,7 @@ def _misplaced_requests(history: Sequence[ModelMessage], cached: bool) -> tuple[
 
 
 def requests_send_something(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Gemini empty_text (GoogleModel sends a request of only system prompts or tool-availability deltas
     as a user turn of one empty text) and Bedrock alternate_roles (BedrockConverseModel sends no user
@@ -340,7 +340,7 @@ def requests_send_something(
     first user turn: the start of that turn), and the request goes. System prompts are collected in
     order, so the wire's system text is the same; the responses around it are then adjacent, as they
     are on the wire."""
-    first, misplaced = _misplaced_requests(history, cached=True)
+    first, misplaced = _misplaced_requests(history, scan)
     if first is None or not misplaced:
         return history, []
     gone = set(misplaced)
@@ -377,8 +377,10 @@ def requests_send_something(
     return fixed, changes
 
 
-def detect_requests_send_something(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
-    _, misplaced = _misplaced_requests(history, cached=False)
+def detect_requests_send_something(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    _, misplaced = _misplaced_requests(history, scan)
     return [
         problem(
             "empty_message",
@@ -418,7 +420,7 @@ def _opening(history: Sequence[ModelMessage]) -> int | None:
 
 
 def opens_with_user_turn(
-    history: list[ModelMessage], target: ProviderTarget
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic first_message_user, Bedrock start_with_user, Gemini empty_text: a first request of
     system prompts and tool-availability deltas sends no user turn, so the first turn on the wire is
@@ -439,7 +441,9 @@ def opens_with_user_turn(
     return fixed, [Change("inserted_prompt", at, description)]
 
 
-def detect_opens_with_user_turn(history: Sequence[ModelMessage], target: ProviderTarget) -> list[Problem]:
+def detect_opens_with_user_turn(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
     at = _opening(history)
     if at is None:
         return []
