@@ -55,10 +55,10 @@ PYTHONS_EXTRA = [("3.10", "1.107.10")]
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
-#: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
-#: release's own model classes and SDKs against the loopback emulators in tests/emulators/.
+#: The pydantic-ai-slim extras `tests` installs, so tests/profiles/test_provider_truth.py drives each
+#: release's own model classes and SDKs against the loopback emulators in tests/support/emulators/.
 #: groq and huggingface: model classes of their own that speak Chat Completions
-#: (tests/test_provider_prefixes.py proves their profile through them).
+#: (tests/profiles/test_provider_prefixes.py proves their profile through them).
 PROVIDER_EXTRAS = ["openai", "anthropic", "google", "bedrock", "mistral", "groq", "huggingface"]
 
 ROOT = Path(__file__).parent
@@ -113,7 +113,7 @@ TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 def provider_pins(release: str) -> list[str]:
     """Provider SDK pins an old release needs to reach the emulators with today's SDKs.
 
-    Each measured: an import of the model class plus one request to tests/emulators on the pinned
+    Each measured: an import of the model class plus one request to tests/support/emulators on the pinned
     releases named; boundaries between them from the releases' own requirements. (Beside
     `release_pins`, which lives in src/histfix/_release/pinned.py, because only the `tests` sessions and
     the sweep install the SDKs.)
@@ -394,7 +394,7 @@ def latest(session: nox.Session) -> None:
     code = "from importlib.metadata import version; print(version('pydantic-ai-slim'))"
     installed = (session.run("python", "-c", code, silent=True) or "").strip()
     session.log(f"newest pydantic-ai-slim on PyPI: {installed} (newest pinned: {NEWEST})")
-    session.run("python", "-m", "pytest", "-rf", "tests/test_differential.py", *session.posargs)
+    session.run("python", "-m", "pytest", "-rf", "tests/repair/test_differential.py", *session.posargs)
 
 
 @nox.session(python=False)

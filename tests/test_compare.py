@@ -186,7 +186,7 @@ def test_probe_reports_a_history_this_release_cannot_load() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_strict_provider_agrees_with_the_suites_oracle(case: Case) -> None:
-    """histfix compare's strict provider is the suite's oracle (tests/strict.py), written twice."""
+    """histfix compare's strict provider is the suite's oracle (tests/support/strict.py), written twice."""
     history = load_history(case)
     assert strict_provider_errors(history) == pairing_problems(history)
 

@@ -3,7 +3,7 @@
 BedrockConverseModel 1.0.0-1.0.2 sends Claude every thinking part as a reasoning block; Claude
 refuses one without a signature or with another provider's. There the Bedrock profile drops those
 parts (reported, with their text); from 1.0.3 the release sends them as text and nothing changes.
-The emulator half of the proof is tests/test_provider_truth.py (X_thinking_signed_by_another_provider,
+The emulator half of the proof is tests/profiles/test_provider_truth.py (X_thinking_signed_by_another_provider,
 X_long_multi_turn_mixed through BedrockConverseModel on 1.0.0).
 """
 

@@ -13,7 +13,6 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from emulators import PROVIDER_APIS as EMULATED_APIS
 from histfix._profiles import targets as _providers
 from histfix._profiles.rules import call_ids as _call_ids
 from histfix._profiles.scan import Scan, Survey
@@ -22,6 +21,7 @@ from histfix._repair.pairing import pair
 
 from corpus import CASES
 from dsl import call, load, loadable, req, resp, ret, text, user
+from emulators import PROVIDER_APIS as EMULATED_APIS
 from generate import random_conversation, random_history
 
 

@@ -4,7 +4,7 @@ On 1.33.0-1.74.x both model classes insert the instructions at the count of syst
 history, which lands them inside a tool exchange when a system prompt comes after the first turn
 (found by the long campaign on 1.67.0: seeds 2562699975196837, 2562699975196840, 2562699975197037).
 Measured here through the release's own OpenAIChatModel and MistralModel against the emulators
-(``tests/provider_bench.py``): the default repair's output is refused exactly on those releases, and
+(``tests/support/provider_bench.py``): the default repair's output is refused exactly on those releases, and
 ``repair(h, provider=...)`` and ``provider="any"`` are accepted on every release.
 """
 
@@ -13,15 +13,15 @@ from __future__ import annotations
 import copy
 
 import pytest
+from test_provider_generated import generated_history
 
 import histfix
-from emulators import PROVIDER_APIS
 from histfix._release import switches as _compat
-from provider_bench import Bench
-from test_provider_generated import generated_history
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, system, user
+from emulators import PROVIDER_APIS
+from provider_bench import Bench
 
 AFFECTED = _compat.instructions_at_system_count()
 FOUND_ON_1_67 = (2562699975196837, 2562699975196840, 2562699975197037)

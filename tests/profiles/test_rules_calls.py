@@ -14,11 +14,6 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from emulators import anthropic as em_anthropic
-from emulators import bedrock as em_bedrock
-from emulators import gemini as em_gemini
-from emulators import mistral as em_mistral
-from emulators import openai_chat as em_openai_chat
 from histfix._profiles.registry import rules_for
 from histfix._profiles.rules.call_results import classified, misplaced_results
 from histfix._profiles.rules.calls import call_rules
@@ -28,6 +23,11 @@ from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import call, load, loadable, real, req, resp, ret, text, user
+from emulators import anthropic as em_anthropic
+from emulators import bedrock as em_bedrock
+from emulators import gemini as em_gemini
+from emulators import mistral as em_mistral
+from emulators import openai_chat as em_openai_chat
 from generate import random_history
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -365,7 +365,7 @@ def test_detect_words_problems_as_the_emulators_do() -> None:
 
 def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
     found = [(case.name, history) for case, history in loadable(CASES)]
-    # A few generated ones beside the corpus: tests/test_fuzz.py's shared draw checks the same three
+    # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
     # properties for a drawn profile on 500 generated histories per release.
     found += [(f"random {seed}", load(random_history(seed))) for seed in range(60)]
     return found

@@ -1,12 +1,12 @@
 """Provider profiles on generated histories, sent by this release's own clients to the emulators.
 
-Each history is drawn from a seed (``tests/generate.py``: damaged random histories and tool
+Each history is drawn from a seed (``tests/support/generate.py``: damaged random histories and tool
 conversations cut by crashes and slicing, plus the part kinds only some releases have, probed as
-``tests/fuzz_strategies.py`` does; no URL, which a model class would download), loaded into the
+``tests/support/fuzz_strategies.py`` does; no URL, which a model class would download), loaded into the
 installed release's own types, repaired with ``histfix.repair(h, provider=<API>)`` and sent to
 that API's emulator, and repaired with
-``provider="any"`` and sent to every API, through ``tests/wire.py`` on the session's shared
-``provider_bench`` (one server and model per API, as for ``tests/test_provider_truth.py``).
+``provider="any"`` and sent to every API, through ``tests/support/wire.py`` on the session's shared
+``provider_bench`` (one server and model per API, as for ``tests/profiles/test_provider_truth.py``).
 
 Asserted: every such history is accepted; a history ``repair`` refuses raises exactly the
 "nothing sendable" ValueError, and only when it has no call, prompt or text to send (it must
@@ -21,7 +21,7 @@ costs 13-20 ms of CPU, so the cross product, 12 per history, would not fit). The
 product, every history to every API both ways: ``GENERATED_ALL`` histories with
 ``HISTFIX_PROVIDER_SAMPLE=all`` (the sweep sets it), or ``HISTFIX_PROVIDER_GENERATED=N`` for N
 (the long campaign: ``HISTFIX_PROVIDER_GENERATED=5000 nox -s "tests(2.68.0)" --
-tests/test_provider_generated.py``). A failure names its seed: ``generated_history(seed)``
+tests/profiles/test_provider_generated.py``). A failure names its seed: ``generated_history(seed)``
 rebuilds the history on any release.
 """
 
@@ -38,17 +38,17 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from emulators import PROVIDER_APIS
-from fuzz_strategies import _EXTRA_RESPONSE, _loads
 from histfix._profiles.targets import PROVIDER_NAMES
-from provider_bench import Bench, tally
-from wire import Outcome
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from dsl import Json, load, req, resp, system, to_json, user
+from emulators import PROVIDER_APIS
+from fuzz_strategies import _EXTRA_RESPONSE, _loads
 from generate import random_conversation, random_history
+from provider_bench import Bench, tally
+from wire import Outcome
 
-SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/test_provider_truth.py
+SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/profiles/test_provider_truth.py
 COUNT_ENV = "HISTFIX_PROVIDER_GENERATED"
 #: Histories per release in the pinned matrix (rotated over the APIs), and per API with SAMPLE_ENV=all.
 GENERATED_DEFAULT = 40
@@ -247,7 +247,7 @@ def test_generated_histories_are_accepted(api: str, way: str, seeds: list[int], 
             stopped.append(f"seed {seed}: {outcome.label()} {outcome.detail[:160]}")
     assert not stopped, (
         f"{api} refuses repair(h, provider={target!r}) of {len(stopped)} of {len(seeds)} "
-        f"generated histories (tests/test_provider_generated.py generated_history(seed)):\n"
+        f"generated histories (tests/profiles/test_provider_generated.py generated_history(seed)):\n"
         + "\n".join(stopped[:5])
     )
 

@@ -268,7 +268,7 @@ def test_moving_and_merging_loses_no_text() -> None:
 # --- compaction (a provider's summary of earlier turns) -------------------------------------------------
 
 COMPACTION = getattr(pai, "CompactionPart", None)
-#: The provider sweep's 2.17.0 history (tests/test_provider_generated.py): nothing but a compaction
+#: The provider sweep's 2.17.0 history (tests/profiles/test_provider_generated.py): nothing but a compaction
 #: response survives the default repair, which OpenAI Chat sends as no message at all.
 FOUND_ON_2_17 = 2444178726322182
 

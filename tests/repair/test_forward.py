@@ -39,7 +39,7 @@ def assert_forward_equals_reference(history: list[pai.ModelMessage], last: bool)
 
 
 def forward_walk_equals_reference(history: list[pai.ModelMessage]) -> None:
-    """The property on one generated history, both ways (tests/test_fuzz.py checks every drawn one)."""
+    """The property on one generated history, both ways (tests/repair/test_fuzz.py checks every drawn one)."""
     assert_forward_equals_reference(history, True)
     assert_forward_equals_reference(history, False)
 

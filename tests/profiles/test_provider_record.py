@@ -61,7 +61,7 @@ def test_one_part_is_the_record_itself() -> None:
 
 
 def _prefixes(groq: list[str], huggingface: list[str], rejected: dict[str, str]) -> dict[str, Any]:
-    """tests/test_provider_prefixes.py's part: each prefix's cases as one worker measured them."""
+    """tests/profiles/test_provider_prefixes.py's part: each prefix's cases as one worker measured them."""
 
     def entry(cases: list[str]) -> dict[str, Any]:
         found = {"client": "C" if cases else None, "unavailable": None, "cases": len(cases)}

@@ -1,12 +1,12 @@
 """Provider truth: every corpus history and the seeds' scenarios, sent by this release's own clients.
 
 Each history goes through ``Agent(model).run`` with the installed release's model class for every
-provider API it can reach (``tests/wire.py``), to that API's strict loopback emulator
-(``tests/emulators/``), five ways: as stored, after ``histfix.repair``, (where the release
+provider API it can reach (``tests/support/wire.py``), to that API's strict loopback emulator
+(``tests/support/emulators/``), five ways: as stored, after ``histfix.repair``, (where the release
 has it) after upstream ``repair_messages``, after ``histfix.repair(h, provider=<the API>)`` and after
 ``histfix.repair(h, provider="any")``. One round trip per distinct history; one server and one
-model per API for the whole session (``tests/provider_bench.py``, shared with
-``tests/test_provider_generated.py``). On 2.10+ "as stored" already includes pydantic-ai's own
+model per API for the whole session (``tests/support/provider_bench.py``, shared with
+``tests/profiles/test_provider_generated.py``). On 2.10+ "as stored" already includes pydantic-ai's own
 repair before each request: what a user of that release sends.
 
 Asserted: both profile ways are accepted, every case, every API; where histfix delegates to upstream (``histfix.backend_info().backend == "upstream"``),
@@ -32,13 +32,13 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from emulators import PROVIDER_APIS
-from provider_bench import Bench, tally
-from wire import Outcome, client_for
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from corpus import CASES
 from dsl import Json, call, load_history, req, resp, ret, text, user
+from emulators import PROVIDER_APIS
+from provider_bench import Bench, tally
+from wire import Outcome, client_for
 
 #: Releases measured on every case in the pinned matrix (the newest and the oldest); the other pinned
 #: releases run a fixed sample to keep `nox` within its budget. The provider sweep
@@ -144,7 +144,7 @@ UPSTREAM = _upstream_repair()
 
 
 class Truth:
-    """What this test measured, on the session's shared ``Bench`` (``tests/provider_bench.py``)."""
+    """What this test measured, on the session's shared ``Bench`` (``tests/support/provider_bench.py``)."""
 
     def __init__(self, bench: Bench) -> None:
         self.bench = bench

@@ -1,7 +1,7 @@
 """The installed release's own model classes and SDKs, pointed at the loopback emulators.
 
 What a user does, minus the network: build the release's model class for one provider API with a
-real SDK client whose base URL is an emulator (`tests/emulators/`), dummy credentials, a short
+real SDK client whose base URL is an emulator (`tests/support/emulators/`), dummy credentials, a short
 timeout and no retries, then send a stored history through ``Agent(model).run``. Which model
 classes, providers and constructor keywords exist is detected on the installed release, never
 read from its version; an SDK that does not import gives a reason naming the provider and release.
@@ -139,7 +139,7 @@ def _openai(responses: bool, model_name: str = "gpt-4o") -> Client:
 
 
 #: A model OpenAI's profile marks as reasoning (encrypted reasoning content): OpenAIResponsesModel
-#: replays own thinking as reasoning items only for such models (tests/test_rules_reasoning.py).
+#: replays own thinking as reasoning items only for such models (tests/profiles/test_rules_reasoning.py).
 REASONING_MODEL = "o3"
 
 

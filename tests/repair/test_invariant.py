@@ -45,7 +45,7 @@ def test_fast_path_equals_every_index_walk_on_the_corpus(case: Case, last: bool)
 
 
 def fast_path_equals_every_index_walk(history: list[pai.ModelMessage]) -> None:
-    """The property on one generated history; tests/test_fuzz.py checks it on every drawn one
+    """The property on one generated history; tests/repair/test_fuzz.py checks it on every drawn one
     (one draw serves all the fuzz properties)."""
     assert_fast_path_holds(history, True)
     assert_fast_path_holds(history, False)

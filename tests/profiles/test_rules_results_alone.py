@@ -3,7 +3,7 @@
 Bedrock refuses a turn of tool results and anything else for models other than Claude; the default
 repair makes that turn whenever a synthesized return joins the next prompt. For a named non-Claude
 Bedrock model the profile splits such a request around a ``"."`` response. The wire proof is in
-tests/test_provider_prefixes.py (``wire.BEDROCK_LLAMA``, every corpus and generated history); here:
+tests/profiles/test_provider_prefixes.py (``wire.BEDROCK_LLAMA``, every corpus and generated history); here:
 what the pass changes, what it leaves, and its guarantees.
 """
 
@@ -17,10 +17,10 @@ from pydantic_ai import messages as pai
 import histfix
 from histfix._profiles.rules.results_alone import SEPARATOR_TEXT
 from histfix._release import switches as _compat
-from wire import BEDROCK_LLAMA
 
 from corpus import CASES
 from dsl import call, dump, load, loadable, req, resp, ret, system, thinking, user
+from wire import BEDROCK_LLAMA
 
 NOVA = "bedrock:us.amazon.nova-pro-v1:0"
 CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -81,7 +81,7 @@ def test_nothing_is_dropped_on_any_corpus_history() -> None:
         try:
             plain = histfix.repair_report(history, provider="bedrock")
         except ValueError:
-            continue  # nothing sendable: tests/test_provider_generated.py covers those
+            continue  # nothing sendable: tests/profiles/test_provider_generated.py covers those
         out = histfix.repair(history, provider=BEDROCK_LLAMA)
         parts = [p for m in out for p in m.parts]
         added = [p for p in parts if isinstance(p, pai.TextPart) and p.content == SEPARATOR_TEXT]

@@ -26,17 +26,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-import histfix
-from histfix._profiles.targets import UNPROVEN_PREFIXES, api_of_prefix, resolve_provider
-from provider_bench import Bench, tally
 from test_provider_generated import BATCH, ROTATED, SEEDS, _repaired, generated_history
 from test_provider_generated import SAMPLE as GENERATED_SAMPLE
 from test_provider_truth import HISTORIES, SAMPLE, SAMPLE_ENV, SAMPLE_EVERY, SELECTED, Named, _load
-from wire import BEDROCK_LLAMA, PREFIX_BUILDERS, Outcome, client_for
+
+import histfix
+from histfix._profiles.targets import UNPROVEN_PREFIXES, api_of_prefix, resolve_provider
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from dsl import call, load, req, resp, user
+from provider_bench import Bench, tally
+from wire import BEDROCK_LLAMA, PREFIX_BUILDERS, Outcome, client_for
 
 PREFIXES = tuple(PREFIX_BUILDERS)
 #: The release measured on every case here in the pinned matrix: the oldest, whose model classes
@@ -191,5 +191,6 @@ def test_generated_histories_are_accepted_through_the_prefix_class(
             stopped.append(f"seed {seed}: {outcome.label()} {outcome.detail[:160]}")
     assert not stopped, (
         f"{api} refuses repair(h, provider={target!r}) of {len(stopped)} of {len(seeds)} generated "
-        "histories (tests/test_provider_generated.py generated_history(seed)):\n" + "\n".join(stopped[:5])
+        "histories (tests/profiles/test_provider_generated.py generated_history(seed)):\n"
+        + "\n".join(stopped[:5])
     )

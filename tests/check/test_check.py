@@ -24,7 +24,7 @@ from strict import pairing_problems
 
 CASES_BY_NAME = {case.name: case for case in CASES}
 
-SNAPSHOT = Path(__file__).parent / "data" / "check_snapshot.json"
+SNAPSHOT = Path(__file__).parent.parent / "data" / "check_snapshot.json"
 
 
 def signature(problems: list[histfix.Problem]) -> list[list[object]]:
@@ -201,7 +201,9 @@ def test_report_preview_and_summary() -> None:
     assert histfix.repair_report([]).summary() == "nothing to repair"
 
 
-if __name__ == "__main__":  # regenerate the snapshot (on the newest release): python tests/test_check.py
+if (
+    __name__ == "__main__"
+):  # regenerate the snapshot (on the newest release): python tests/check/test_check.py
     snapshot = {}
     for case in CASES:
         snapshot[case.name] = signature(histfix.check(load(case.history)))

@@ -1,6 +1,6 @@
 """The provider tests' shared session machinery: one emulator, client and model per API.
 
-``tests/test_provider_truth.py`` (the corpus) and ``tests/test_provider_generated.py`` (seeded
+``tests/profiles/test_provider_truth.py`` (the corpus) and ``tests/profiles/test_provider_generated.py`` (seeded
 generated histories) send through the same ``Bench``: one loopback server and one model of the
 installed release per API for the whole session (``conftest.provider_bench`` opens and closes it),
 each caller keeping its own results and send time. ``tally`` is the count both summaries use.
@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 from pydantic_ai import messages as pai
 
+from conftest import PYDANTIC_AI
 from emulators import serve
 from wire import Client, Driver, Outcome, client_for, prompt_for
-
-from conftest import PYDANTIC_AI
 
 
 class Bench:

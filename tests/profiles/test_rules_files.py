@@ -3,7 +3,7 @@
 From ``FilePart``'s arrival to 1.79.0, BedrockConverseModel asserts on a file in a response before
 sending; 1.80.0+ leaves it out. OpenAIChatModel and MistralModel never send one, so a response of
 only files goes out empty or not at all (found by the long campaign on 2.9.1, seed 2775383531323787). Measured here through the release's own BedrockConverseModel against
-the Bedrock emulator (``tests/provider_bench.py``): the default repair's output fails exactly on
+the Bedrock emulator (``tests/support/provider_bench.py``): the default repair's output fails exactly on
 those releases, ``repair(h, provider="bedrock")`` and ``provider="any"`` are accepted everywhere, and
 the pass drops files only where the release fails on them, reporting what each held.
 """
@@ -15,19 +15,19 @@ from typing import Any
 
 import pytest
 from pydantic_ai import messages as pai
+from test_provider_generated import generated_history
 
 import histfix
 from histfix._release import switches as _compat
-from provider_bench import Bench
-from test_provider_generated import generated_history
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, text, user
+from provider_bench import Bench
 
 FILE_PART = getattr(pai, "FilePart", None)
 needs_file_part = pytest.mark.skipif(FILE_PART is None, reason="FilePart arrived after 1.0.7")
 FAILS_ON_FILES = FILE_PART is not None and not _compat.bedrock_skips_response_files()
-#: The generated histories that found the gaps (tests/test_provider_generated.py: 1.67.0's seeds,
+#: The generated histories that found the gaps (tests/profiles/test_provider_generated.py: 1.67.0's seeds,
 #: and 2.9.1's in the long campaign, HISTFIX_PROVIDER_GENERATED=500).
 FOUND_ON_1_67 = 2562699975196673
 FOUND_ON_2_9_1 = 2775383531323787

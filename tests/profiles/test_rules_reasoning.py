@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 from pydantic_ai import messages as pai
+from test_provider_generated import generated_history
 
 import histfix
-from emulators import serve
 from histfix._release import switches as _compat
-from test_provider_generated import generated_history
-from wire import Client, Driver, Outcome, reasoning_responses_client
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, text, user
+from emulators import serve
+from wire import Client, Driver, Outcome, reasoning_responses_client
 
 MODE = _compat.responses_reasoning_items()
 #: Thinking has ``id`` and ``provider_name`` (both arrived in 1.0.x after 1.0.0's ThinkingPart).
@@ -34,7 +34,7 @@ FIELDS = {field.name for field in dataclasses.fields(pai.ThinkingPart)}
 needs_ids = pytest.mark.skipif(
     not {"id", "provider_name"} <= FIELDS, reason=f"ThinkingPart on {PYDANTIC_AI} has no id or provider_name"
 )
-#: The sweep's 1.0.4 seeds (tests/test_provider_generated.py), a regression test on every release.
+#: The sweep's 1.0.4 seeds (tests/profiles/test_provider_generated.py), a regression test on every release.
 FOUND_ON_1_0_4 = (2917592901615616, 2917592901615623)
 REFUSED = "openai-responses.reasoning_without_following_item"
 

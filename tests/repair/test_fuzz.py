@@ -2,7 +2,7 @@
 
 CI runs a fixed, derandomized set (HISTFIX_FUZZ_EXAMPLES, default 500 per property on
 ``FULL_FUZZ_RELEASES``, 150 on the other pinned releases). A long
-campaign: ``HISTFIX_FUZZ_EXAMPLES=100000 HISTFIX_FUZZ_RANDOM=1 nox -s "tests(2.68.0)" -- tests/test_fuzz.py``.
+campaign: ``HISTFIX_FUZZ_EXAMPLES=100000 HISTFIX_FUZZ_RANDOM=1 nox -s "tests(2.68.0)" -- tests/repair/test_fuzz.py``.
 A failure is shrunk by hypothesis to a minimal history; add it to corpus.py as a named case.
 """
 
@@ -16,16 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import messages as pai
-
-import histfix
-from emulators import PROVIDER_APIS
-from fuzz_strategies import histories
-from histfix._release import switches as _compat
 from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
 
+import histfix
+from histfix._release import switches as _compat
+
 from conftest import PYDANTIC_AI
 from dsl import MARKER, Json, load
+from emulators import PROVIDER_APIS
+from fuzz_strategies import histories
 from strict import pairing_problems
 
 #: The releases that run the full derandomized set in CI: the oracle releases (2.60.0, the first whose

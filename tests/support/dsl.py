@@ -229,7 +229,7 @@ def readme_block(marker: str) -> str:
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if marker in b]
     return code
 

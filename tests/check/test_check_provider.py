@@ -18,14 +18,14 @@ import pytest
 from packaging.version import Version
 
 import histfix
-from emulators import PROVIDER_APIS, all_rules, judge
 from histfix._check.rejections import WORDING
 from histfix._profiles.registry import RULES
-from wire import client_for
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
 from dsl import Case, call, load, load_history, real, req, ret, system, text, user
+from emulators import PROVIDER_APIS, all_rules, judge
+from wire import client_for
 
 #: Each API's profile, "any", and a model whose profile has a pass of its own (tool_results_alone).
 TARGETS = (*PROVIDER_APIS, "any", "bedrock:us.meta.llama3-3-70b-instruct-v1:0")
