@@ -62,7 +62,9 @@ def generated_section(readme: str) -> tuple[int, int]:
 def test_the_profile_passes_in_the_readme_are_the_codes() -> None:
     readme = README.read_text()
     start, end = generated_section(readme)
-    assert readme[start:end] == profile_passes(), "README is stale: run `python tests/test_readme.py`"
+    assert readme[start:end] == profile_passes(), (
+        "README is stale: run `PYTHONPATH=src:tests/support python tests/test_readme.py`"
+    )
     assert readme.index("## Will my provider accept this?") < readme.index("## Try it")
 
 
@@ -83,7 +85,7 @@ def test_provider_code_runs() -> None:
     assert histfix.check(namespace["history"], provider="anthropic") == []
 
 
-if __name__ == "__main__":  # rewrite the README's generated table: python tests/test_readme.py
+if __name__ == "__main__":  # rewrite the README's generated table (PYTHONPATH=src:tests/support)
     text = README.read_text()
     start, end = generated_section(text)
     README.write_text(text[:start] + profile_passes() + text[end:])

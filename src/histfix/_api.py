@@ -188,7 +188,7 @@ def _profiled_report(
     *,
     changes_wanted: bool = True,
 ) -> RepairReport:
-    """The profile's passes around the default repair, with every change (see ``_profiles``).
+    """The profile's passes around the default repair, with every change (see ``_profiles.registry``).
 
     ``changes_wanted=False`` (``repair`` without DEBUG logging) leaves out the default repair's
     changes, which ``repair`` would only log: the default repair then records none, and runs as

@@ -28,7 +28,7 @@ _MERGES_ONLY = frozenset({"consecutive_requests", "consecutive_responses"})
 
 
 def _marked_interrupted(message: ModelMessage, message_kind: str) -> bool:
-    """``state='interrupted'``, read only where the release can express it (see ``_compat``)."""
+    """``state='interrupted'``, read only where the release can express it (see ``_release.switches``)."""
     return _compat.interrupted_state(message_kind) and getattr(message, "state", None) == "interrupted"
 
 

@@ -1,8 +1,8 @@
 """Which provider APIs reject each problem the validator finds, in each API's own words.
 
-The validator (:mod:`histfix._check`) finds pairing problems; whether a provider rejects one
-depends on the API. Decided from shared/spec/providers.md and the strict test emulators built
-from it: every API rejects a call without a result and a result without a call; OpenAI Responses
+The validator (:mod:`.history`) finds pairing problems; whether a provider rejects one depends
+on the API. Decided from the providers' API references and the strict test emulators built from
+them: every API rejects a call without a result and a result without a call; OpenAI Responses
 pairs by ``call_id`` anywhere later in the input, so it accepts a late result, a second result and
 a call whose id a later answered call reuses; OpenAI Chat accepts a second result among the tool
 messages right after the call; two requests in a row are merged by every model class (only

@@ -1,4 +1,4 @@
-"""Running a provider profile around the default repair (see :mod:`histfix._profiles`)."""
+"""Running a provider profile around the default repair (see :mod:`.registry`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ DefaultRepair = Callable[
     ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change], bool]"
 ]
 #: The default repair of a list in one walk, with the facts the passes read, or None where it cannot
-#: settle that list alone (``_forward.settled_with_ids``); it records no changes.
+#: settle that list alone (``forward.settled_with_ids``); it records no changes.
 Settle = Callable[["Sequence[ModelMessage]"], "Settled | None"]
 
 

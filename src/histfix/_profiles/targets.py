@@ -40,7 +40,7 @@ _CHAT_COMPATIBLE = (
     *("sambanova", "snowflake", "together", "vercel", "vllm", "zai"),
 )
 # pydantic-ai model-name prefixes (``infer_model``'s names, 1.0.0-2.68.0) -> the API their model
-# class sends. "openai" is not here: which API it names depends on the release (see _compat).
+# class sends. "openai" is not here: which API it names depends on the release (see ``_release.switches``).
 _PREFIXES: dict[str, str] = {
     "openai-chat": "openai-chat",
     "openai-responses": "openai-responses",

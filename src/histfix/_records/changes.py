@@ -18,29 +18,29 @@ ChangeKind = Literal[
     "merged_responses",
     "moved_parts",
     "noted_result",  # repair(..., orphans="note") kept an orphaned result as a user note
-    # issue 10, provider profiles (_rules_calls):
+    # provider profiles (calls rules):
     "renamed_call_id",  # a call and its results carry a new id (reused, empty, or a format the API rejects)
     "dropped_duplicate_result",  # a second result for a call answered in the same request
     "dropped_late_result",  # a second result for a call answered in an earlier request
     "moved_late_result",  # a call's only result, moved from a later request to right after the call
     "wrapped_tool_args",  # args that are not a JSON object, kept as {'INVALID_JSON': raw}
-    # issue 10, provider profiles (_rules_shape, _rules_native):
+    # provider profiles (shape, native rules):
     "inserted_prompt",  # a profile put histfix.STARTER_PROMPT before a history opening on a response
     "dropped_empty",  # a profile dropped empty text, an empty prompt, or a message with nothing to send
     "dropped_native",  # a profile dropped a native (server) tool call the API gets without its result
     "renamed_native_return",  # before 1.0.9: a native return renamed to the wire name the release sends
     "dropped_signature",  # a profile dropped a thinking signature the target cannot verify (text kept)
-    # issue 10, provider profiles (_rules_turns):
+    # provider profiles (turns rules):
     "dropped_unsent",  # a response none of whose parts the release sends (it would go out empty)
-    # issue 10, provider profiles (_rules_files):
+    # provider profiles (files rules):
     "dropped_file",  # a response file the target's model class cannot send (Bedrock before 1.80.0)
-    # issue 10, provider profiles (_rules_bedrock_thinking):
+    # provider profiles (bedrock_thinking rules):
     "dropped_thinking",  # thinking Claude on Bedrock refuses as 1.0.0-1.0.2 send it (unsigned, or foreign)
-    # issue 10, provider profiles (_rules_reasoning):
+    # provider profiles (reasoning rules):
     "unfollowed_reasoning",  # thinking sent as a reasoning item with no output item after it
-    # issue 10, provider profiles (_rules_instructions):
+    # provider profiles (instructions rules):
     "moved_system_prompt",  # a later system prompt moved to the front (1.33-1.74 Chat/Mistral instructions)
-    # issue 10, provider profiles (_rules_results_alone):
+    # provider profiles (results_alone rules):
     "separated_results",  # results put in a request of their own, a "." response before the rest (Bedrock)
 ]
 

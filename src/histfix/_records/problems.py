@@ -17,29 +17,29 @@ ProblemKind = Literal[
     "consecutive_requests",
     "consecutive_responses",
     "parts_between_results",
-    # issue 10, provider profiles (_rules_calls):
+    # provider profiles (calls rules):
     "reused_call_id",  # a call id an earlier call already has (same or earlier response)
     "missing_call_id",  # an empty tool_call_id: the wire gives call and result different random ids
     "invalid_call_id",  # an id outside the API's format (Anthropic's pattern, Mistral's 9 characters)
     "invalid_tool_args",  # args that are not a JSON object, which the release's serializer cannot send
-    # issue 10, provider profiles (_rules_shape, _rules_native):
+    # provider profiles (shape, native rules):
     "starts_with_response",  # the first turn is the model's
     "empty_message",  # a request or response with no parts
     "empty_text",  # empty (or, for Bedrock, whitespace-only) text or prompt
     "results_not_first",  # a part before the tool results of a request
     "unpaired_native_call",  # a native (server) tool call without its result block
     "foreign_signature",  # a thinking signature from a provider the target cannot verify
-    # issue 10, check(provider=):
+    # check(provider=):
     "nothing_sendable",  # check(provider=): only system prompts, sent as an empty conversation
-    # issue 10, provider profiles (_rules_files):
+    # provider profiles (files rules):
     "unsendable_file",  # a response file the target's model class fails on before sending
-    # issue 10, provider profiles (_rules_reasoning):
+    # provider profiles (reasoning rules):
     "unfollowed_reasoning",  # a reasoning item (OpenAI Responses) with no output item after it
-    # issue 10, provider profiles (_rules_instructions):
+    # provider profiles (instructions rules):
     "misplaced_instructions",  # a later system prompt puts the instructions inside a tool exchange
-    # issue 10, provider profiles (_rules_results_alone):
+    # provider profiles (results_alone rules):
     "results_not_alone",  # tool results and other user content in one turn (Bedrock, non-Claude models)
-    # issue 10, provider profiles (_rules_bedrock_thinking):
+    # provider profiles (bedrock_thinking rules):
     "unsigned_thinking",  # thinking without a signature, sent where one is required (Bedrock Claude, 1.0.0-1.0.2)
 ]
 

@@ -7,7 +7,7 @@ from packaging.version import Version
 
 __all__ = ["NEWEST", "PINNED_RELEASES", "release_pins", "release_requirements"]
 
-#: Every behaviour boundary in shared/spec/upstream-behaviour.md, and the newest release measured.
+#: A release on each side of every behaviour boundary histfix switches on, and the newest release tested.
 PINNED_RELEASES = [
     "1.0.0",  # first 1.x; no _clean_message_history at all
     "1.0.7",  # _clean_message_history (merge only) appears

@@ -44,8 +44,8 @@ _FRAMEWORK_NAMESPACE = "__pydantic_ai__"
 def with_parts(message: _M, parts: list[Any]) -> _M:
     """``message`` with other ``parts``, every one of them taken from validated messages of its class.
 
-    The same as ``dataclasses.replace(message, parts=parts)`` for such parts, at a fifth of the
-    cost: the message classes are plain dataclasses on every release, and their ``__post_init__``
+    The same as ``dataclasses.replace(message, parts=parts)`` for such parts, without its per-field
+    work: the message classes are plain dataclasses on every release, and their ``__post_init__``
     (2.59.0+) only re-checks and re-promotes parts, which these parts already went through. Parts
     histfix creates (synthesized returns) must go through the class's constructor instead.
     """

@@ -1,6 +1,6 @@
 """histfix's repair in one forward walk: the fast path, for every history it can settle alone.
 
-The general repair (``_pairing`` then ``_walk``) reads the history twice, because whether a call
+The general repair (``pairing`` then ``walk``) reads the history twice, because whether a call
 dangles depends on the future. This walk reads it once and builds the output as it goes, by
 settling each response's open calls when the next response arrives: a call still open then
 dangles, unless a result further on answers it across that response (a late result). Its returns
@@ -58,8 +58,7 @@ class _Ledger:
 
     The walk settles only histories that call no id twice, and drops a result as an orphan only
     where no response calls its id. Looking each id up in a set as it arrives costs a cache miss
-    an id once the set outgrows the cache (a fifth of the walk on 100k dense messages); appending
-    it to a list costs none. So the newest calls are checked for a repeat every ``_CHECK_EVERY``
+    an id once the set outgrows the cache; appending it to a list costs none. So the newest calls are checked for a repeat every ``_CHECK_EVERY``
     messages, while they are still in the cache (a history that reuses ids is given up early),
     and everything at the end, in one C-level pass.
     """
@@ -128,7 +127,7 @@ def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: boo
     return Settled(out, ledger.ids, not ledger.results_apart)
 
 
-# One flat loop on purpose, as in ``_pairing.pair``: a call per message or part costs ~15%.
+# One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.
 def _walk_forward(  # noqa: PLR0915
     messages: Sequence[ModelMessage], repair_last_response: bool, ledger: _Ledger
 ) -> list[ModelMessage]:
@@ -150,7 +149,7 @@ def _walk_forward(  # noqa: PLR0915
     check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked
     # The request run since the last response, held for folding: its first member, that member's
     # parts when the walk changed them (None: its own), whether its results are scattered, the
-    # run's first non-empty instructions, and the later members as ``_folding.Member`` tuples.
+    # run's first non-empty instructions, and the later members as ``folding.Member`` tuples.
     held: Any = None
     held_parts: list[Any] | None = None
     held_scattered = False
@@ -265,8 +264,8 @@ def _walk_forward(  # noqa: PLR0915
             raise _Unsettled
         stamp = messages[owner_index].timestamp
         closing = [make_return(call, stamp) for call in open_calls.values()]
-        # as in the loop (spelled out there: a helper call per closing costs ~3% on adversarial), with the
-        # run then flushed below
+        # as in the loop (spelled out there, not shared: see the loop's note), with the run then
+        # flushed below
         if held is None:
             held = new_request(closing)
         elif joined is None:

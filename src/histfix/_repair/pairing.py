@@ -67,7 +67,7 @@ class Pairing:
         #: every index where the output can differ from the message there passed through as it
         #: is (a part dropped, added or moved, or a merge with the message before); the building
         #: walk copies everything else wholesale, so a rule that forgets its index corrupts output
-        #: silently (``_walk.repair_walk`` states the invariant, tests/test_invariant.py checks it)
+        #: silently (``walk.repair_walk`` states the invariant, tests/test_invariant.py checks it)
         self.events: set[int] = set()
         # What the walk saw on its way, for the provider profiles' early exits (each would otherwise
         # read every part again): see :meth:`call_ids_seen`.

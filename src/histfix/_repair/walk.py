@@ -1,9 +1,9 @@
 """histfix's own repair: the newest upstream behaviour, as one read-only walk and one building walk.
 
-The pairing walk (``_pairing``) learns which calls dangle, which results are orphans, and every
+The pairing walk (``pairing``) learns which calls dangle, which results are orphans, and every
 index where something must change. The building walk then copies each untouched stretch of the
 history in one slice and works message by message only around those indices: it drops orphans,
-closes dangling calls, and folds mergeable runs (``_folding``), all in one loop. Untouched messages
+closes dangling calls, and folds mergeable runs (``folding``), all in one loop. Untouched messages
 are passed through as the same objects; the caller's list and messages are never mutated.
 """
 
@@ -163,7 +163,7 @@ def repair_walk(
     outside the events whose successor is outside them too is untouched, and so is everything
     after a stretch that ends with nothing pending up to the event before the next one: those
     stretches are copied in one slice. A rule that changes a message must record its index in
-    ``_pairing.pair``; tests/test_invariant.py checks the fast path against ``every_index=True``
+    ``pairing.pair``; tests/test_invariant.py checks the fast path against ``every_index=True``
     and fails when a rule forgets its events.
     """
     if pairing is None:

@@ -1,11 +1,11 @@
-"""Profile rule about thinking that Bedrock sends to Claude (issue 10): only signed, own thinking.
+"""Profile rule about thinking that Bedrock sends to Claude: only signed, own thinking.
 
 Claude on Bedrock refuses a reasoning block without a signature (``messages.N.content.M.thinking.
 signature: Field required``: earendil-works/pi#2063, run-llama/llama_index#20851) and one whose
 signature another provider issued (``messages.N.content.M: Invalid signature in thinking block``:
 chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.2 sends *every* ``ThinkingPart`` to a Claude
 model as a reasoning block, signed or not, whatever made it; from 1.0.3 it sends only Bedrock's own
-signed thinking that way and the rest as tagged text (``_compat.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``;
+signed thinking that way and the rest as tagged text (``switches.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``;
 read in the wheels of 1.0.0, 1.0.2, 1.0.3, 1.0.6, 1.0.7, 1.107.10 and 2.68.0). So on 1.0.0-1.0.2 this pass drops the
 thinking parts that would be refused, each reported with its text. It drops rather than turning
 them into text: a stored history is also what an application shows, and reasoning stored as a

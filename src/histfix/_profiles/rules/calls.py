@@ -1,7 +1,7 @@
-"""Profile rules about tool calls, their ids and their results (issue 10).
+"""Profile rules about tool calls, their ids and their results.
 
-Each rule is one provider rule from shared/spec/providers.md (or one the emulators/measurements
-showed), named for it, used only by the APIs that enforce it. The before-stage rules only rename
+Each rule is one rule a provider API enforces (or a release's model class, before sending), named
+for it, used only by the APIs that enforce it. The before-stage rules only rename
 ``tool_call_id``s (the default repair then pairs what the wire will pair); the after-stage ones
 work on the default repair's output. Nothing here imports pydantic-ai until a rule runs.
 """
@@ -183,7 +183,7 @@ def unique_call_ids(
     """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
     unverified wording; two tool_result blocks with one id fail multiple_results, verified).
     Gemini, Bedrock, Mistral: one id twice in one response gets a surplus synthesized result from
-    2.10.0-2.54.x's own repair (measured on 2.10.0), which they reject; fresh ids are harmless on
+    2.10.0-2.54.x's own repair, which they reject; fresh ids are harmless on
     every release, so the pass runs for them everywhere (no switch)."""
     from .call_ids import reused_id_renames
 
@@ -526,8 +526,7 @@ def tool_args_sendable(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Before 1.95.0 AnthropicModel, GoogleModel and BedrockConverseModel raise on args that are not
-    a JSON object (a truncated stream) before sending (measured on 1.0.0: ``ValueError: EOF while
-    parsing``); such args are kept whole as ``{'INVALID_JSON': raw}``, what 1.95.0+ sends itself."""
+    a JSON object (a truncated stream) before sending (``ValueError: EOF while parsing``); such args are kept whole as ``{'INVALID_JSON': raw}``, what 1.95.0+ sends itself."""
     from dataclasses import replace
 
     from ..._repair.folding import with_parts

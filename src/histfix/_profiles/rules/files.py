@@ -1,14 +1,14 @@
-"""Profile rules about files in the model's responses (issue 10): what a model class cannot send.
+"""Profile rules about files in the model's responses: what a model class cannot send.
 
 A ``FilePart`` is a file the model produced (an image, say). From its arrival (after 1.0.7) to
 1.79.0, BedrockConverseModel asserts that every response part it does not map is a tool call, so a
 response file fails the whole request with ``AssertionError`` before anything is sent; from 1.80.0
-it leaves response files out itself (``_compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE``). That pass
+it leaves response files out itself (``switches.BEDROCK_SKIPS_RESPONSE_FILES_SINCE``). That pass
 runs only where the release fails, so ``provider="any"`` keeps the files wherever Bedrock would
 merely skip them. OpenAI Chat and Mistral never send a response file (every release that has
 ``FilePart``): a response of nothing but files goes out as an empty assistant message (OpenAI Chat
-content_or_tool_calls, measured on 1.67.0) or not at all, which can leave a request with no message
-(request_schema, measured on 2.9.1, 2.10.0 and 2.68.0; seed 2775383531323787); the second pass
+content_or_tool_calls) or not at all, which can leave a request with no message (Mistral
+request_schema); the second pass
 empties such a response for no_empty_content (after these) to drop. After-stage passes, pure, each
 returning the list it was given and no changes when nothing applies; a dropped file is reported
 with what it held (media type and size, not its bytes).
@@ -178,7 +178,7 @@ def file_rules() -> tuple[ProfileRule, ...]:
             "response_files_sendable",
             RESPONSE_FILES_APIS,
             "BedrockConverseModel asserts on a FilePart in a response before sending, up to 1.79.0 "
-            "(models/bedrock.py; measured on 1.67.0); 1.80.0+ leaves it out",
+            "(its models/bedrock.py); 1.80.0+ leaves it out",
             "after",
             response_files_sendable,
             detect_response_files_sendable,

@@ -1,8 +1,8 @@
-"""Profile rules about provider-native parts (issue 10): server tool calls and thinking signatures.
+"""Profile rules about provider-native parts: server tool calls and thinking signatures.
 
 After-stage passes, pure, each returning the list it was given and no changes when nothing
-applies; what they remove is reported with its content. Sources: ``shared/spec/providers.md``
-(Anthropic server tools, thinking signatures) and the installed releases' serializers.
+applies; what they remove is reported with its content. Sources: Anthropic's server-tool and
+extended-thinking documentation, and the installed releases' serializers.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ THINKING_APIS = frozenset(_OWN_PROVIDERS)
 
 #: Before 1.0.9, AnthropicModel sends a native return only under the wire block's name
 #: (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for the tool's own
-#: name, which 1.0.9+ stores; see ``_compat.NATIVE_RETURN_NAMED_BY_TOOL_SINCE``.
+#: name, which 1.0.9+ stores; see ``switches.NATIVE_RETURN_NAMED_BY_TOOL_SINCE``.
 _WIRE_RETURN_NAMES = {"web_search": "web_search_tool_result", "code_execution": "code_execution_tool_result"}
 
 
@@ -203,7 +203,7 @@ def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thin
 def _verifying(target: ProviderTarget) -> list[str]:
     """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
     every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
-    there its signatures need not go; ``_compat.THINKING_SENT_SINCE``)."""
+    there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
     from ..._release import switches as _compat
 
     apis = [api for api in target.apis if api in _OWN_PROVIDERS]

@@ -1,10 +1,10 @@
-"""The OpenAI Responses rule for reasoning items (issue 10): each needs an output item right after it.
+"""The OpenAI Responses rule for reasoning items: each needs an output item right after it.
 
 OpenAIResponsesModel replays thinking as ``reasoning`` input items, and OpenAI rejects one that is
 not directly followed by an output item of the same response: "Item 'rs_...' of type 'reasoning'
 was provided without its required following item." (vercel/ai#8321). A response cut off after its
 reasoning, or whose text was evicted, goes out so. Which thinking becomes a reasoning item depends
-on the release (``_compat.responses_reasoning_items``): none before 1.0.3; *every* thinking part on
+on the release (``switches.responses_reasoning_items``): none before 1.0.3; *every* thinking part on
 1.0.3-1.0.4; from 1.0.5 OpenAI's own thinking with an id, for reasoning models (the rest goes as
 tagged assistant text). Consecutive parts with one id become one item.
 

@@ -1,4 +1,4 @@
-"""Tool results alone in their turn, for Bedrock models that refuse anything beside them (issue 10).
+"""Tool results alone in their turn, for Bedrock models that refuse anything beside them.
 
 Bedrock Converse refuses a user turn that holds ``toolResult`` blocks and anything else (text, an
 image) for models other than Claude: "Conversation blocks and tool result blocks cannot be provided

@@ -1,9 +1,9 @@
-"""Profile rules about message shape, order and content (issue 10): the after-stage passes.
+"""Profile rules about message shape, order and content: the after-stage passes.
 
 Each pass is named for the provider rule it satisfies, runs on the default repair's output, and
 is pure: it returns the list it was given (the same object) and no changes when nothing applies.
 Whatever a pass removes is reported with its content in ``Change.preview``. Wording and sources:
-``shared/spec/providers.md`` and the emulators in ``tests/emulators/``.
+the providers' API references and error texts, as the emulators in ``tests/support/emulators/`` enforce them.
 """
 
 from __future__ import annotations

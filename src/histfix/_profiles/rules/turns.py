@@ -1,4 +1,4 @@
-"""Profile rules about turns the wire does not see (issue 10): parts a release never sends.
+"""Profile rules about turns the wire does not see: parts a release never sends.
 
 Some parts never reach the provider as part of a turn: system prompts (a system field, or a
 system message), tool-availability deltas (2.23.0+: a system announcement or nothing), native
@@ -64,7 +64,7 @@ RESPONSES_APIS = frozenset(EMPTY_RESPONSE_WORDING)
 REQUESTS_APIS = frozenset(EMPTY_REQUEST_WORDING)
 OPENING_APIS = frozenset(OPENING_WORDING)
 
-#: The APIs whose serializers drop thinking on releases before ``_compat.THINKING_SENT_SINCE``.
+#: The APIs whose serializers drop thinking on releases before ``switches.THINKING_SENT_SINCE``.
 _THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
 
 
@@ -119,10 +119,8 @@ def _compaction(part: object) -> bool:
 def _unsent_response_part(part: object, api: str, thinking_sent: bool, target: ProviderTarget) -> bool:
     """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
     and Bedrock never send them; Gemini sends only Google's own), compaction (OpenAI Chat, Gemini and
-    Bedrock never send it: read in 2.9.1's and 2.68.0's model classes; found by the provider sweep on
-    2.17.0, seed 2444178726322182), and thinking on OpenAI Chat and Gemini before 1.0.3 (1.0.0-1.0.2
-    drop it; Bedrock sends it for Claude models, and drops it for the others: read in 1.0.0-1.0.2's
-    models/bedrock.py, found through a Llama model on 1.0.0)."""
+    Bedrock never send it), and thinking on OpenAI Chat and Gemini before 1.0.3 (1.0.0-1.0.2 drop it;
+    Bedrock sends it for Claude models, and drops it for the others)."""
     from pydantic_ai.messages import ThinkingPart
 
     if _compaction(part):
