@@ -31,12 +31,6 @@ def test_names_match_the_strings_upstream_uses() -> None:
     ]:
         if hasattr(pai, name):  # upstream's own names, where the release has them
             assert getattr(pai, name) == ours
-    from histfix._repair import walk as _walk
-
-    assert (_walk.SYNTHESIZED_MARKER, _walk.SYNTHESIZED_CONTENT) == (
-        histfix.SYNTHESIZED_TOOL_RETURN_METADATA_KEY,
-        histfix.SYNTHESIZED_CONTENT,
-    )
 
 
 @pytest.mark.parametrize("backend", ["histfix", "auto", "upstream"])

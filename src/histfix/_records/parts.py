@@ -8,9 +8,20 @@ from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
 
 from .._release import switches as _compat
 
-__all__ = ["is_result", "not_result", "stays_between_results"]
+__all__ = ["NATIVE_KINDS", "is_result", "native_kind", "not_result", "stays_between_results"]
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
+
+
+#: The ``part_kind`` of a provider's native (server-side) tool call and of its return: the parts are
+#: named Builtin* up to 2.x and Native* later, but the JSON kind is the same on every release.
+NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
+
+
+def native_kind(part: object) -> str:
+    """``builtin-tool-call``/``builtin-tool-return`` for a native tool part (or its class), else ''."""
+    kind = getattr(part, "part_kind", "")
+    return kind if kind in NATIVE_KINDS else ""
 
 
 def is_result(part: object) -> TypeGuard[ToolReturnPart | RetryPromptPart]:

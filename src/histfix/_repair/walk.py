@@ -24,23 +24,17 @@ from pydantic_ai.messages import (
 )
 
 from .._records.parts import is_result
+from .._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .._release import switches as _compat
 from .folding import Folder, FoldEvent, new_request
 from .pairing import Dangling, Pairing, pair
 
 __all__ = [
-    "SYNTHESIZED_CONTENT",
-    "SYNTHESIZED_MARKER",
     "dangling_calls",
     "repair_walk",
     "return_maker",
     "with_closing_returns",
 ]
-
-#: The content of every synthesized return (the same text in every upstream release that has one).
-SYNTHESIZED_CONTENT = "The tool call was interrupted before a result was produced."
-#: The metadata key that marks a synthesized return.
-SYNTHESIZED_MARKER = "pydantic_ai_synthesized_tool_return"
 
 
 def _synthesized_return(call: ToolCallPart, stamp: Any, fields: dict[str, Any]) -> ModelRequestPart:
@@ -52,7 +46,7 @@ def _synthesized_return(call: ToolCallPart, stamp: Any, fields: dict[str, Any]) 
         tool_name=call.tool_name,
         content=SYNTHESIZED_CONTENT,
         tool_call_id=call.tool_call_id,
-        metadata={SYNTHESIZED_MARKER: True},
+        metadata={SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True},
         timestamp=stamp,
         **({**fields, "tool_kind": kind} if promote else fields),
     )
@@ -105,7 +99,7 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
         values = plain_fields.copy()
         values["tool_name"] = call.tool_name
         values["tool_call_id"] = call.tool_call_id
-        values["metadata"] = {SYNTHESIZED_MARKER: True}
+        values["metadata"] = {SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True}
         values["timestamp"] = stamp
         part: ModelRequestPart = new(ToolReturnPart)
         part.__dict__ = values

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._records.parts import native_kind
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview
 from ..scan import Scan
@@ -72,13 +73,8 @@ def _files_at(
         for index, message in enumerate(history)
         if message.kind == "response"
         and any(isinstance(part, file_part) for part in message.parts)
-        and (not only or all(isinstance(part, file_part) or _native(part) for part in message.parts))
+        and (not only or all(isinstance(part, file_part) or native_kind(part) for part in message.parts))
     ]
-
-
-def _native(part: object) -> bool:
-    """A native (server) tool part, which OpenAI Chat never sends either (responses_send_something's)."""
-    return getattr(part, "part_kind", "") in ("builtin-tool-call", "builtin-tool-return")
 
 
 def _describe(part: Any) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._records.parts import native_kind
 from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
 from ..scan import Scan
@@ -47,13 +48,6 @@ THINKING_APIS = frozenset(_OWN_PROVIDERS)
 _WIRE_RETURN_NAMES = {"web_search": "web_search_tool_result", "code_execution": "code_execution_tool_result"}
 
 
-def _native_kind(part: object) -> str:
-    """``builtin-tool-call``/``builtin-tool-return`` for native parts (named Builtin* up to 2.x, Native*
-    later; the JSON ``part_kind`` is the same on every release), else ''."""
-    kind = getattr(part, "part_kind", "")
-    return kind if kind in ("builtin-tool-call", "builtin-tool-return") else ""
-
-
 def _anthropic(part: object) -> bool:
     return getattr(part, "provider_name", None) == "anthropic"
 
@@ -65,11 +59,11 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     parts: list[Any] = list(response.parts)  # native part classes differ by release: duck-typed
     returns: dict[str, list[int]] = {}
     for index, part in enumerate(parts):
-        if _native_kind(part) == "builtin-tool-return" and _anthropic(part):
+        if native_kind(part) == "builtin-tool-return" and _anthropic(part):
             returns.setdefault(part.tool_call_id, []).append(index)
     found: set[int] = set()
     for index, part in enumerate(parts):
-        if _native_kind(part) != "builtin-tool-call" or not _anthropic(part):
+        if native_kind(part) != "builtin-tool-call" or not _anthropic(part):
             continue
         mine = returns.get(part.tool_call_id, [])
         if not any(isinstance(parts[r].content, (dict, list)) for r in mine):
@@ -86,7 +80,7 @@ def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type
 
 def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """The cheap early exit: whether any message holds a native part."""
-    return any(_native_kind(kind) for kind in _part_classes(history, scan))
+    return any(native_kind(kind) for kind in _part_classes(history, scan))
 
 
 def native_calls_paired(
@@ -106,7 +100,7 @@ def native_calls_paired(
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(history):
-        if not isinstance(message, ModelResponse) or not any(map(_native_kind, message.parts)):
+        if not isinstance(message, ModelResponse) or not any(map(native_kind, message.parts)):
             fixed.append(message)
             continue
         gone = _unsendable_natives(message)
@@ -114,7 +108,7 @@ def native_calls_paired(
         parts: list[Any] = []
         for at, part in enumerate(given):
             if at in gone:
-                what = "call" if _native_kind(part) == "builtin-tool-call" else "return"
+                what = "call" if native_kind(part) == "builtin-tool-call" else "return"
                 content = part.args if what == "call" else part.content
                 changes.append(
                     Change(
@@ -128,11 +122,7 @@ def native_calls_paired(
                     )
                 )
                 continue
-            if (
-                rename
-                and _native_kind(part) == "builtin-tool-return"
-                and part.tool_name in _WIRE_RETURN_NAMES
-            ):
+            if rename and native_kind(part) == "builtin-tool-return" and part.tool_name in _WIRE_RETURN_NAMES:
                 wire = _WIRE_RETURN_NAMES[part.tool_name]
                 changes.append(
                     Change(
@@ -166,7 +156,7 @@ def detect_native_calls_paired(
         given: list[Any] = list(message.parts)
         for at in sorted(_unsendable_natives(message)):
             part = given[at]
-            if _native_kind(part) == "builtin-tool-call":
+            if native_kind(part) == "builtin-tool-call":
                 found.append(
                     problem(
                         "unpaired_native_call",

@@ -127,10 +127,11 @@ def _sends_nothing() -> Callable[[object], bool]:
     """For a response: whether BedrockConverseModel sends nothing of it, so the user turns around it
     meet on the wire (the model class merges them): files (left out from 1.80.0; earlier the files
     pass drops them), native parts, compaction, and thinking before 1.0.3 (not sent for models other
-    than Claude: read in 1.0.0-1.0.2's models/bedrock.py), or no parts at all."""
+    than Claude), or no parts at all."""
+    from ..._records.parts import NATIVE_KINDS
     from ..._release import switches as _compat
 
-    unsent = {"file", "builtin-tool-call", "builtin-tool-return", "compaction"}
+    unsent = {"file", *NATIVE_KINDS, "compaction"}
     if not _compat.thinking_sent():
         unsent.add("thinking")
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._records.parts import native_kind
 from ..._records.problems import Problem
 from ..rule import (
     STARTER_PROMPT,
@@ -91,7 +92,6 @@ ALTERNATION_WORDING = {
 #: The APIs that get an empty assistant message for a response of native (server) tool parts only,
 #: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
 NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
-_NATIVE_KINDS = ("builtin-tool-call", "builtin-tool-return")
 
 #: The APIs each rule is for (the keys of its wording).
 STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
@@ -229,7 +229,7 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
             removed.append(preview(part.content))
             continue
         kept.append(part)
-    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(p.part_kind in _NATIVE_KINDS for p in kept):
+    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(map(native_kind, kept)):
         # nothing here is sent to those APIs: the message would go out empty
         removed.extend(
             f"{p.part_kind} {p.tool_name}: {preview(getattr(p, 'content', getattr(p, 'args', None)))}"
@@ -248,9 +248,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
         return True
     if "bedrock" in target.apis and found.empty_instructions():
         return True
-    if NATIVE_BLIND_APIS & set(target.apis) and any(
-        getattr(kind, "part_kind", "") in _NATIVE_KINDS for kind in found.part_classes
-    ):
+    if NATIVE_BLIND_APIS & set(target.apis) and any(native_kind(kind) for kind in found.part_classes):
         return True  # a response of native parts only may send nothing: the exact pass decides
     contents = found.text_contents()
     strings = [content for content in contents if type(content) is str]

@@ -19,6 +19,7 @@ from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._records.parts import native_kind
 from ..._records.problems import Problem
 from ..rule import STARTER_PROMPT, ProfileRule, preview, problem, renormalized, replaced, with_starter_prompt
 from ..scan import Scan
@@ -107,10 +108,6 @@ def _unsent_request_classes(history: Sequence[ModelMessage], scan: Scan) -> froz
     return frozenset(filter(_unsent_request_class, _part_classes(history, scan)))
 
 
-def _native(part: object) -> bool:
-    return getattr(part, "part_kind", "") in ("builtin-tool-call", "builtin-tool-return")
-
-
 def _compaction(part: object) -> bool:
     """A ``CompactionPart`` (a provider's summary of earlier turns; present from after 1.80.0)."""
     return getattr(part, "part_kind", "") == "compaction"
@@ -125,7 +122,7 @@ def _unsent_response_part(part: object, api: str, thinking_sent: bool, target: P
 
     if _compaction(part):
         return True  # every api of this rule (RESPONSES_APIS)
-    if _native(part):
+    if native_kind(part):
         return not (api == "gemini" and getattr(part, "provider_name", None) == "google")
     if not isinstance(part, ThinkingPart) or thinking_sent:
         return False
@@ -165,7 +162,7 @@ def _maybe_unsent(history: Sequence[ModelMessage], thinking_sent: bool, scan: Sc
     return frozenset(
         kind
         for kind in _part_classes(history, scan)
-        if _native(kind) or _compaction(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
+        if native_kind(kind) or _compaction(kind) or (not thinking_sent and issubclass(kind, ThinkingPart))
     )
 
 
