@@ -14,13 +14,13 @@ wire rejects it (the repair that fixes it is the same). ``check(provider=)`` add
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from .._profiles.registry import rules_for
 from .._profiles.run import nothing_sendable
 from .._profiles.scan import Scan
-from .._profiles.targets import PROVIDER_APIS, ProviderTarget
+from .._profiles.targets import ProviderTarget, ordered_apis
 from .._records.parts import is_result
 from .._records.problems import Problem
 
@@ -194,21 +194,16 @@ def rejections(history: Sequence[ModelMessage], problem: Problem) -> dict[str, s
     return {}
 
 
-def _ordered(apis: Iterable[str]) -> tuple[str, ...]:
-    wanted = set(apis)
-    return tuple(api for api in PROVIDER_APIS if api in wanted)
-
-
 def mark_rejections(history: Sequence[ModelMessage], problems: Sequence[Problem]) -> list[Problem]:
     """``problems`` with ``rejected_by`` filled: the APIs that reject each (empty: only normalized)."""
     return [
-        dataclasses.replace(problem, rejected_by=_ordered(rejections(history, problem)))
+        dataclasses.replace(problem, rejected_by=ordered_apis(rejections(history, problem)))
         for problem in problems
     ]
 
 
 def _worded(wording: dict[str, str]) -> str:
-    apis = _ordered(wording)
+    apis = ordered_apis(wording)
     if len(apis) == 1:
         return wording[apis[0]]
     return "; ".join(f"{api}: {wording[api]}" for api in apis)
@@ -262,11 +257,11 @@ def _check_for(
             if rule.detect is None:
                 continue
             for problem in rule.detect(history, target, scan):
-                apis = _ordered(wanted & set(problem.rejected_by or rule.apis))
+                apis = ordered_apis(wanted & set(problem.rejected_by or rule.apis))
                 if apis:
                     add(problem, _rule_wording(problem, dict(rule.wording), apis))
     marked = [
-        dataclasses.replace(problem, rejected_by=_ordered(wording), provider_error=_worded(wording))
+        dataclasses.replace(problem, rejected_by=ordered_apis(wording), provider_error=_worded(wording))
         for problem, wording in found.values()
     ]
     marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))

@@ -8,6 +8,7 @@ API of its models, a wrapper to what it wraps). Nothing here imports pydantic-ai
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "ProviderTarget",
     "api_of_prefix",
     "bedrock_claude",
+    "ordered_apis",
     "resolve_provider",
 ]
 
@@ -135,8 +137,10 @@ def _unknown(name: str) -> ValueError:
     )
 
 
-def _ordered(apis: set[str]) -> tuple[str, ...]:
-    return tuple(api for api in PROVIDER_APIS if api in apis)
+def ordered_apis(apis: Iterable[str]) -> tuple[str, ...]:
+    """``apis`` once each, in :data:`PROVIDER_APIS` order (how every list of APIs is shown)."""
+    wanted = set(apis)
+    return tuple(api for api in PROVIDER_APIS if api in wanted)
 
 
 def _models_of(model: Any, seen: set[int]) -> list[tuple[str, str | None]]:
@@ -194,4 +198,4 @@ def resolve_provider(provider: object) -> ProviderTarget:
     if any(cls.__name__ == "FallbackModel" for cls in type(provider).__mro__):
         named = None  # several models: no one name applies
     models = tuple(dict.fromkeys((api, name) for api, name in found if name is not None))
-    return ProviderTarget(label, _ordered(apis), named, models)
+    return ProviderTarget(label, ordered_apis(apis), named, models)

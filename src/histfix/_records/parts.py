@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from collections.abc import Sequence
+from typing import Any, TypeGuard
 
 from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
 
 from .._release import switches as _compat
 
-__all__ = ["NATIVE_KINDS", "is_result", "native_kind", "not_result", "stays_between_results"]
+__all__ = ["NATIVE_KINDS", "after_results", "is_result", "native_kind", "not_result", "stays_between_results"]
 
 _DELTA = _compat.TOOL_AVAILABILITY_DELTA
 
@@ -49,3 +50,12 @@ def not_result(part: object) -> bool:
 def stays_between_results(part: object) -> bool:
     """Results, and tool-availability deltas (2.23.0+), which keep their place among results."""
     return is_result(part) or (_DELTA is not None and isinstance(part, _DELTA))
+
+
+def after_results(parts: Sequence[Any], inserted: Sequence[Any]) -> list[Any]:
+    """``inserted`` straight after the last result in ``parts`` (at the start if there is none): where
+    a synthesized return or a moved result joins a request, so that the results stay together."""
+    at = len(parts)
+    while at and not is_result(parts[at - 1]):
+        at -= 1
+    return [*parts[:at], *inserted, *parts[at:]]

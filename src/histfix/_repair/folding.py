@@ -140,7 +140,7 @@ def merged_request(
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
     only the framework namespace survives. Every other field takes its default. ``returns`` (the
     synthesized returns of the calls the run answers) go after the first request's results, where
-    ``with_closing_returns`` puts them: the merge keeps results in order, so that is their place.
+    ``parts.after_results`` puts them: the merge keeps results in order, so that is their place.
     """
     first = run[0][0]
     head: Sequence[Any] = first.parts if run[0][1] is None else run[0][1]

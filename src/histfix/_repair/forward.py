@@ -36,9 +36,10 @@ from pydantic_ai.messages import (
 )
 
 from .._records.inputs import not_a_message
+from .._records.parts import after_results
 from .._release import switches as _compat
 from .folding import is_synthetic, merged_request, new_request, results_gathered, with_parts
-from .walk import repair_walk, return_maker, with_closing_returns
+from .walk import repair_walk, return_maker
 
 __all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
 
@@ -171,9 +172,7 @@ def _walk_forward(  # noqa: PLR0915
                 if held is None:  # no request followed the calls: a request of the returns' own
                     append(new_request(closing))
                 elif joined is None:  # after the held request's results (it is flushed below)
-                    held_parts = with_closing_returns(
-                        held.parts if held_parts is None else held_parts, closing
-                    )
+                    held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
                 else:  # the run merges, and the merge puts them after its first member's results
                     append(merged_request([(held, held_parts, -1), *joined], held_scattered, closing))
                     held = held_parts = joined = None
@@ -269,7 +268,7 @@ def _walk_forward(  # noqa: PLR0915
         if held is None:
             held = new_request(closing)
         elif joined is None:
-            held_parts = with_closing_returns(held.parts if held_parts is None else held_parts, closing)
+            held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
         else:
             held = merged_request([(held, held_parts, -1), *joined], held_scattered, closing)
             held_parts = joined = None

@@ -23,7 +23,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from .._records.parts import is_result
+from .._records.parts import after_results
 from .._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .._release import switches as _compat
 from .folding import Folder, FoldEvent, new_request
@@ -33,7 +33,6 @@ __all__ = [
     "dangling_calls",
     "repair_walk",
     "return_maker",
-    "with_closing_returns",
 ]
 
 
@@ -126,16 +125,6 @@ def dangling_calls(response: ModelResponse, dangling: list[Dangling]) -> list[To
     return found
 
 
-def with_closing_returns(
-    parts: Sequence[ModelRequestPart], closing: Sequence[ModelRequestPart]
-) -> list[ModelRequestPart]:
-    """Insert synthesized returns straight after the last existing result (or first)."""
-    at = len(parts)
-    while at and not is_result(parts[at - 1]):
-        at -= 1
-    return [*parts[:at], *closing, *parts[at:]]
-
-
 def repair_walk(
     messages: Sequence[ModelMessage],
     *,
@@ -207,7 +196,7 @@ def repair_walk(
                     if not parts and index != size:
                         continue  # an emptied interior request disappears; its neighbours may fold
                 if closing:
-                    parts = with_closing_returns(message.parts if parts is None else parts, closing)
+                    parts = after_results(message.parts if parts is None else parts, closing)
                     closing = []
                 folder.request(message, parts, index - 1, index - 1 in scattered)
             # Past the event, stop at the first index that is not one once nothing is pending: the

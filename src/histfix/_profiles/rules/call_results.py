@@ -19,7 +19,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 
-from ..._records.parts import is_result
+from ..._records.parts import after_results, is_result
 from ..._repair.folding import is_synthetic, with_parts
 from ..scan import Scan
 
@@ -113,14 +113,6 @@ def misplaced_for_pass(history: Sequence[ModelMessage], scan: Scan) -> list[Misp
     return found
 
 
-def _after_results(parts: list[ModelRequestPart], moved: list[ModelRequestPart]) -> list[ModelRequestPart]:
-    """``moved`` inserted straight after the last result in ``parts`` (at the start if none)."""
-    at = len(parts)
-    while at and not is_result(parts[at - 1]):
-        at -= 1
-    return [*parts[:at], *moved, *parts[at:]]
-
-
 def without_misplaced(
     history: list[ModelMessage], drop: Sequence[Misplaced], move: Sequence[Misplaced]
 ) -> list[ModelMessage]:
@@ -148,7 +140,7 @@ def without_misplaced(
             if i in touched:
                 parts = [p for j, p in enumerate(parts) if (i, j) not in gone]
             if i - 1 in arriving:
-                parts = _after_results(parts, arriving[i - 1])
+                parts = after_results(parts, arriving[i - 1])
             if parts == list(message.parts) and i not in touched:
                 out.append(message)
             elif parts or i == last:
