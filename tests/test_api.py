@@ -56,6 +56,10 @@ def test_public_names_are_exactly_all() -> None:
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)
+    assert {*histfix._HOME, "__version__"} == set(histfix.__all__)  # every public name has a home
+    assert set(dir(histfix)) >= set(histfix.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        histfix.nothing_here  # noqa: B018
 
 
 @pytest.mark.parametrize("bad", [None, "history", b"history", 42, {"kind": "request"}, iter([])])
