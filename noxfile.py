@@ -5,14 +5,16 @@ no-op while it is up to date), then side by side, one per CPU at a time (nox's `
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
 release-independent tests: the programs in tools/, the provider emulators' selftests and
 tests/once/, run once, on the newest, and left out of every `tests` session), `lint` and
-`typecheck`, and last `compat_matrix`, which rebuilds compat-matrix.md from the measured results
-and fails when the committed file differs. Once the wheelhouse is built, every session installs from it alone
+`typecheck` and `docs` (the documentation site, built with `mkdocs build --strict`), and last
+`compat_matrix`, which rebuilds compat-matrix.md from the measured results and fails when the
+committed file differs. Once the wheelhouse is built, every session installs from it alone
 (`--no-index`), so `unshare -rn python3 -m nox` passes with networking switched off.
 
 Opt-in sessions: `pythons` (the suite under every Python 3.10-3.13 it finds: see there), `sweep`
 (the suite on every release on PyPI, resumable), `latest` (canary: the differential suite on the
 newest release, unpinned), `compare -- FILE [--json]` (what each pinned release does with a stored
-history), `bench` (the benchmark). They run by themselves, their output as it comes (none of them
+history), `bench` (the benchmark), `mutation` (cosmic-ray over the release switches, the backend
+selector and the profile registry: docs/contributing/mutation.md). They run by themselves, their output as it comes (none of them
 allows parallel runs, so nox says it ignores --parallel and runs them sequentially).
 """
 
@@ -55,6 +57,11 @@ PYTHONS_EXTRA = [("3.10", "1.107.10")]
 TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis"]
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
+#: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);
+#: ruff lets mkdocstrings format the signatures it renders.
+DOCS_TOOLS = ["mkdocs-material", "mkdocstrings[python]", "ruff"]
+#: The opt-in `mutation` session's tool (installed from the package index: not in the wheelhouse).
+MUTATION_TOOLS = ["cosmic-ray>=8.7,<9"]
 #: The pydantic-ai-slim extras `tests` installs, so tests/profiles/test_provider_truth.py drives each
 #: release's own model classes and SDKs against the loopback emulators in tests/support/emulators/.
 #: groq and huggingface: model classes of their own that speak Chat Completions
@@ -85,7 +92,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "compat_matrix"]
+nox.options.sessions = ["wheelhouse", "tests", "tools", "lint", "typecheck", "docs", "compat_matrix"]
 #: pytest-xdist inside a tests(X) session run by itself (`nox -j 1 -s "tests(X)"`): one worker per
 #: CPU (PYTEST_XDIST_AUTO_NUM_WORKERS overrides). Under the parallel scheduler (the default run)
 #: every session runs pytest serially instead (SERIAL): each xdist worker imports pydantic-ai, its
@@ -179,6 +186,7 @@ def requirement_sets() -> dict[str, list[str]]:
     sets = {f"tests-{r}": [*project, *test_requirements(r, *TEST_TOOLS)] for r in PYDANTIC_AI_RELEASES}
     sets["typecheck"] = [*project, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
+    sets["docs"] = list(DOCS_TOOLS)
     # `-e .` builds with the backend, which asks for `editables` too (get_requires_for_build_editable).
     sets["build"] = [*pyproject["build-system"]["requires"], "editables"]
     return sets
@@ -351,6 +359,21 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy")
 
 
+@nox.session(allow_parallel=True)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (mkdocs.yml) with --strict into a temporary directory.
+
+    A link to a missing page or anchor, a missing include, or a name mkdocstrings cannot render
+    fails it. The examples on the pages are run by tests/test_docs.py in every `tests` session;
+    `mkdocs serve` in this session's environment shows the site while you write.
+    """
+    install(session, *DOCS_TOOLS)
+    site = Path(session.create_tmp()) / "site"
+    # Material prints a notice about MkDocs 2.0 on every build; it says nothing about the docs.
+    quiet = {"NO_MKDOCS_2_WARNING": "1"}
+    session.run("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site), env=quiet)
+
+
 @nox.session(python=False)
 def compat_matrix(session: nox.Session) -> None:
     """Rebuild compat-matrix.md from the measured runs; fail if the committed copy differs.
@@ -494,3 +517,134 @@ def pythons(session: nox.Session) -> None:
         session.log(line)
     if failed:
         session.error("the suite failed under at least one Python (see above)")
+
+
+# --- mutation testing --------------------------------------------------------------------------------
+
+#: What `mutation` mutates, by group: the modules (paths from the repository root) and the test files
+#: that exercise them, fastest and most telling first (every mutant runs them with `-x`). The one
+#: place to update when a module or a test file moves; the session stops naming any path that is gone.
+MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
+    "switches": (
+        ["src/histfix/_release/switches.py", "src/histfix/_release/detect.py"],
+        ["tests/release/test_compat.py"],
+    ),
+    "backend": (["src/histfix/_release/backend.py"], ["tests/test_api.py"]),
+    "profiles": (
+        ["src/histfix/_profiles/registry.py"],
+        [
+            "tests/profiles/test_profiles.py",
+            "tests/profiles/test_rules_calls.py",
+            "tests/profiles/test_rules_shape.py",
+            "tests/profiles/test_rules_turns.py",
+            "tests/profiles/test_rules_files.py",
+            "tests/profiles/test_rules_instructions.py",
+            "tests/profiles/test_rules_reasoning.py",
+            "tests/profiles/test_rules_bedrock_thinking.py",
+            "tests/profiles/test_rules_results_alone.py",
+        ],
+    ),
+}
+#: Where `mutation` works: a copy of src/ and tests/ (cosmic-ray rewrites the modules in place, one
+#: mutant at a time), with each group's config and session database; kept for `cr-report` afterwards.
+MUTATION_WORK = ROOT / ".nox" / "_mutation"
+#: Seconds one mutant's test run may take before it counts as killed (a mutant that loops forever).
+MUTATION_TIMEOUT = 300
+
+
+def _mutation_groups(session: nox.Session) -> dict[str, tuple[list[str], list[str]]]:
+    """The groups named in posargs (all when none), after checking every path still exists."""
+    unknown = [name for name in session.posargs if name not in MUTATION_TARGETS]
+    if unknown:
+        session.error(f"unknown mutation group(s) {unknown}: choose from {sorted(MUTATION_TARGETS)}")
+    chosen = {name: MUTATION_TARGETS[name] for name in session.posargs or MUTATION_TARGETS}
+    missing = [
+        path
+        for modules, tests in chosen.values()
+        for path in (*modules, *tests)
+        if not (ROOT / path).exists()
+    ]
+    if missing:
+        session.error(f"MUTATION_TARGETS in noxfile.py names paths that do not exist: {missing}")
+    return chosen
+
+
+def _mutation_config(modules: list[str], tests: list[str]) -> str:
+    """A cosmic-ray config: mutate `modules`, run `tests` serially, stop at the first failure.
+
+    Without the xdist and hypothesis plugins (no test in the groups needs them): loading them is a
+    third of a run of tests/release/test_compat.py, and every mutant pays it.
+    """
+    plugins = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:hypothesispytest"]
+    pytest = ["python", "-m", "pytest", "-x", "-q", *plugins, *tests]
+    return "\n".join(
+        [
+            "[cosmic-ray]",
+            f"module-path = {json.dumps(modules)}",
+            f"timeout = {float(MUTATION_TIMEOUT)}",
+            "excluded-modules = []",
+            f"test-command = {json.dumps(' '.join(pytest))}",
+            "",
+            "[cosmic-ray.distributor]",
+            'name = "local"',
+            "",
+        ]
+    )
+
+
+def _mutation_results(dump: str) -> list[tuple[dict[str, object], dict[str, object]]]:
+    """`cosmic-ray dump`'s lines as (work item, result) pairs, the unfinished left out."""
+    rows = [json.loads(line) for line in dump.splitlines() if line.strip()]
+    return [(item, result) for item, result in rows if result is not None]
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (cosmic-ray) of the release switches, the backend selector and the profile
+    registry on the newest pinned release: `nox -s mutation [-- GROUP...]` (groups: MUTATION_TARGETS).
+
+    Opt-in and slow (about 200 mutants, each a fresh pytest run of its group's test files; timings
+    and the survivors kept, with why, in docs/contributing/mutation.md). Installs from the package
+    index (cosmic-ray is not in the wheelhouse), and not histfix itself: the tests import the
+    mutated copy in MUTATION_WORK through PYTHONPATH. Runs a baseline first (the tests must pass
+    unmutated), then every mutant, then prints each group's score and every surviving mutant as a
+    diff. Fails only when a baseline fails.
+    """
+    groups = _mutation_groups(session)
+    pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
+    requirements = release_requirements(
+        NEWEST, *pyproject["project"]["dependencies"], *TEST_TOOLS, *MUTATION_TOOLS
+    )
+    session.install(*requirements, env=INSTALL_ENV)
+    shutil.rmtree(MUTATION_WORK, ignore_errors=True)
+    for folder in ("src", "tests"):
+        shutil.copytree(ROOT / folder, MUTATION_WORK / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", MUTATION_WORK / "pyproject.toml")
+    env = {"PYTHONPATH": str(MUTATION_WORK / "src")}
+    summary = []
+    killed_total = run_total = 0
+    with session.chdir(MUTATION_WORK):
+        for name, (modules, tests) in groups.items():
+            config, database = f"{name}.toml", f"{name}.sqlite"
+            Path(config).write_text(_mutation_config(modules, tests))
+            session.log(f"{name}: baseline ({' '.join(tests)})")
+            session.run("cosmic-ray", "baseline", config, env=env)
+            session.run("cosmic-ray", "init", config, database, env=env)
+            session.run("cosmic-ray", "exec", config, database, env=env)
+            dump = session.run("cosmic-ray", "dump", database, silent=True, env=env) or ""
+            results = _mutation_results(dump)
+            survivors = [(item, result) for item, result in results if result["test_outcome"] == "survived"]
+            killed = sum(1 for _, result in results if result["test_outcome"] == "killed")
+            killed_total += killed
+            run_total += len(results)
+            score = f"{killed}/{len(results)} killed ({100 * killed / max(len(results), 1):.1f}%)"
+            summary.append(f"{name}: {score}, {len(survivors)} survived")
+            for item, result in survivors:
+                (mutation_,) = item["mutations"]
+                where = f"{mutation_['module_path']}:{mutation_['start_pos'][0]}"
+                session.log(f"{name}: SURVIVED {where} {mutation_['operator_name']}\n{result['diff']}")
+    for line in summary:
+        session.log(line)
+    session.log(
+        f"mutation score: {killed_total}/{run_total} killed ({100 * killed_total / max(run_total, 1):.1f}%)"
+    )

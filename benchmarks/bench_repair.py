@@ -79,7 +79,7 @@ def clean(size: int) -> History:
 
 
 def sparse(size: int, seed: int = 0) -> History:
-    """The README's original shape: 10% of conversations lost a result request, 5% their head."""
+    """The original shape (docs/speed.md): 10% of conversations lost a result request, 5% their head."""
     rng = random.Random(seed)
     raw: list[Json] = []
     n = 0

@@ -40,6 +40,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def mistral_profile_fits_ids() -> bool:
+    """Whether the installed release's own Mistral model profile asks for 9-character tool call ids
+    (so MistralModel rewrites the ids that do not fit): read from the profile, not from histfix."""
+    from pydantic_ai.profiles.mistral import mistral_model_profile
+
+    profile: Any = mistral_model_profile("mistral-large-latest")
+    if isinstance(profile, dict):  # a TypedDict from 2.x on; a dataclass (or None) before
+        return profile.get("tool_call_id_length") is not None
+    return getattr(profile, "tool_call_id_length", None) is not None
+
+
 def _backend() -> dict[str, Any]:
     """What ``histfix.backend_info()`` says on this release, as plain data (it imports pydantic-ai)."""
     import histfix

@@ -179,10 +179,16 @@ def test_source_detection_agrees_with_import() -> None:
 
 def test_reason_for_unusual_versions() -> None:
     from histfix._release.backend import choose_backend
+    from histfix._release.installed import NEWEST_TESTED
 
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"
     assert "newer than the newest release histfix was measured on (2.68.0)" in reason
+    for measured in ("2.60.0", str(NEWEST_TESTED)):  # up to the newest measured release: no warning
+        assert choose_backend(measured, has_repair_messages=True) == (
+            "upstream",
+            f"pydantic-ai {measured} has repair_messages with the newest behaviour (>= 2.60.0)",
+        )
     backend, reason = choose_backend("weird", has_repair_messages=True)
     assert backend == "histfix"
     assert "not PEP 440" in reason

@@ -2,7 +2,7 @@
 
 Each history comes from a real run (a crash, a model that failed, a run that ended in
 ``DeferredToolRequests``) or from stored JSON, is written with ``histfix.dump_json`` and read back
-with ``histfix.load_json``, classified, and continued the way the README says for its kind:
+with ``histfix.load_json``, classified, and continued the way docs/resume.md says for its kind:
 
 - ``pending_calls``: ``repair(h, repair_last_response=False)`` and run with no prompt (the calls
   run), or with ``deferred_tool_results`` (approvals, external results);
@@ -16,8 +16,10 @@ with and without ``histfix.agent_options()``.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pydantic_ai
@@ -30,7 +32,7 @@ from pydantic_ai.models.function import AgentInfo
 import histfix
 
 from conftest import MEASURED
-from dsl import MemoryStore, call, load, readme_block, real, req, ret, user
+from dsl import call, docs_block, load, real, req, ret, user
 from strict import StrictModel, pairing_problems
 
 WIRINGS = ["plain", "agent_options"]
@@ -352,23 +354,27 @@ def test_interrupted_is_recovered_by_repair(wiring: str, where: str, prompt: str
     MEASURED[f"recover state='interrupted' {where}, {wiring}"] = "ok"
 
 
-# --- the README's resume pattern, as written ---------------------------------------------------------
+# --- the docs' resume pattern, as written -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("wiring", WIRINGS)
-def test_readme_resume_pattern_runs(wiring: str) -> None:
+def test_docs_resume_pattern_runs(wiring: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``resume`` from docs/resume.md, its globals rebound to this file's agent and stored runs."""
     deferred_features("approved")
     crash = crashed_mid_tool()
-    store = MemoryStore(
-        deferred=histfix.dump_json(deferred_run("approved")),
-        killed=histfix.dump_json(crash[:2]),
-        crashed=histfix.dump_json(crash),
-        unanswered=histfix.dump_json(model_failed_after_tools()),
-    )
+    store = {
+        "deferred": histfix.dump_json(deferred_run("approved")),
+        "killed": histfix.dump_json(crash[:2]),
+        "crashed": histfix.dump_json(crash),
+        "unanswered": histfix.dump_json(model_failed_after_tools()),
+    }
     tools = Weather("approved")
     agent, _ = tools.agent(wiring, output_type=[str, pydantic_ai.DeferredToolRequests])
-    namespace: dict[str, Any] = {"agent": agent, "store": store, "histfix": histfix}
-    exec(readme_block("def resume("), namespace)
+    shutil.copytree(Path(__file__).parent.parent / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)  # the block reads its own example history first
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    exec(docs_block("def resume("), namespace)
+    namespace.update(agent=agent, store=store)
     resume = namespace["resume"]
     assert resume("deferred", answers("approved")) == "done: c_paris=Paris: 14C, c_rome=Rome: 20C"
     assert resume("killed") == "done: c_paris=Paris: 14C, c_rome=Rome: 14C"  # pending calls run now
@@ -378,4 +384,4 @@ def test_readme_resume_pattern_runs(wiring: str) -> None:
         assert resume("crashed") == "done: c_paris=Paris: 14C, c_rome=interrupted"
         resumed.append("crashed")
     for conversation in resumed:
-        assert histfix.classify(histfix.load_json(store.load(conversation))).kind == "complete"
+        assert histfix.classify(histfix.load_json(store[conversation])).kind == "complete"

@@ -171,6 +171,10 @@ def test_budget_arguments() -> None:
 def test_estimate_tokens_counts_content_and_args() -> None:
     (request,) = load([req(user("x" * 400))])
     assert histfix.estimate_tokens(request) == 4 + 100
+    # a started group of four characters counts whole: an estimate that errs high keeps under budget
+    for chars, tokens in ((0, 0), (1, 1), (401, 101), (403, 101), (404, 101), (405, 102)):
+        (request,) = load([req(user("x" * chars))])
+        assert histfix.estimate_tokens(request) == 4 + tokens, chars
     (response,) = load([real(call("get", "c1", {"q": "y" * 100}))])
     assert histfix.estimate_tokens(response) > 25
 

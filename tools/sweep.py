@@ -33,7 +33,7 @@ How long: the corpus cross product dominates (about 1 900 distinct sends per rel
 others worked; about 20 s of it installing and importing the SDKs afresh), so all 223 releases
 take 3-5 hours there, not the 70 minutes hoped for; the generated histories add about 1.2 s per
 history on 2.x (12 sends). The long campaign (HISTFIX_PROVIDER_GENERATED=500 on the pinned
-releases: README, "The long campaign") covers generated histories in depth: 6 000 sends a release.
+releases: docs/contributing/fuzzing.md, "The long campaign") covers generated histories in depth: 6 000 sends a release.
 
 Resumable: a release already recorded for the same histfix source (a hash of src/ and tests/)
 is skipped (in `--providers` mode, for the same `--generated` too), so an interrupted sweep

@@ -128,13 +128,13 @@ def repair(
     can still be run). ``orphans="note"`` keeps each orphaned result, in its place, as a marked
     user note carrying the tool name and content, instead of dropping it (upstream's ``"drop"``).
     ``backend`` forces upstream's ``repair_messages`` or histfix's own walk; ``"auto"`` picks as
-    :func:`backend_info` says. The input is never mutated.
+    ``backend_info`` says. The input is never mutated.
 
     ``provider`` (a model-name prefix such as ``"anthropic"``, a model string, a pydantic-ai
     ``Model``, or ``"any"``: one history every profile accepts) runs that provider's profile
     around this repair: the passes for the rules its API enforces beyond pairing, so that what the
     installed release's model class sends is accepted and ``check(result, provider=provider)`` is
-    ``[]``. What a pass removes is in :func:`repair_report` with its content. ``None`` is exactly
+    ``[]``. What a pass removes is in ``repair_report`` with its content. ``None`` is exactly
     the default repair. For an Agent, ``agent_options(provider="auto")`` picks the profile from the
     run's model. Raises ValueError for an unknown name, and when a non-empty history has nothing
     sendable (only system prompts); ``[]`` stays ``[]``.
@@ -273,10 +273,10 @@ def trim_to_budget(
 ) -> list[ModelMessage]:
     """Keep the longest run of whole turns, newest last, whose size fits ``max_tokens``.
 
-    Sizes come from ``count_tokens(message)`` (default: :func:`estimate_tokens`, about four
+    Sizes come from ``count_tokens(message)`` (default: ``estimate_tokens``, about four
     characters a token; pass a real tokenizer's count for exactness). Cuts only where
-    :func:`keep_last_turns` would, carrying the opening system prompt over the same way. Raises
-    :class:`BudgetExceededError` (a ``ValueError``) when even the last turn does not fit.
+    ``keep_last_turns`` would, carrying the opening system prompt over the same way. Raises
+    ``BudgetExceededError`` (a ``ValueError``) when even the last turn does not fit.
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -305,7 +305,7 @@ def check(
     the last response's open calls are left alone, as ``repair`` leaves them then (they may still
     run, or get deferred results).
 
-    With ``provider`` (what :func:`repair` takes: a prefix, a model string, a ``Model`` or
+    With ``provider`` (what ``repair`` takes: a prefix, a model string, a ``Model`` or
     ``"any"``): exactly what that provider's API rejects, the problems above it rejects plus what
     its profile's rules find (reused or malformed ids, a history starting with a response, empty
     text...), each with ``provider_error``, the API's own error text. ``check(repair(h,
@@ -325,12 +325,12 @@ def check(
 
 
 def classify(messages: Sequence[ModelMessage]) -> HistoryState:
-    """Where a stored history stands before you persist or continue it (see :class:`HistoryState`).
+    """Where a stored history stands before you persist or continue it (see ``HistoryState``).
 
     ``"complete"``, ``"pending_calls"`` (the last response's calls can still run or get deferred
     results/approvals), ``"pending_request"``, ``"interrupted"`` (marked so by pydantic-ai, where
     the release has ``state``) or ``"broken"`` (with the problems outside the frontier). Takes
-    what :func:`repair` takes and fails the same way.
+    what ``repair`` takes and fails the same way.
     """
     history = as_history(messages, function="classify")
     _require_pydantic_ai()
@@ -400,7 +400,7 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
 
 
 def dump_json(messages: Sequence[ModelMessage]) -> bytes:
-    """The history as JSON bytes, as the installed release writes it (readable by :func:`load_json`)."""
+    """The history as JSON bytes, as the installed release writes it (readable by ``load_json``)."""
     _require_pydantic_ai()
     from ._portable import dump_json as dump
 

@@ -38,11 +38,11 @@ def _profile_of(model: Any) -> Any:
 class RepairProcessor:
     """A history processor that trims (if asked) and then repairs, before every model request.
 
-    Use it through :func:`agent_options`, or hand it to ``history_processors=`` /
+    Use it through ``agent_options``, or hand it to ``history_processors=`` /
     ``ProcessHistory(...)`` yourself. pydantic-ai stores what a processor returns as the run's
     history, so the stored history ends up repaired (and trimmed) too. ``provider`` (what
-    :func:`histfix.repair` takes) repairs for that provider's profile; ``provider="auto"`` reads it
-    from the run's model, which only the processor :meth:`for_run_context` returns can see.
+    ``histfix.repair`` takes) repairs for that provider's profile; ``provider="auto"`` reads it
+    from the run's model, which only the processor ``for_run_context`` returns can see.
     """
 
     def __init__(

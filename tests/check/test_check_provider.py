@@ -21,7 +21,7 @@ import histfix
 from histfix._check.rejections import WORDING
 from histfix._profiles.registry import RULES
 
-from conftest import PYDANTIC_AI
+from conftest import PYDANTIC_AI, mistral_profile_fits_ids
 from corpus import CASES
 from dsl import Case, call, load, load_history, real, req, ret, system, text, user
 from emulators import PROVIDER_APIS, all_rules, judge
@@ -114,6 +114,56 @@ def test_a_late_result_is_rejected_where_the_wire_pairs_by_position() -> None:
     assert histfix.check(history, provider="openai-responses") == []
     (chat,) = histfix.check(history, provider="openai-chat")
     assert chat.provider_error is not None and "role 'tool' must be a response" in chat.provider_error
+
+
+def test_a_shadowed_call_is_rejected_everywhere_but_where_the_wire_pairs_by_call_id() -> None:
+    """A call whose id a later, answered call reuses: Responses pairs the output with every earlier
+    call of that ``call_id`` (its strict emulator, the oracle here, accepts the items), every other
+    API pairs by position; the same call with no later answer is rejected by all six."""
+    history = load(
+        [
+            req(user("q")),
+            real(call("get", "s"), at=1),
+            req(user("again")),
+            real(call("get", "s"), at=2),
+            req(ret("get", "s")),
+            real(text("ok"), at=3),
+        ]
+    )
+    items: list[dict[str, str]] = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "s", "name": "get", "arguments": "{}"},
+        {"role": "user", "content": "again"},
+        {"type": "function_call", "call_id": "s", "name": "get", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "s", "output": "ok"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    assert judge("openai-responses", {"model": "gpt-4o", "input": items}).accepted
+    assert not judge("openai-responses", {"model": "gpt-4o", "input": items[:3]}).accepted
+    (shadowed,) = histfix.check(history)
+    assert (shadowed.kind, shadowed.message_index, shadowed.tool_call_id) == ("shadowed_call", 1, "s")
+    assert shadowed.rejected_by == ("openai-chat", "anthropic", "gemini", "bedrock", "mistral")
+    assert histfix.check(history, provider="openai-responses") == []
+    (dangling,) = histfix.check(history[:3])
+    assert dangling.kind == "dangling_call" and dangling.rejected_by == PROVIDER_APIS
+    (responses,) = histfix.check(history[:3], provider="openai-responses")
+    assert responses.provider_error == "No tool output found for function call s."
+
+
+def test_mistral_ids_are_a_problem_only_where_the_release_sends_them_as_stored() -> None:
+    """From the release whose own Mistral profile fits tool call ids (the oracle: that profile, read
+    from pydantic-ai), MistralModel rewrites ids that are not nine letters or digits; before, Mistral
+    rejects each such id, the call's and the result's."""
+    history = load(
+        [req(user("go")), real(call("f", "a.b"), at=1), req(ret("f", "a.b")), real(text("ok"), at=2)]
+    )
+    found = histfix.check(history, provider="mistral")
+    if mistral_profile_fits_ids():
+        assert found == []
+        assert histfix.repair(history, provider="mistral") == history
+    else:
+        assert [(p.kind, p.message_index) for p in found] == [("invalid_call_id", 1), ("invalid_call_id", 2)]
+        assert histfix.check(histfix.repair(history, provider="mistral"), provider="mistral") == []
 
 
 def test_only_system_prompts_is_an_empty_conversation_where_that_is_rejected() -> None:

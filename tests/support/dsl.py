@@ -224,24 +224,13 @@ class Case:
     needs: frozenset[str] = field(default_factory=frozenset)
 
 
-def readme_block(marker: str) -> str:
-    """The one ```python block of README.md that contains `marker` (the README's examples run as written)."""
+def docs_block(marker: str) -> str:
+    """The one ```python block of README.md or docs/ that contains `marker` (tests/test_docs.py)."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL) if marker in b]
+    root = Path(__file__).parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if marker in b]
     return code
-
-
-class MemoryStore:
-    """The conversation store the README's examples assume, in memory."""
-
-    def __init__(self, **conversations: bytes) -> None:
-        self.data = dict(conversations)
-
-    def load(self, conversation_id: str) -> bytes:
-        return self.data[conversation_id]
-
-    def save(self, conversation_id: str, data: bytes) -> None:
-        self.data[conversation_id] = data

@@ -22,7 +22,7 @@ def is_synthesized(part: object) -> bool:
     """Whether ``part`` is a tool return that histfix or pydantic-ai made up for a dangling call.
 
     True for a ``ToolReturnPart`` whose metadata carries the marker, on every release (the marker
-    survives every release's JSON, and :func:`histfix.load_json` keeps it). Any other object,
+    survives every release's JSON, and ``histfix.load_json`` keeps it). Any other object,
     including a native tool return or a real result, is False; never raises.
     """
     if getattr(part, "part_kind", None) != "tool-return":

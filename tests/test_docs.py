@@ -1,0 +1,220 @@
+"""Every example in README.md and docs/ runs as written, on every pinned release.
+
+The conventions (docs/contributing/docs.md says them to writers):
+
+- A ```python block runs alone, as a script, with its own imports and inputs: the histories in
+  examples/, and a model built in the block (pydantic-ai's ``TestModel`` stands in for yours). Its
+  working directory is a temporary copy of examples/, so it may write files. Every agent run it
+  leaves in a variable must have stored a history a strict provider accepts (``strict.py``).
+- A ```console block is a session of the command line: each ``$ histfix ...`` line runs (in
+  process), and what it prints, stdout then stderr, must be the lines under it exactly, where
+  ``...`` inside a line stands for any text of that line and a line of ``...`` for any lines.
+- ```bash and ```text blocks are shown, not run: commands with placeholders, long campaigns,
+  output that needs the network or another release.
+
+The table of profile passes in docs/providers.md is generated from the code:
+``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites it, and a test fails when it drifts.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import histfix
+from histfix._cli import main
+
+from dsl import call, docs_block, req, resp, to_json, user
+from strict import StrictModel, pairing_problems
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ROOT / "examples"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.DOTALL | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page: its language, its text, and where it starts."""
+
+    page: str
+    line: int
+    language: str
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def blocks(language: str) -> list[Block]:
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        for match in FENCE.finditer(text):
+            if match.group(1) == language:
+                line = text.count("\n", 0, match.start()) + 1
+                found.append(Block(str(page.relative_to(ROOT)), line, language, match.group(2)))
+    return found
+
+
+PYTHON = blocks("python")
+CONSOLE = blocks("console")
+
+
+@pytest.fixture
+def in_examples_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding a copy of examples/, as a clone has it (blocks may write there)."""
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_pages_have_examples() -> None:
+    assert (ROOT / "docs" / "index.md") in PAGES
+    # the extraction still finds the README's own examples, the ones a new user runs first
+    assert [b.page for b in PYTHON].count("README.md") == 1
+    assert [b.page for b in CONSOLE].count("README.md") == 1
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=str)
+def test_python_block_runs_as_written(block: Block, in_examples_copy: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    exec(compile(block.code, str(block), "exec"), namespace)
+    runs = [v for v in namespace.values() if callable(getattr(v, "all_messages", None))]
+    for run in runs:
+        assert pairing_problems(run.all_messages()) == [], f"{block}: the run stored a broken history"
+
+
+def session(block: Block) -> list[tuple[str, str]]:
+    """The block's commands, each with the output shown under it."""
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.code.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            assert steps, f"{block}: output before the first `$ ` command"
+            steps[-1][1].append(line)
+    return [(command, "".join(f"{line}\n" for line in shown)) for command, shown in steps]
+
+
+def shown_as_pattern(shown: str) -> re.Pattern[str]:
+    """``shown`` as a regex: ``...`` in a line is any text of that line, a line of ``...`` any lines."""
+    parts = []
+    for line in shown.splitlines():
+        if line == "...":
+            parts.append("(?:.*\n)*?")
+        else:
+            parts.append(re.escape(line).replace(re.escape("..."), ".*?") + "\n")
+    return re.compile("".join(parts))
+
+
+@pytest.mark.parametrize("block", CONSOLE, ids=str)
+def test_console_block_prints_what_it_shows(
+    block: Block, in_examples_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command, shown in session(block):
+        program, *argv = shlex.split(command)
+        assert program == "histfix", f"{block}: console blocks run histfix only, not {command!r}"
+        main(argv)
+        out, err = capsys.readouterr()
+        assert shown_as_pattern(shown).fullmatch(out + err), f"{block}: `{command}` printed\n{out}{err}"
+
+
+def test_pattern_matching_is_exact_but_for_the_ellipses() -> None:
+    assert shown_as_pattern("a ... c\n").fullmatch("a b c\n")
+    assert not shown_as_pattern("a ... c\n").fullmatch("a b c\nd\n")
+    assert shown_as_pattern("a\n...\nz\n").fullmatch("a\nb\nc\nz\n")
+    assert not shown_as_pattern("a\nz\n").fullmatch("a\nZ\n")
+
+
+# --- behaviour beyond "it runs": the upgrade guide's function against a strict provider --------------
+
+ABORTED = to_json([req(user("test")), resp(call("retrieve_documents", "call_1", {"q": "x"}), at=3)])
+
+
+def test_upgrade_guide_code_answers_a_strict_provider(in_examples_copy: Path) -> None:
+    """``answer`` from docs/upgrading.md, its globals rebound to a strict model and a broken store."""
+    from pydantic_ai import Agent
+
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    exec(docs_block("def answer("), namespace)
+    model = StrictModel()
+    namespace["agent"] = Agent(model.model, **histfix.agent_options(keep_last_turns=20))
+    namespace["store"] = {"c1": ABORTED}
+    assert namespace["answer"]("c1", "new question") == "done"
+    assert namespace["answer"]("c1", "and another") == "done"
+    assert len(model.received) == 2
+
+
+# --- the API reference ------------------------------------------------------------------------------
+
+
+def test_the_api_reference_documents_every_exported_name() -> None:
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    listed = set(re.findall(r"^::: histfix\.(\w+)$", reference, flags=re.MULTILINE))
+    assert listed == set(histfix.__all__) - {"__version__"}
+
+
+def test_exported_docstrings_have_no_sphinx_roles() -> None:
+    """mkdocstrings renders docstrings as Markdown, where ``:func:`x``` shows up literally."""
+    role = re.compile(r":(?:func|class|meth|attr|mod|data):`")
+    for name in histfix.__all__:
+        obj = getattr(histfix, name)
+        documented = (
+            [obj, *(v for k, v in vars(obj).items() if not k.startswith("_"))]
+            if isinstance(obj, type)
+            else [obj]
+        )
+        for item in documented:
+            doc = item.__doc__ if callable(item) or isinstance(item, (type, property)) else None
+            assert not role.search(doc or ""), f"histfix.{name}: a Sphinx role in its docstring"
+
+
+# --- "Provider profiles": the profile passes, generated from the code -------------------------------
+
+PROVIDERS_PAGE = ROOT / "docs" / "providers.md"
+BEGIN = "<!-- profile passes: generated from histfix._profiles.registry.RULES"
+END = "<!-- end of profile passes -->"
+
+
+def profile_passes() -> str:
+    """The table of profile passes, from ``_profiles.RULES`` (name, stage, APIs, why)."""
+    from histfix._profiles.registry import RULES
+    from histfix._profiles.targets import PROVIDER_APIS
+
+    if not RULES:
+        return "No profile passes are registered: every profile is the default repair.\n"
+    rows = ["| pass | runs | for | why |", "|---|---|---|---|"]
+    for rule in RULES:
+        apis = ", ".join(api for api in PROVIDER_APIS if api in rule.apis)
+        stage = "before the repair" if rule.stage == "before" else "after the repair"
+        why = " ".join(rule.why.split()).replace("|", "\\|")
+        rows.append(f"| `{rule.name}` | {stage} | {apis} | {why} |")
+    return "\n".join(rows) + "\n"
+
+
+def generated_section(page: str) -> tuple[int, int]:
+    """Where the generated table sits in ``page``: after the BEGIN line, up to END."""
+    start = page.index("\n", page.index(BEGIN)) + 1
+    return start, page.index(END, start)
+
+
+def test_the_profile_passes_on_the_providers_page_are_the_codes() -> None:
+    page = PROVIDERS_PAGE.read_text()
+    start, end = generated_section(page)
+    assert page[start:end] == profile_passes(), (
+        "docs/providers.md is stale: run `PYTHONPATH=src:tests/support python tests/test_docs.py`"
+    )
+
+
+if __name__ == "__main__":  # rewrite the generated table (PYTHONPATH=src:tests/support)
+    text = PROVIDERS_PAGE.read_text()
+    start, end = generated_section(text)
+    PROVIDERS_PAGE.write_text(text[:start] + profile_passes() + text[end:])
+    print(f"wrote the profile passes into {PROVIDERS_PAGE}")
