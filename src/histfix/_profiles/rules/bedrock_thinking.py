@@ -2,12 +2,11 @@
 
 Claude on Bedrock refuses a reasoning block without a signature (``messages.N.content.M.thinking.
 signature: Field required``: earendil-works/pi#2063, run-llama/llama_index#20851) and one whose
-signature another provider issued (``messages.N.content.M: Invalid signature in thinking block``:
+signature came from another provider (``messages.N.content.M: Invalid signature in thinking block``:
 chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.2 sends *every* ``ThinkingPart`` to a Claude
 model as a reasoning block, signed or not, whatever made it; from 1.0.3 it sends only Bedrock's own
-signed thinking that way and the rest as tagged text (``switches.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``;
-read in the wheels of 1.0.0, 1.0.2, 1.0.3, 1.0.6, 1.0.7, 1.107.10 and 2.68.0). So on 1.0.0-1.0.2 this pass drops the
-thinking parts that would be refused, each reported with its text. It drops rather than turning
+signed thinking that way and the rest as tagged text (``switches.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``).
+So on 1.0.0-1.0.2 this pass drops the thinking parts that would be refused, each reported with its text. It drops rather than turning
 them into text: a stored history is also what an application shows, and reasoning stored as a
 ``TextPart`` would read as the model's answer (1.0.x's AnthropicModel likewise leaves unsigned
 thinking out). Signatures made by Anthropic count as Claude's own on Bedrock, as pydantic-ai 2.68
