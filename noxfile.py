@@ -41,7 +41,7 @@ from packaging.version import Version
 # The one pinned list lives in the package (histfix compare --pinned uses it too), loaded by path so
 # the noxfile needs nothing but packaging: every behaviour boundary, and the newest release measured.
 _spec = importlib.util.spec_from_file_location(
-    "_histfix_releases", Path(__file__).parent / "src/histfix/_pinned.py"
+    "_histfix_releases", Path(__file__).parent / "src/histfix/_release/pinned.py"
 )
 assert _spec is not None and _spec.loader is not None
 _releases = importlib.util.module_from_spec(_spec)
@@ -72,10 +72,10 @@ TYPECHECK_TOOLS = ["mypy"]
 DOCS_TOOLS = ["mkdocs-material", "mkdocstrings[python]", "ruff"]
 #: The opt-in `mutation` session's tool (installed from the package index: not in the wheelhouse).
 MUTATION_TOOLS = ["cosmic-ray>=8.7,<9"]
-#: The pydantic-ai-slim extras `tests` installs, so tests/test_provider_truth.py drives each
-#: release's own model classes and SDKs against the loopback emulators in tests/emulators/.
+#: The pydantic-ai-slim extras `tests` installs, so tests/profiles/test_provider_truth.py drives each
+#: release's own model classes and SDKs against the loopback emulators in tests/support/emulators/.
 #: groq and huggingface: model classes of their own that speak Chat Completions
-#: (tests/test_provider_prefixes.py proves their profile through them).
+#: (tests/profiles/test_provider_prefixes.py proves their profile through them).
 PROVIDER_EXTRAS = ["openai", "anthropic", "google", "bedrock", "mistral", "groq", "huggingface"]
 
 ROOT = Path(__file__).parent
@@ -142,9 +142,9 @@ TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
 def provider_pins(release: str) -> list[str]:
     """Provider SDK pins an old release needs to reach the emulators with today's SDKs.
 
-    Each measured: an import of the model class plus one request to tests/emulators on the pinned
+    Each measured: an import of the model class plus one request to tests/support/emulators on the pinned
     releases named; boundaries between them from the releases' own requirements. (Beside
-    `release_pins`, which lives in src/histfix/_pinned.py, because only the `tests` sessions and
+    `release_pins`, which lives in src/histfix/_release/pinned.py, because only the `tests` sessions and
     the sweep install the SDKs.)
     """
     version = Version(release)
@@ -460,7 +460,7 @@ def latest(session: nox.Session) -> None:
     code = "from importlib.metadata import version; print(version('pydantic-ai-slim'))"
     installed = (session.run("python", "-c", code, silent=True) or "").strip()
     session.log(f"newest pydantic-ai-slim on PyPI: {installed} (newest pinned: {NEWEST})")
-    session.run("python", "-m", "pytest", "-rf", "tests/test_differential.py", *session.posargs)
+    session.run("python", "-m", "pytest", "-rf", "tests/repair/test_differential.py", *session.posargs)
 
 
 @nox.session(python=False)
@@ -568,20 +568,23 @@ def pythons(session: nox.Session) -> None:
 #: that exercise them, fastest and most telling first (every mutant runs them with `-x`). The one
 #: place to update when a module or a test file moves; the session stops naming any path that is gone.
 MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
-    "switches": (["src/histfix/_compat.py", "src/histfix/_detect.py"], ["tests/test_compat.py"]),
-    "backend": (["src/histfix/_backend.py"], ["tests/test_api.py"]),
+    "switches": (
+        ["src/histfix/_release/switches.py", "src/histfix/_release/detect.py"],
+        ["tests/release/test_compat.py"],
+    ),
+    "backend": (["src/histfix/_release/backend.py"], ["tests/test_api.py"]),
     "profiles": (
-        ["src/histfix/_profiles.py"],
+        ["src/histfix/_profiles/registry.py"],
         [
-            "tests/test_profiles.py",
-            "tests/test_rules_calls.py",
-            "tests/test_rules_shape.py",
-            "tests/test_rules_turns.py",
-            "tests/test_rules_files.py",
-            "tests/test_rules_instructions.py",
-            "tests/test_rules_reasoning.py",
-            "tests/test_rules_bedrock_thinking.py",
-            "tests/test_rules_results_alone.py",
+            "tests/profiles/test_profiles.py",
+            "tests/profiles/test_rules_calls.py",
+            "tests/profiles/test_rules_shape.py",
+            "tests/profiles/test_rules_turns.py",
+            "tests/profiles/test_rules_files.py",
+            "tests/profiles/test_rules_instructions.py",
+            "tests/profiles/test_rules_reasoning.py",
+            "tests/profiles/test_rules_bedrock_thinking.py",
+            "tests/profiles/test_rules_results_alone.py",
         ],
     ),
 }
@@ -613,7 +616,7 @@ def _mutation_config(modules: list[str], tests: list[str]) -> str:
     """A cosmic-ray config: mutate `modules`, run `tests` serially, stop at the first failure.
 
     Without the xdist and hypothesis plugins (no test in the groups needs them): loading them is a
-    third of a run of tests/test_compat.py, and every mutant pays it.
+    third of a run of tests/release/test_compat.py, and every mutant pays it.
     """
     plugins = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:hypothesispytest"]
     pytest = ["python", "-m", "pytest", "-x", "-q", *plugins, *tests]

@@ -6,7 +6,7 @@ Not a test: run with a release installed and histfix importable, e.g.
 pydantic-ai's own loader costs.
 
 The histories have a realistic shape: conversations of several turns (the structure of
-``tests/generate.py``'s ``random_conversation``) with prompts, answers and tool arguments of a
+``tests/support/generate.py``'s ``random_conversation``) with prompts, answers and tool arguments of a
 few hundred characters, some non-ASCII, and tool results of one to four kilobytes, as text or as
 structured search results. Three kinds of text are timed:
 

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._forward import forward_walk
-from histfix._forward import repair as forward_repair
-from histfix._pairing import pair
-from histfix._walk import repair_walk
+from histfix._repair.forward import forward_walk
+from histfix._repair.forward import repair as forward_repair
+from histfix._repair.pairing import pair
+from histfix._repair.walk import repair_walk
 
 from dsl import Json, call, req, resp, ret, retry, text, to_json, user
 from generate import random_conversation
@@ -377,7 +377,7 @@ def bench_shape(
 def bench_profiles(shape: str, sizes: list[int], runs: int) -> None:
     """Each provider profile's repair beside the default repair, as users call them (issue 10's bound:
     ``repair(h, provider=P)`` at most 1.5x ``repair(h)`` at 100k messages)."""
-    from histfix._providers import ANY, PROVIDER_APIS
+    from histfix._profiles.targets import ANY, PROVIDER_APIS
 
     profiles = [*PROVIDER_APIS, ANY]
     print(f"\n{shape}: repair(h, provider=P) beside repair(h)")

@@ -205,9 +205,9 @@ _failed: dict[str, str] = {}
 MEASURED: dict[str, str] = {}
 #: Facts about the installed release the end-to-end tests measured, for compat-matrix.md (name -> value).
 FACTS: dict[str, str] = {}
-#: What tests/test_provider_truth.py measured: "summary" goes into the record (and the sweep),
+#: What tests/profiles/test_provider_truth.py measured: "summary" goes into the record (and the sweep),
 #: "detail" (every case's outcome per API and way) into RECORD.providers.json beside it; what
-#: tests/test_provider_generated.py measured, "generated", goes into the record beside "summary".
+#: tests/profiles/test_provider_generated.py measured, "generated", goes into the record beside "summary".
 PROVIDERS: dict[str, Any] = {}
 
 
@@ -275,7 +275,7 @@ def add_tally(into: dict[str, Any], part: dict[str, Any]) -> None:
     into["not_accepted"] = dict(sorted({**into.get("not_accepted", {}), **part["not_accepted"]}.items()))
 
 
-#: What an API's entry holds besides its ways' counts (tests/test_provider_truth.py's summary).
+#: What an API's entry holds besides its ways' counts (tests/profiles/test_provider_truth.py's summary).
 _ENTRY_FIELDS = ("client", "unavailable", "cases", "seconds")
 
 
@@ -350,7 +350,7 @@ def merge_providers(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _merge_prefixes(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """tests/test_provider_prefixes.py's summaries: per prefix, cases and way counts add up."""
+    """tests/profiles/test_provider_prefixes.py's summaries: per prefix, cases and way counts add up."""
     merged: dict[str, Any] = {}
     for part in parts:
         for prefix, entry in part["prefixes"].items():
@@ -365,7 +365,7 @@ def _merge_prefixes(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def provider_bench() -> Iterator[Any]:
-    """The provider tests' one emulator, client and model per API (``tests/provider_bench.py``)."""
+    """The provider tests' one emulator, client and model per API (``tests/support/provider_bench.py``)."""
     from provider_bench import Bench  # imported here: it imports this module (PYDANTIC_AI)
 
     bench = Bench()

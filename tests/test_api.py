@@ -7,7 +7,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix import _compat
+from histfix._release import switches as _compat
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
@@ -56,6 +56,10 @@ def test_public_names_are_exactly_all() -> None:
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)
+    assert {*histfix._HOME, "__version__"} == set(histfix.__all__)  # every public name has a home
+    assert set(dir(histfix)) >= set(histfix.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        histfix.nothing_here  # noqa: B018
 
 
 @pytest.mark.parametrize("bad", [None, "history", b"history", 42, {"kind": "request"}, iter([])])
@@ -140,7 +144,7 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_version_gate(version: str, current: bool) -> None:
-    from histfix._backend import choose_backend
+    from histfix._release.backend import choose_backend
 
     chosen, _ = choose_backend(version, has_repair_messages=True)
     assert (chosen == "upstream") is current
@@ -149,7 +153,7 @@ def test_version_gate(version: str, current: bool) -> None:
 def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib import metadata
 
-    from histfix import _release
+    from histfix._release import installed as _release
 
     installed = {"pydantic-ai": "2.61.0"}  # only the full distribution's metadata
 
@@ -168,14 +172,14 @@ def test_distribution_detection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_source_detection_agrees_with_import() -> None:
-    from histfix import _release
+    from histfix._release import installed as _release
 
     assert _release.source_defines("messages", "repair_messages") is HAS_UPSTREAM_REPAIR
 
 
 def test_reason_for_unusual_versions() -> None:
-    from histfix._backend import choose_backend
-    from histfix._release import NEWEST_TESTED
+    from histfix._release.backend import choose_backend
+    from histfix._release.installed import NEWEST_TESTED
 
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"

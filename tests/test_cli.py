@@ -22,8 +22,8 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._cli import build_parser, main, write_atomically
-from histfix._compat import HAS_REPAIR_MESSAGES
-from histfix._pinned import release_pins
+from histfix._release.pinned import release_pins
+from histfix._release.switches import HAS_REPAIR_MESSAGES
 from histfix._trim import turn_starts
 
 from corpus import CASES

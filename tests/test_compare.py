@@ -13,6 +13,7 @@ import pytest
 from packaging.version import Version
 
 from histfix import _compare
+from histfix._check.strict import strict_provider_errors
 from histfix._cli import main
 from histfix._compare_probe import CONTINUE, PLAIN, probe, prompt_for
 from histfix._compare_probe import REPAIRED as HISTFIX
@@ -28,9 +29,8 @@ from histfix._compare_render import (
     render,
     render_table,
 )
-from histfix._pinned import NEWEST, PINNED_RELEASES
-from histfix._release import NEWEST_TESTED
-from histfix._strict import strict_provider_errors
+from histfix._release.installed import NEWEST_TESTED
+from histfix._release.pinned import NEWEST, PINNED_RELEASES
 from test_agent_e2e import ABORTED
 
 from conftest import PYDANTIC_AI
@@ -224,7 +224,7 @@ def test_probe_reports_a_history_this_release_cannot_load() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_strict_provider_agrees_with_the_suites_oracle(case: Case) -> None:
-    """histfix compare's strict provider is the suite's oracle (tests/strict.py), written twice."""
+    """histfix compare's strict provider is the suite's oracle (tests/support/strict.py), written twice."""
     history = load_history(case)
     assert strict_provider_errors(history) == pairing_problems(history)
 
@@ -234,7 +234,7 @@ def test_the_strict_provider_agrees_with_the_suites_oracle(case: Case) -> None:
 
 def test_the_pinned_list_is_the_noxfile_list() -> None:
     text = (ROOT / "noxfile.py").read_text()
-    assert "src/histfix/_pinned.py" in text and "PINNED_RELEASES" in text  # the noxfile loads it
+    assert "src/histfix/_release/pinned.py" in text and "PINNED_RELEASES" in text  # the noxfile loads it
     assert _compare.parse_releases(None) == PINNED_RELEASES
     assert NEWEST == PINNED_RELEASES[-1] == max(PINNED_RELEASES, key=Version)
     assert Version(NEWEST) == NEWEST_TESTED  # what `histfix info` calls the newest measured release

@@ -13,7 +13,7 @@ The conventions (docs/contributing/docs.md says them to writers):
   output that needs the network or another release.
 
 The table of profile passes in docs/providers.md is generated from the code:
-``python tests/test_docs.py`` rewrites it, and a test fails when it drifts.
+``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites it, and a test fails when it drifts.
 """
 
 from __future__ import annotations
@@ -179,14 +179,14 @@ def test_exported_docstrings_have_no_sphinx_roles() -> None:
 # --- "Provider profiles": the profile passes, generated from the code -------------------------------
 
 PROVIDERS_PAGE = ROOT / "docs" / "providers.md"
-BEGIN = "<!-- profile passes: generated from histfix._profiles.RULES"
+BEGIN = "<!-- profile passes: generated from histfix._profiles.registry.RULES"
 END = "<!-- end of profile passes -->"
 
 
 def profile_passes() -> str:
     """The table of profile passes, from ``_profiles.RULES`` (name, stage, APIs, why)."""
-    from histfix._profiles import RULES
-    from histfix._providers import PROVIDER_APIS
+    from histfix._profiles.registry import RULES
+    from histfix._profiles.targets import PROVIDER_APIS
 
     if not RULES:
         return "No profile passes are registered: every profile is the default repair.\n"
@@ -208,10 +208,12 @@ def generated_section(page: str) -> tuple[int, int]:
 def test_the_profile_passes_on_the_providers_page_are_the_codes() -> None:
     page = PROVIDERS_PAGE.read_text()
     start, end = generated_section(page)
-    assert page[start:end] == profile_passes(), "docs/providers.md is stale: run `python tests/test_docs.py`"
+    assert page[start:end] == profile_passes(), (
+        "docs/providers.md is stale: run `PYTHONPATH=src:tests/support python tests/test_docs.py`"
+    )
 
 
-if __name__ == "__main__":  # rewrite the generated table: python tests/test_docs.py
+if __name__ == "__main__":  # rewrite the generated table (PYTHONPATH=src:tests/support)
     text = PROVIDERS_PAGE.read_text()
     start, end = generated_section(text)
     PROVIDERS_PAGE.write_text(text[:start] + profile_passes() + text[end:])

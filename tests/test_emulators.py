@@ -500,7 +500,7 @@ def test_an_emulator_is_reachable_in_a_fresh_network_namespace() -> None:
         "                                     headers={'content-type': 'application/json'})\n"
         "    print(urllib.request.urlopen(request, timeout=5).status, e.last().accepted)\n"
     )
-    tests = Path(__file__).parent
+    tests = Path(__file__).parent / "support"
     done = subprocess.run(
         ["unshare", "-rn", sys.executable, "-c", script],
         cwd=tests,

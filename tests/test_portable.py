@@ -21,8 +21,10 @@ from pydantic_ai import messages as pai
 
 import histfix
 import make_dumps
-from histfix import _compat, _load_probes, _release
 from histfix._portable import dump_json, load_json
+from histfix._release import installed as _release
+from histfix._release import probes as _load_probes
+from histfix._release import switches as _compat
 
 from conftest import PYDANTIC_AI
 from dsl import INTERRUPTED, MARKER, call, native_call, native_return, real, req, resp, ret, ts, user

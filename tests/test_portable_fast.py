@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from pydantic_ai import messages as pai
 
-from histfix import _compat, _portable
+from histfix import _portable
+from histfix._release import switches as _compat
 
 from corpus import CASES
 from dsl import Json, call, real, req, ret, user

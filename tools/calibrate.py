@@ -1,4 +1,4 @@
-"""Calibrate the provider emulators (tests/emulators/) on pydantic-ai's recorded real API traffic.
+"""Calibrate the provider emulators (tests/support/emulators/) on pydantic-ai's recorded real API traffic.
 
 pydantic-ai's repository keeps VCR recordings ("cassettes", YAML) of real requests to the providers'
 APIs and the real answers. Every request a provider answered 2xx is a history it accepted, so an
@@ -6,7 +6,7 @@ emulator that refuses one is stricter than the real service (a false rejection);
 that carries the wording of one of the emulators' rules is a history the service refused, which
 the emulator must refuse by that rule (reproduced). This program sends each recorded request body,
 over HTTP, to the emulator of the API its URL names, and writes what it found as a JSON record
-(tests/data/calibration.json; tests/test_calibration_record.py checks it).
+(tests/data/calibration.json; tests/tools/test_calibration_record.py checks it).
 
 Usage, with a local copy of the repository (a checkout, an extracted tree, or a bare git
 directory, read at `--rev`); the recordings are read in place, never copied into this repository:
@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
-import emulators  # tests/ holds the emulators; they are not part of the package
+import emulators  # tests/support holds the emulators; they are not part of the package
 from emulators import PROVIDER_APIS, Emulator
 
 __all__ = [

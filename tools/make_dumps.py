@@ -42,7 +42,7 @@ from pydantic_ai import messages as pai
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import histfix
-from histfix import _load_probes
+from histfix._release import probes as _load_probes
 
 DUMPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dumps"
 #: A custom tool kind (an application's own): kept by 2.58.0+, rejected before, absent before 1.95.

@@ -151,15 +151,15 @@ def pinned_section(releases: list[str], results: dict[str, Record]) -> list[str]
     return [*lines, ""]
 
 
-# --- provider acceptance (tests/test_provider_truth.py) -----------------------------------------------
+# --- provider acceptance (tests/profiles/test_provider_truth.py) -----------------------------------------------
 
 PROVIDER_APIS = ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock", "mistral")
 PROVIDER_LEGEND = """## Provider acceptance (pinned releases)
 
-Measured by `tests/test_provider_truth.py`: each history is sent by the release's own model class
+Measured by `tests/profiles/test_provider_truth.py`: each history is sent by the release's own model class
 and SDK (`Agent(model).run`, real HTTP) to a strict loopback emulator of the provider API
-(`tests/emulators/`, built from shared/spec/providers.md; unverified rules enforced). Histories:
-the corpus (`tests/corpus.py`) and the seeds' four scenarios; the newest release and 1.0.0 send
+(`tests/support/emulators/`, built from shared/spec/providers.md; unverified rules enforced). Histories:
+the corpus (`tests/support/corpus.py`) and the seeds' four scenarios; the newest release and 1.0.0 send
 every one, the others a fixed sample (`HISTFIX_PROVIDER_SAMPLE=all` sends all; the sweep row below
 is every case on every release swept). A
 cell is *accepted as stored → accepted after `histfix.repair`*, out of the histories measured;
@@ -239,7 +239,7 @@ PROFILE_LEGEND = """### Provider profiles: `histfix.repair(h, provider=...)`
 The same sends after `histfix.repair(h, provider=API)` (*profile*) and after
 `histfix.repair(h, provider="any")` (*any*, one history for every API). A cell is *profile · any*
 accepted out of the corpus histories above, then *gen* the same for the generated histories
-(`tests/test_provider_generated.py`: seeded damaged histories and conversations, other seeds on
+(`tests/profiles/test_provider_generated.py`: seeded damaged histories and conversations, other seeds on
 every release). *generated* says how many a release drew and how they were sent: `rotated` (the
 pinned matrix's budget: each one to one API after its profile and to another after `any`) or
 every one to every API both ways (`all`, with `HISTFIX_PROVIDER_SAMPLE=all`, as the sweep runs).
@@ -597,14 +597,14 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
     return [f"- {_runs(members, order)}: {reason}" for reason, members in by_reason.items()]
 
 
-# --- prefixes with model classes of their own (tests/test_provider_prefixes.py) --------------------
+# --- prefixes with model classes of their own (tests/profiles/test_provider_prefixes.py) --------------------
 
 PREFIX_LEGEND = """### Clients of their own: Groq, Hugging Face, and a Bedrock model other than Claude
 
 `GroqModel` (the `groq` SDK) and `HuggingFaceModel` (`huggingface_hub`) map messages themselves and
 send Chat Completions, so `provider="groq"` and `provider="huggingface"` get the `openai-chat`
 profile; Bedrock's models other than Claude (here Llama) refuse anything beside tool results in a
-turn, which `provider="bedrock:<model>"` handles. Measured by `tests/test_provider_prefixes.py`:
+turn, which `provider="bedrock:<model>"` handles. Measured by `tests/profiles/test_provider_prefixes.py`:
 the same histories as above (on 2.68.0 the fixed sample: 1.0.0 sends them all), sent through the
 release's own class and SDK to the API's emulator. A
 cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after

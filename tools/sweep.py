@@ -10,8 +10,8 @@ histfix, pytest and `pydantic-ai-slim[<provider extras>]==X` with the noxfile's 
 inherits another's dependencies; `--jobs` workers (default: one per CPU) each own one such env.
 The suite runs with `--record-outcome`; what it records (installed, the path `auto` took, test
 counts and failing test ids, the measured scenarios, and with HISTFIX_PROVIDER_SAMPLE=all every
-provider case of tests/test_provider_truth.py, each way including the provider profiles, and the
-500 generated histories per provider of tests/test_provider_generated.py) goes into the record
+provider case of tests/profiles/test_provider_truth.py, each way including the provider profiles, and the
+500 generated histories per provider of tests/profiles/test_provider_generated.py) goes into the record
 file after every release.
 The property-based fuzz tests run `--fuzz-examples` examples per property (HISTFIX_FUZZ_EXAMPLES,
 default 100 here against 500 in the pinned matrix): at 500 they triple the time per release and
@@ -21,9 +21,9 @@ TIMEOUT_SECONDS), which makes a whole sweep hours long on two cores.
 
 `--providers` (`nox -s sweep -- --providers`, record tests/data/sweep-providers.json) installs each
 release the same way but runs only the provider tests, which is what the provider profiles'
-claim rests on: tests/test_provider_truth.py with every corpus case (HISTFIX_PROVIDER_SAMPLE=all:
+claim rests on: tests/profiles/test_provider_truth.py with every corpus case (HISTFIX_PROVIDER_SAMPLE=all:
 each case to all 6 APIs as stored, after the default repairs and after both profile ways, the
-profile ways asserted accepted) and tests/test_provider_generated.py with `--generated N`
+profile ways asserted accepted) and tests/profiles/test_provider_generated.py with `--generated N`
 histories (default GENERATED_SWEEP) to every API both profile ways, seeds differing by release.
 What it proves: on every release swept, each API's profile and `any` make every corpus history and
 those generated ones accepted by that release's own model class and SDK against the emulators.
@@ -66,7 +66,7 @@ WORK = ROOT / ".nox" / "_sweep"
 PYPI_JSON = "https://pypi.org/pypi/pydantic-ai-slim/json"
 FIRST = Version("1.0.0")
 #: A suite run longer than this is stopped and recorded as timed out. A run takes minutes since
-#: tests/test_provider_generated.py sends its cross product (500 histories to every API both ways:
+#: tests/profiles/test_provider_generated.py sends its cross product (500 histories to every API both ways:
 #: 230-380 s of round trips measured on 2.68.0 on a loaded 2-core machine), hence the margin.
 TIMEOUT_SECONDS = 1800
 #: The release-independent tests (these tools' and the emulators' selftests), which the
@@ -75,9 +75,9 @@ RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py", "tests/once")
 #: `--providers`: only the provider tests run per release (the corpus cross product and
 #: `--generated` histories to every API both ways), recorded small (counts and failures).
 PROVIDER_TESTS = (
-    "tests/test_provider_truth.py",
-    "tests/test_provider_generated.py",
-    "tests/test_provider_prefixes.py",
+    "tests/profiles/test_provider_truth.py",
+    "tests/profiles/test_provider_generated.py",
+    "tests/profiles/test_provider_prefixes.py",
 )
 #: Generated histories per release in `--providers` mode (each to 6 APIs x 2 ways): picked so the
 #: 223-release sweep fits about 70 minutes with `--jobs 1` on the 2-core machine (see the docstring).
@@ -185,8 +185,8 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
 
 def suite_env(fuzz_examples: int) -> dict[str, str]:
     """The suite's environment per release: every provider case, not the pinned matrix's sample
-    (tests/test_provider_truth.py), and the cross product of GENERATED_ALL generated histories
-    (tests/test_provider_generated.py); `fuzz_examples` per fuzz property."""
+    (tests/profiles/test_provider_truth.py), and the cross product of GENERATED_ALL generated histories
+    (tests/profiles/test_provider_generated.py); `fuzz_examples` per fuzz property."""
     env = {**os.environ, "HISTFIX_FUZZ_EXAMPLES": str(fuzz_examples), "HISTFIX_PROVIDER_SAMPLE": "all"}
     env.pop("HISTFIX_PROVIDER_GENERATED", None)  # a count set for a campaign must not shrink the sweep
     return env
@@ -224,7 +224,7 @@ def small_providers(summary: Entry | None) -> Entry | None:
 
 
 def small_prefixes(summary: Entry | None) -> Entry | None:
-    """tests/test_provider_prefixes.py's summary cut the same way: per prefix the client and the
+    """tests/profiles/test_provider_prefixes.py's summary cut the same way: per prefix the client and the
     counts per way (corpus and ``gen_`` generated), the non-accepted cases of the profile ways only
     (the stored and default-repair ways' refusals are data the pinned matrix shows, not failures)."""
     if summary is None:

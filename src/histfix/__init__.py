@@ -9,28 +9,36 @@ Importing histfix does not import pydantic-ai; the first call does.
 
 from __future__ import annotations
 
-from ._api import (
-    Backend,
-    BackendInfo,
-    backend_info,
-    check,
-    classify,
-    dump_json,
-    is_provider_valid,
-    keep_last_turns,
-    load_json,
-    repair,
-    repair_report,
-    trim_to_budget,
-)
-from ._changes import Change, ChangeKind, RepairReport
-from ._problems import Problem, ProblemKind
-from ._providers import PROVIDER_APIS, PROVIDER_NAMES
-from ._rules_shape import STARTER_PROMPT
-from ._state import HistoryState, HistoryStateKind
-from ._synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY, is_synthesized
-from ._tokens import BudgetExceededError, estimate_tokens
-from ._wiring import RepairProcessor, agent_options
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._api import (
+        Backend,
+        BackendInfo,
+        backend_info,
+        check,
+        classify,
+        dump_json,
+        is_provider_valid,
+        keep_last_turns,
+        load_json,
+        repair,
+        repair_report,
+        trim_to_budget,
+    )
+    from ._profiles.rule import STARTER_PROMPT
+    from ._profiles.targets import PROVIDER_APIS, PROVIDER_NAMES
+    from ._records.changes import Change, ChangeKind, RepairReport
+    from ._records.problems import Problem, ProblemKind
+    from ._records.state import HistoryState, HistoryStateKind
+    from ._records.synthesized import (
+        SYNTHESIZED_CONTENT,
+        SYNTHESIZED_TOOL_RETURN_METADATA_KEY,
+        is_synthesized,
+    )
+    from ._records.tokens import BudgetExceededError, estimate_tokens
+    from ._wiring import RepairProcessor, agent_options
 
 __all__ = [
     "PROVIDER_APIS",
@@ -66,3 +74,50 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: Where each public name lives: a name is imported on first use, so ``import histfix`` (and the
+#: command line's fast paths) load only the modules of the names they touch.
+_HOME = {
+    **dict.fromkeys(
+        (
+            "Backend",
+            "BackendInfo",
+            "backend_info",
+            "check",
+            "classify",
+            "dump_json",
+            "is_provider_valid",
+            "keep_last_turns",
+            "load_json",
+            "repair",
+            "repair_report",
+            "trim_to_budget",
+        ),
+        "._api",
+    ),
+    **dict.fromkeys(("Change", "ChangeKind", "RepairReport"), "._records.changes"),
+    **dict.fromkeys(("Problem", "ProblemKind"), "._records.problems"),
+    **dict.fromkeys(("PROVIDER_APIS", "PROVIDER_NAMES"), "._profiles.targets"),
+    "STARTER_PROMPT": "._profiles.rule",
+    **dict.fromkeys(("HistoryState", "HistoryStateKind"), "._records.state"),
+    **dict.fromkeys(
+        ("SYNTHESIZED_CONTENT", "SYNTHESIZED_TOOL_RETURN_METADATA_KEY", "is_synthesized"),
+        "._records.synthesized",
+    ),
+    **dict.fromkeys(("BudgetExceededError", "estimate_tokens"), "._records.tokens"),
+    **dict.fromkeys(("RepairProcessor", "agent_options"), "._wiring"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562), then keep it here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

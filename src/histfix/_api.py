@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ._changes import Change, RepairReport
-from ._inputs import as_history, check_messages
-from ._problems import Problem
-from ._providers import ProviderTarget
-from ._state import HistoryState
-from ._tokens import estimate_tokens
+from ._profiles.targets import ProviderTarget
+from ._records.changes import Change, RepairReport
+from ._records.inputs import as_history, check_messages
+from ._records.problems import Problem
+from ._records.state import HistoryState
+from ._records.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -81,14 +81,14 @@ def _noted(history: Sequence[ModelMessage], orphans: str) -> tuple[Sequence[Mode
     """With ``orphans="note"``, the history with its orphaned results replaced by notes."""
     if orphans != "note":
         return history, []
-    from ._notes import note_orphans
+    from ._repair.notes import note_orphans
 
     return note_orphans(history)
 
 
 def _require_pydantic_ai() -> None:
     """Raise an ImportError that says what to install when pydantic-ai is missing."""
-    from ._release import pydantic_ai_messages
+    from ._release.installed import pydantic_ai_messages
 
     pydantic_ai_messages()
 
@@ -101,9 +101,10 @@ def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
 
 def backend_info() -> BackendInfo:
     """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
-    from . import _compat, _release
-    from ._backend import choose_backend
-    from ._detect import features
+    from ._release import installed as _release
+    from ._release import switches as _compat
+    from ._release.backend import choose_backend
+    from ._release.detect import features
 
     chosen, reason = choose_backend(_release.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
     return BackendInfo(
@@ -161,7 +162,7 @@ def repair(
         return report.messages
     history, notes = _noted(history, orphans)
     if logger.isEnabledFor(logging.DEBUG):
-        from ._report import repair_with_changes
+        from ._repair.report import repair_with_changes
 
         report = repair_with_changes(history, repair_last_response)
         for change in [*notes, *report.changes]:
@@ -170,7 +171,7 @@ def repair(
             return report.messages  # the same walk already ran
     if backend == "upstream":
         return _upstream_repair(history, repair_last_response)
-    from ._forward import repair as forward_repair
+    from ._repair.forward import repair as forward_repair
 
     return forward_repair(history, repair_last_response)
 
@@ -178,7 +179,7 @@ def repair(
 def _target(provider: object) -> ProviderTarget | None:
     if provider is None:
         return None
-    from ._providers import resolve_provider
+    from ._profiles.targets import resolve_provider
 
     return resolve_provider(provider)
 
@@ -192,23 +193,22 @@ def _profiled_report(
     *,
     changes_wanted: bool = True,
 ) -> RepairReport:
-    """The profile's passes around the default repair, with every change (see ``_profiles``).
+    """The profile's passes around the default repair, with every change (see ``_profiles.registry``).
 
     ``changes_wanted=False`` (``repair`` without DEBUG logging) leaves out the default repair's
     changes, which ``repair`` would only log: the default repair then records none, and runs as
     one walk where that settles the input (the same output; the profiles' own changes stay).
     """
-    from . import _compat
-    from ._call_results import forget_results_in_place, remember_results_in_place
-    from ._forward import settled_with_ids
-    from ._pairing import Pairing, pair
-    from ._profile_run import Settle, run_profile
-    from ._report import repair_with_changes
-    from ._walk import repair_walk
+    from ._profiles.run import Settle, run_profile
+    from ._release import switches as _compat
+    from ._repair.forward import settled_with_ids
+    from ._repair.pairing import Pairing, pair
+    from ._repair.report import repair_with_changes
+    from ._repair.walk import repair_walk
 
     def default_repair(
         current: Sequence[ModelMessage], pairing: Pairing | None
-    ) -> tuple[list[ModelMessage], list[Change]]:
+    ) -> tuple[list[ModelMessage], list[Change], bool]:
         noted, notes = _noted(current, orphans)
         if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
             pairing = pair(noted, repair_last_response)
@@ -221,27 +221,24 @@ def _profiled_report(
         # Where upstream is current its output equals the walk's (tests/test_differential.py) on
         # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
         # then does upstream run too, so the profile starts from exactly what repair(h) returns.
+        in_place = not pairing.duplicates and not pairing.late
         if backend == "upstream" and (not _compat.UPSTREAM_REPAIR_IS_CURRENT or pairing.toolless_retry):
-            repaired = _upstream_repair(noted, repair_last_response)
-        elif not pairing.duplicates and not pairing.late:
-            remember_results_in_place(repaired)
-        return repaired, sorted([*notes, *found], key=lambda c: c.message_index)
+            repaired, in_place = _upstream_repair(noted, repair_last_response), False
+        return repaired, sorted([*notes, *found], key=lambda c: c.message_index), in_place
 
     settle: Settle | None = None
     if not changes_wanted and backend == "histfix" and orphans == "drop":  # the one walk is histfix's
         settle = lambda current: settled_with_ids(current, repair_last_response)  # noqa: E731
-    try:
-        messages, changes = run_profile(
-            history, target, default_repair, lambda current: pair(current, repair_last_response), settle
-        )
-    finally:
-        forget_results_in_place()  # the passes are done with it: hold no history alive
+    messages, changes = run_profile(
+        history, target, default_repair, lambda current: pair(current, repair_last_response), settle
+    )
     return RepairReport(messages, tuple(changes))
 
 
 def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
     """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
-    from . import _compat, _release
+    from ._release import installed as _release
+    from ._release import switches as _compat
 
     if not _compat.HAS_REPAIR_MESSAGES:
         raise RuntimeError(
@@ -323,8 +320,8 @@ def check(
     history = as_history(messages, function="check")
     target = _target(provider)
     _require_pydantic_ai()
-    from ._check import check_history
-    from ._check_provider import check_for, mark_rejections
+    from ._check.history import check_history
+    from ._check.rejections import check_for, mark_rejections
 
     problems = check_history(history, repair_last_response)
     if target is None:
@@ -342,7 +339,7 @@ def classify(messages: Sequence[ModelMessage]) -> HistoryState:
     """
     history = as_history(messages, function="classify")
     _require_pydantic_ai()
-    from ._classify import classify_history
+    from ._check.classify import classify_history
 
     return classify_history(history)
 
@@ -382,7 +379,7 @@ def repair_report(
         return _profiled_report(
             history, target, repair_last_response, _auto_backend(_forced_backend()), orphans
         )
-    from ._report import repair_with_changes
+    from ._repair.report import repair_with_changes
 
     history, notes = _noted(history, orphans)
     report = repair_with_changes(history, repair_last_response)

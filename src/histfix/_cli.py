@@ -206,7 +206,7 @@ def _refuse_in_place(source: str) -> None:
 
 
 def _rejected_by(problem: Any) -> str:
-    from ._providers import PROVIDER_APIS
+    from ._profiles.targets import PROVIDER_APIS
 
     if not problem.rejected_by:
         return "none"
@@ -247,8 +247,8 @@ def _kinds(problems: Sequence[Any]) -> str:
 def _verdict(problems: Sequence[Any], repair: str) -> str:
     """What plain ``check`` concludes: what some provider rejects (the exit status) and what fixes
     it, then what repair only normalizes. ``repair`` is the command that matches the check."""
-    from ._problems import KEPT_BY_REPAIR
-    from ._providers import PROVIDER_APIS
+    from ._profiles.targets import PROVIDER_APIS
+    from ._records.problems import KEPT_BY_REPAIR
 
     rejected = [p for p in problems if p.rejected_by]
     normalized = [p for p in problems if not p.rejected_by]
@@ -286,7 +286,7 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from ._providers import resolve_provider, unknown_provider
+    from ._profiles.targets import resolve_provider, unknown_provider
 
     try:
         return resolve_provider(name).name
@@ -369,7 +369,7 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _trim(args: argparse.Namespace) -> int:
     from ._api import keep_last_turns, repair_report, trim_to_budget
-    from ._tokens import BudgetExceededError
+    from ._records.tokens import BudgetExceededError
 
     provider = _provider(args)
     loaded: list[ModelMessage] = _load(args.file)
@@ -409,8 +409,14 @@ def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage
 
 def _info(args: argparse.Namespace) -> int:
     from ._api import BACKEND_ENV, _forced_backend
-    from ._backend import choose_backend
-    from ._release import NEWEST_TESTED, import_failure, installed_release, source_defines, unmet_pins
+    from ._release.backend import choose_backend
+    from ._release.installed import (
+        NEWEST_TESTED,
+        import_failure,
+        installed_release,
+        source_defines,
+        unmet_pins,
+    )
 
     distribution, version = installed_release()
     if (
@@ -676,7 +682,7 @@ def _check_environment(command: str) -> None:
     not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
     source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
     from ._api import _forced_backend, upstream_missing
-    from ._release import installed_release, source_defines
+    from ._release.installed import installed_release, source_defines
 
     try:
         forced = _forced_backend()

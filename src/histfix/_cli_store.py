@@ -137,7 +137,7 @@ def _fail(message: str) -> int:
 def _checked_provider(name: str | None) -> None:
     if name is None:
         return
-    from ._providers import resolve_provider
+    from ._profiles.targets import resolve_provider
 
     try:
         resolve_provider(name)

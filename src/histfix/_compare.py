@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ._pinned import PINNED_RELEASES, release_requirements
+from ._release.pinned import PINNED_RELEASES, release_requirements
 
 __all__ = ["CompareError", "Settings", "compare", "find_uv", "parse_releases"]
 

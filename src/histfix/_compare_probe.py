@@ -4,7 +4,7 @@
 installed pydantic-ai does with the stored history (its own ``ModelMessagesTypeAdapter``, then a
 plain ``Agent`` whose model is a capturing ``FunctionModel``: no provider, no network) and what
 ``histfix.repair`` returns (loaded with ``histfix.load_json``). Both sides are judged by the same
-strict provider (:mod:`histfix._strict`).
+strict provider (:mod:`histfix._check.strict`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) ->
     """Load, run, and judge what came out."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from ._strict import strict_provider_errors
+    from ._check.strict import strict_provider_errors
 
     try:
         history = load()

@@ -32,10 +32,11 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
-from . import _compat, _load_probes
-from ._inputs import as_history, check_messages
 from ._jsonerrors import describe_json_error
-from ._release import VERSION_STRING
+from ._records.inputs import as_history, check_messages
+from ._release import probes as _load_probes
+from ._release import switches as _compat
+from ._release.installed import VERSION_STRING
 
 __all__ = ["dump_json", "load_json"]
 

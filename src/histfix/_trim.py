@@ -14,9 +14,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from ._inputs import not_a_message
-from ._parts import is_result
-from ._tokens import BudgetExceededError, estimate_tokens
+from ._records.inputs import not_a_message
+from ._records.parts import is_result
+from ._records.tokens import BudgetExceededError, estimate_tokens
 
 __all__ = ["keep_last_turns", "trim_to_budget", "turn_starts"]
 

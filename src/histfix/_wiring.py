@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import estimate_tokens
+from ._records.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -26,7 +26,7 @@ AUTO = "auto"
 def _profile_of(model: Any) -> Any:
     """``provider=`` for the run's model: the model itself, or None (the default repair) when no
     profile is known for its class (a FunctionModel or TestModel, a custom Model)."""
-    from ._providers import resolve_provider
+    from ._profiles.targets import resolve_provider
 
     try:
         resolve_provider(model)
@@ -60,7 +60,7 @@ class RepairProcessor:
         if not callable(count_tokens):
             raise TypeError(f"count_tokens must be callable, got {type(count_tokens).__name__}")
         if provider is not None and provider != AUTO:
-            from ._providers import resolve_provider
+            from ._profiles.targets import resolve_provider
 
             resolve_provider(provider)  # a bad name fails here, not at the first model request
         self.keep_last_turns = keep_last_turns
@@ -104,7 +104,7 @@ class RepairProcessor:
         ``provider="auto"`` (imports pydantic-ai)."""
         from ._wiring_auto import for_run_context
 
-        return for_run_context(self)
+        return for_run_context(self.process)
 
     def __repr__(self) -> str:
         return (

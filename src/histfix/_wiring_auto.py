@@ -8,18 +8,17 @@ resolving its first parameter's annotation at run time, in the processor's own m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai.tools import RunContext
-
-if TYPE_CHECKING:
-    from ._wiring import RepairProcessor
 
 __all__ = ["for_run_context"]
 
 
-def for_run_context(processor: RepairProcessor) -> Callable[[RunContext[Any], list[Any]], list[Any]]:
-    """A history processor that runs ``processor`` with the profile of the model the run uses.
+def for_run_context(
+    process: Callable[[list[Any], Any], list[Any]],
+) -> Callable[[RunContext[Any], list[Any]], list[Any]]:
+    """A history processor that runs ``process`` (``RepairProcessor.process``) with the run's model.
 
     Every release from 1.0.0 on gives such a processor the run context, whose ``model`` is the
     agent's model for this run (the ``model=`` of ``run``, else the agent's): a ``FallbackModel``
@@ -27,6 +26,6 @@ def for_run_context(processor: RepairProcessor) -> Callable[[RunContext[Any], li
     """
 
     def repair_for_the_runs_model(ctx: RunContext[Any], messages: list[Any]) -> list[Any]:
-        return processor.process(messages, ctx.model)
+        return process(messages, ctx.model)
 
     return repair_for_the_runs_model

@@ -20,7 +20,7 @@ import pytest
 from histfix import _compare
 from histfix._compare_probe import PLAIN
 from histfix._compare_probe import REPAIRED as HISTFIX
-from histfix._pinned import NEWEST
+from histfix._release.pinned import NEWEST
 
 from conftest import PYDANTIC_AI
 

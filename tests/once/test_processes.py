@@ -50,6 +50,20 @@ def test_import_does_not_import_pydantic_ai() -> None:
     assert done.stdout.strip() == "False"
 
 
+def test_import_loads_each_public_name_only_when_it_is_used() -> None:
+    code = """
+        import sys, histfix
+        print(sorted(m for m in sys.modules if m.startswith("histfix.")))
+        histfix.Problem
+        print(sorted(m for m in sys.modules if m.startswith("histfix.")))
+    """
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    bare, after = done.stdout.splitlines()
+    assert bare == "[]"
+    assert after == "['histfix._records', 'histfix._records.problems']"
+
+
 def test_missing_pydantic_ai_says_what_to_install() -> None:
     done = run_python(
         """

@@ -151,7 +151,7 @@ def providers(stored: int, fixed: int, rejected: dict[str, str], measured: list[
 def test_provider_section_counts_and_names_what_still_fails_where() -> None:
     old = {**run(), "providers": providers(1, 2, {"b": "rejected:openai-chat.x"}, ["a", "b", "c"])}
     new = {**run(), "providers": providers(2, 3, {}, ["a", "b", "c"])}
-    unmeasured = run()  # a run without tests/test_provider_truth.py: no row, not an empty one
+    unmeasured = run()  # a run without tests/profiles/test_provider_truth.py: no row, not an empty one
     text = "\n".join(
         provider_section(["1.0.0", "2.0.0", "3.0.0"], {"1.0.0": old, "2.0.0": new, "3.0.0": unmeasured})
     )
@@ -276,7 +276,7 @@ def test_the_provider_sweep_lists_each_release_case_and_api_not_accepted() -> No
     failing = {
         **bad,
         "exitstatus": 1,
-        "failed": {"tests/test_provider_truth.py::test_provider_truth[b]": "no"},
+        "failed": {"tests/profiles/test_provider_truth.py::test_provider_truth[b]": "no"},
     }
     record = {"releases": {"1.0.0": swept(good), "1.0.2": swept(failing)}}
     row = sweep_profile_row(record)
@@ -291,7 +291,7 @@ def test_the_provider_sweep_lists_each_release_case_and_api_not_accepted() -> No
 
 
 def prefixed(profile: Any, any_: Any) -> Any:
-    """A record with tests/test_provider_prefixes.py's summary: groq measured, huggingface unavailable."""
+    """A record with tests/profiles/test_provider_prefixes.py's summary: groq measured, huggingface unavailable."""
     return {
         **run(),
         "providers_prefixes": {

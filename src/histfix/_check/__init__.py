@@ -1,0 +1,1 @@
+"""Checking a history: the pairing problems, which provider APIs reject each, and where a stored history stands."""

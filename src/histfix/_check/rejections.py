@@ -1,0 +1,255 @@
+"""Which provider APIs reject each problem the validator finds, in each API's own words.
+
+The validator (:mod:`.history`) finds pairing problems; whether a provider rejects one depends
+on the API. Decided from the providers' API references and the strict test emulators built from
+them: every API rejects a call without a result and a result without a call; OpenAI Responses
+pairs by ``call_id`` anywhere later in the input, so it accepts a late result, a second result and
+a call whose id a later answered call reuses; OpenAI Chat accepts a second result among the tool
+messages right after the call; two requests in a row are merged by every model class (only
+normalized), except that a request of nothing but system prompts is an empty Gemini turn on some
+releases. Where releases' model classes differ, a problem counts as rejected if one release's
+wire rejects it (the repair that fixes it is the same). ``check(provider=)`` adds what each applicable profile rule's ``detect`` finds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from .._profiles.registry import rules_for
+from .._profiles.scan import Scan
+from .._profiles.targets import ProviderTarget, ordered_apis
+from .._records.parts import is_result
+from .._records.problems import Problem
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["WORDING", "check_for", "mark_rejections", "rejections"]
+
+_STAGES: tuple[Literal["before", "after"], ...] = ("before", "after")
+
+#: Each API's error text for the pairing problems (providers.md, verified unless noted there),
+#: ``{placeholders}`` filled with the history's indices and ids (the wire's indices can differ).
+WORDING: dict[str, str] = {
+    "openai-chat.no_response": "An assistant message with 'tool_calls' must be followed by tool messages "
+    "responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
+    "openai-chat.no_call": "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+    "message with 'tool_calls'.",
+    "openai-responses.no_output": "No tool output found for function call {call_id}.",
+    "openai-responses.no_call": "No tool call found for function call output with call_id {call_id}.",
+    "openai-responses.duplicate_output": "Duplicate function_call_output for call_id {call_id}.",  # unverified
+    "anthropic.no_result": "messages.{n}: tool_use ids were found without tool_result blocks immediately "
+    "after: {ids}. Each tool_use block must have a corresponding tool_result block in the next message.",
+    "anthropic.unexpected": "messages.{n}.content.{m}: unexpected tool_use_id found in tool_result blocks: "
+    "{id}. Each tool_result block must have a corresponding tool_use block in the previous message.",
+    "anthropic.multiple": "each tool_use must have a single result. Found multiple tool_result blocks with "
+    "id: {id}",
+    "anthropic.result_first": "messages.{n}: Did not find {count} tool_result block(s) at the beginning of "
+    "this message. Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
+    "gemini.count": "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn.",
+    "gemini.call_position": "Please ensure that function call turn comes immediately after a user turn or "
+    "after a function response turn.",
+    "gemini.response_position": "Please ensure that function response turn comes immediately after a "
+    "function call turn.",
+    "gemini.empty_text": "Unable to submit request because it has an empty text parameter. Add a value to "
+    "the parameter and try again.",
+    "bedrock.expected": "Expected toolResult blocks at messages.{n}.content for the following Ids: {ids}",
+    "bedrock.too_many": "The number of toolResult blocks at messages.{n}.content exceeds the number of "
+    "toolUse blocks of previous turn.",
+    "bedrock.first": "messages.{n}: Did not find {count} toolResult block(s) at the beginning of this "
+    "message. Messages following toolUse blocks must begin with a matching number of toolResult blocks.",
+    "bedrock.alternate": "A conversation must alternate between user and assistant roles. Make sure the "
+    "conversation alternates between user and assistant roles and try again.",
+    "mistral.count": "Not the same number of function calls and responses",
+    "mistral.tool_role": "Unexpected role 'tool' after role '{role}'",
+    "mistral.user_after_tool": "Unexpected role 'user' after role 'tool'",
+}
+
+
+def _say(key: str, **values: object) -> str:
+    return WORDING[key].format(**values)
+
+
+def _calls(message: ModelMessage | None) -> list[str]:
+    """The tool call ids of a response (anything else: none)."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    if not isinstance(message, ModelResponse):
+        return []
+    return [part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart)]
+
+
+def _unanswered(problem: Problem) -> dict[str, str]:
+    n, ids = problem.message_index, problem.tool_call_id
+    found = {
+        "openai-chat": _say("openai-chat.no_response", ids=ids),
+        "openai-responses": _say("openai-responses.no_output", call_id=ids),
+        "anthropic": _say("anthropic.no_result", n=n, ids=ids),
+        "gemini": _say("gemini.count"),
+        "bedrock": _say("bedrock.expected", n=n + 1, ids=ids),
+        "mistral": _say("mistral.count"),
+    }
+    if problem.kind == "shadowed_call":  # Responses pairs by call_id: the later call's output answers it
+        del found["openai-responses"]
+    return found
+
+
+def _mistral_previous_role(history: Sequence[ModelMessage], problem: Problem) -> str:
+    from pydantic_ai.messages import ModelResponse
+
+    if problem.part_index:
+        return "user"  # a prompt part before it in the same request
+    if problem.message_index == 0:
+        return "none"
+    return "assistant" if isinstance(history[problem.message_index - 1], ModelResponse) else "user"
+
+
+def _unexpected(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
+    n, m, call_id = problem.message_index, problem.part_index, problem.tool_call_id
+    previous = history[n - 1] if n > 0 else None
+    previous_calls = _calls(previous)
+    request = history[n]
+    results_before = any(is_result(part) for part in request.parts[: m or 0])
+    if problem.kind == "duplicate_result" and call_id in previous_calls:
+        # a second result beside the first, right after the call: counted, not unexpected
+        return {
+            "openai-chat": _say("openai-chat.no_call"),
+            "openai-responses": _say("openai-responses.duplicate_output", call_id=call_id),
+            "anthropic": _say("anthropic.multiple", id=call_id),
+            "gemini": _say("gemini.count"),
+            "bedrock": _say("bedrock.too_many", n=n),
+            "mistral": _say("mistral.count"),
+        }
+    found = {
+        "openai-chat": _say("openai-chat.no_call"),
+        "openai-responses": _say("openai-responses.no_call", call_id=call_id),
+        "anthropic": _say("anthropic.unexpected", n=n, m=m, id=call_id),
+        "gemini": _say("gemini.count" if previous_calls else "gemini.response_position"),
+        "bedrock": _say("bedrock.too_many", n=n),
+        "mistral": _say("mistral.count")
+        if previous_calls or results_before
+        else _say("mistral.tool_role", role=_mistral_previous_role(history, problem)),
+    }
+    if problem.kind == "late_result":  # Responses: an earlier call has its call_id
+        del found["openai-responses"]
+    elif problem.kind == "duplicate_result":  # Responses: one output per call (unverified)
+        found["openai-responses"] = _say("openai-responses.duplicate_output", call_id=call_id)
+    return found
+
+
+def _scattered(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
+    n = problem.message_index
+    parts = history[n].parts
+    calls = len(_calls(history[n - 1])) if n > 0 else 0
+    count = calls or sum(1 for part in parts if is_result(part))
+    return {
+        # Chat Completions and Mistral get one message per part, in order: a user message between tools
+        "openai-chat": _say("openai-chat.no_call"),
+        "anthropic": _say("anthropic.result_first", n=n, count=count),
+        # GoogleModel splits such a request into turns on some releases (2.9.1 measured): a user
+        # turn between function responses
+        "gemini": _say("gemini.response_position"),
+        "bedrock": _say("bedrock.first", n=n, count=count),
+        "mistral": _say("mistral.user_after_tool"),
+    }
+
+
+def _consecutive(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
+    from pydantic_ai.messages import SystemPromptPart
+
+    before = history[problem.message_index - 1]
+    if before.parts and all(isinstance(part, SystemPromptPart) for part in before.parts):
+        # A request of nothing but system prompts becomes an empty user turn in GoogleModel on some
+        # releases (1.0.0 measured); every model class merges other requests in a row.
+        return {"gemini": _say("gemini.empty_text")}
+    return {}
+
+
+def rejections(history: Sequence[ModelMessage], problem: Problem) -> dict[str, str]:
+    """API -> its error text, for every API that rejects ``problem`` (a validator finding)."""
+    kind = problem.kind
+    if kind in ("dangling_call", "shadowed_call"):
+        return _unanswered(problem)
+    if kind in ("orphan_result", "result_before_call", "duplicate_result", "late_result"):
+        return _unexpected(history, problem)
+    if kind == "parts_between_results":
+        return _scattered(history, problem)
+    if kind == "consecutive_responses":  # Bedrock Converse gets two assistant messages in a row;
+        # Gemini refuses a function call turn that does not follow a user or function response turn
+        found = {"bedrock": _say("bedrock.alternate")}
+        if _calls(history[problem.message_index]):
+            found["gemini"] = _say("gemini.call_position")
+        return found
+    if kind == "consecutive_requests":  # merged on the wire: repair only normalizes them, but
+        return _consecutive(history, problem)
+    return {}
+
+
+def mark_rejections(history: Sequence[ModelMessage], problems: Sequence[Problem]) -> list[Problem]:
+    """``problems`` with ``rejected_by`` filled: the APIs that reject each (empty: only normalized)."""
+    return [
+        dataclasses.replace(problem, rejected_by=ordered_apis(rejections(history, problem)))
+        for problem in problems
+    ]
+
+
+def _worded(wording: dict[str, str]) -> str:
+    apis = ordered_apis(wording)
+    if len(apis) == 1:
+        return wording[apis[0]]
+    return "; ".join(f"{api}: {wording[api]}" for api in apis)
+
+
+def _rule_wording(problem: Problem, rule_wording: dict[str, str], apis: tuple[str, ...]) -> dict[str, str]:
+    if len(apis) == 1 and problem.provider_error:
+        return {apis[0]: problem.provider_error}
+    return {api: rule_wording.get(api) or problem.provider_error or problem.description for api in apis}
+
+
+def check_for(
+    history: Sequence[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+) -> list[Problem]:
+    """What ``target``'s APIs reject in ``history``: the validator's ``problems`` they reject, and
+    every finding of the profile rules that apply, each with ``rejected_by`` and ``provider_error``.
+
+    A finding reported twice (by the validator and a rule, or by rules for several APIs) is listed
+    once, with every API that rejects it.
+    """
+    history = list(history)  # the detects' own list: one survey serves them all
+    return _check_for(history, target, problems, Scan(pinned=history))
+
+
+def _check_for(
+    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem], scan: Scan
+) -> list[Problem]:
+    wanted = set(target.apis)
+    found: dict[tuple[object, ...], tuple[Problem, dict[str, str]]] = {}
+
+    def add(problem: Problem, wording: dict[str, str]) -> None:
+        key = (problem.kind, problem.message_index, problem.part_index, problem.tool_call_id)
+        if key in found:
+            found[key][1].update({api: text for api, text in wording.items() if api not in found[key][1]})
+        else:
+            found[key] = (problem, dict(wording))
+
+    for problem in problems:
+        wording = {api: text for api, text in rejections(history, problem).items() if api in wanted}
+        if wording:
+            add(problem, wording)
+    for stage in _STAGES:
+        for rule in rules_for(target, stage):
+            if rule.detect is None:
+                continue
+            for problem in rule.detect(history, target, scan):
+                apis = ordered_apis(wanted & set(problem.rejected_by or rule.apis))
+                if apis:
+                    add(problem, _rule_wording(problem, dict(rule.wording), apis))
+    marked = [
+        dataclasses.replace(problem, rejected_by=ordered_apis(wording), provider_error=_worded(wording))
+        for problem, wording in found.values()
+    ]
+    marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
+    return marked

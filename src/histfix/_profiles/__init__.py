@@ -1,0 +1,1 @@
+"""Provider profiles: the targets, the rule type, the ordered registry, the runner, and the rules each API enforces."""

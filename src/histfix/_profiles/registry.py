@@ -1,0 +1,97 @@
+"""Provider profiles: the default repair, then the extra passes the target provider's API needs.
+
+Upstream's repair guarantees call/result pairing only; each provider API enforces more. A profile
+is the list of :class:`ProfileRule` whose ``apis`` include the target's API. Each rule is one
+provider rule (named for it), with a pure ``fix`` pass and a ``detect`` for :func:`histfix.check`.
+
+Order: the ``"before"`` rules run on the input, before the default repair (they only rewrite
+identities, such as tool call ids, so that the default repair pairs what the wire will pair; they
+never add, drop or reorder messages). Then the default repair runs, exactly as ``provider=None``
+does. Then the ``"after"`` rules run, in the order of :data:`RULES`, each on the previous one's
+output. A rule's ``Change`` and ``Problem`` indices point into the history that rule received.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .rule import ProfileRule
+from .rules.bedrock_thinking import bedrock_thinking_rules
+from .rules.calls import call_rules
+from .rules.files import file_rules
+from .rules.instructions import instructions_rules
+from .rules.native import native_rules
+from .rules.reasoning import reasoning_rules
+from .rules.results_alone import results_alone_rules
+from .rules.shape import shape_rules
+from .rules.turns import turn_rules
+from .targets import ProviderTarget
+
+__all__ = ["ORDER", "RULES", "rules_for"]
+
+#: Every rule by name, in the order the passes run, each with why it stands there.
+ORDER: tuple[tuple[str, str], ...] = (
+    # before the default repair: ids only, so that it pairs what the wire will pair
+    ("call_ids_present", "an empty id first: the renames below must see every call with an id"),
+    ("unique_call_ids", "then reused ids, so that every call has an id of its own"),
+    ("call_id_format", "then the format, which must see the final set of ids"),
+    # after the default repair
+    ("one_result_per_call", "results first: duplicates in one request"),
+    ("results_follow_their_call", "then late results, once each call has one result"),
+    ("tool_args_sendable", "then the calls' args"),
+    ("native_calls_paired", "native parts before no_empty_content, which drops what they empty"),
+    ("thinking_transfers", "removes parts, so before no_empty_content"),
+    ("response_files_sendable", "removes parts, so before no_empty_content"),
+    ("files_only_responses_sent", "removes parts, so before no_empty_content"),
+    (
+        "bedrock_thinking_signed",
+        "after thinking_transfers (whose unsigned thinking it then sees); drops parts",
+    ),
+    ("reasoning_followed", "after thinking_transfers; can drop parts, so before no_empty_content"),
+    ("no_empty_content", "drops what the passes above emptied"),
+    ("starts_with_user", "after no_empty_content: an emptied first request is gone"),
+    ("agent_accepts_opening", "as starts_with_user, for every provider on the one release that needs it"),
+    ("results_first", "orders the requests the passes above left"),
+    (
+        "requests_send_something",
+        "turns the wire does not see: after the parts that will not be sent are gone",
+    ),
+    ("responses_send_something", "likewise, for responses"),
+    ("opens_with_user_turn", "after both: a first request left with no user turn"),
+    (
+        "tool_results_alone",
+        "after results_first and the turn rules; the response it adds sits between requests",
+    ),
+    ("alternating_roles", "after the turn rules, which can make two responses neighbours"),
+    ("instructions_placed", "last: it counts the wire messages every other rule may drop, merge or reorder"),
+)
+
+
+def _registered() -> tuple[ProfileRule, ...]:
+    """Every rule in :data:`ORDER`'s order; each rule module's rules are ordered exactly once."""
+    every = (
+        *call_rules(),
+        *native_rules(),
+        *file_rules(),
+        *bedrock_thinking_rules(),
+        *reasoning_rules(),
+        *shape_rules(),
+        *turn_rules(),
+        *results_alone_rules(),
+        *instructions_rules(),
+    )
+    by_name = {rule.name: rule for rule in every}
+    names = [name for name, _ in ORDER]
+    if sorted(names) != sorted(by_name) or len(by_name) != len(every):
+        raise RuntimeError(f"ORDER and the rule modules disagree: {sorted(set(names) ^ set(by_name))}")
+    return tuple(by_name[name] for name in names)
+
+
+#: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.
+RULES: tuple[ProfileRule, ...] = _registered()
+
+
+def rules_for(target: ProviderTarget, stage: Literal["before", "after"]) -> tuple[ProfileRule, ...]:
+    """The rules of ``stage`` that apply to ``target``, in pass order."""
+    wanted = set(target.apis)
+    return tuple(rule for rule in RULES if rule.stage == stage and wanted & rule.apis)

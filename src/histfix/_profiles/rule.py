@@ -1,0 +1,121 @@
+"""The profile rule type, and what every rule builds its findings and fixes from.
+
+A :class:`ProfileRule` pairs one provider rule with the pass that satisfies it and the detect that
+finds it. The helpers below are shared by the rule modules: the one Problem factory, the preview of
+what a pass removes, the fixed starter prompt, and the default repair's merges after a drop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._records.changes import Change
+from .._records.problems import Problem, ProblemKind
+from .scan import Scan
+from .targets import PROVIDER_APIS, ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+
+__all__ = [
+    "STARTER_PROMPT",
+    "Detect",
+    "Fix",
+    "ProfileRule",
+    "preview",
+    "problem",
+    "renormalized",
+    "replaced",
+    "with_starter_prompt",
+]
+
+#: A pass: the history (never mutated) -> the fixed history and what it changed. A pass that finds
+#: nothing to do returns the list it was given (the same object) and no changes. The run's
+#: :class:`.scan.Scan` carries what earlier passes learned about the lists they handed on.
+Fix = Callable[["list[ModelMessage]", ProviderTarget, Scan], "tuple[list[ModelMessage], list[Change]]"]
+#: What a provider would reject in a history, one Problem per finding, worded as that provider words it.
+Detect = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], "list[Problem]"]
+
+
+@dataclass(frozen=True)
+class ProfileRule:
+    """One provider rule the default repair does not cover, with the pass that satisfies it."""
+
+    #: short snake_case name, also the pass's function name (``one_result_per_call``)
+    name: str
+    #: the APIs (``targets.PROVIDER_APIS``) that enforce it
+    apis: frozenset[str]
+    #: one line: what the provider rejects and where that is documented
+    why: str
+    stage: Literal["before", "after"]
+    fix: Fix
+    detect: Detect | None = None
+    #: api -> the provider's own error text for this rule
+    wording: Mapping[str, str] = field(default_factory=dict)
+
+
+#: The user prompt a profile puts before a history that starts with the model's response (a slice
+#: of a longer conversation, or a history whose first request held only an orphaned result).
+#: Anthropic, Bedrock and Gemini need the first turn from the user; inserting this keeps the
+#: model's text, where dropping the response would lose it. Fixed, so a re-run recognizes it
+#: (the history then starts with a user turn) and never inserts it twice.
+STARTER_PROMPT = "(The earlier part of this conversation is not included.)"
+
+_PREVIEW = 200
+
+
+def preview(content: object) -> str:
+    """What a removed thing held, on one line (long content is cut at 200 characters)."""
+    text = content if isinstance(content, str) else repr(content)
+    text = " ".join(text.split()) if text.strip() else repr(text)
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def problem(
+    kind: ProblemKind,
+    wording: Mapping[str, str],
+    target: ProviderTarget,
+    *,
+    at: int,
+    description: str,
+    apis: frozenset[str] | None = None,
+    **fill: object,
+) -> Problem:
+    """A Problem rejected by the target's APIs that enforce the rule (``apis``, by default the keys of
+    ``wording``), worded as the first of them (None where that API's wording is not documented)."""
+    enforcing = frozenset(wording) if apis is None else apis
+    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in enforcing)
+    found = wording.get(rejected_by[0]) if rejected_by else None
+    error = found.format(**fill) if found is not None else None
+    return Problem(kind, at, None, None, None, description, rejected_by, error)
+
+
+def replaced(message: Any, **changes: Any) -> Any:
+    """A copy of a message or part with other field values, through its own constructor."""
+    return dataclasses.replace(message, **changes)
+
+
+def starter_prompt(response: ModelResponse) -> UserPromptPart:
+    """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
+    from pydantic_ai.messages import UserPromptPart
+
+    return UserPromptPart(STARTER_PROMPT, timestamp=response.timestamp)
+
+
+def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
+    """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
+    fixed: ModelRequest = replaced(request, parts=[*request.parts, starter_prompt(response)])
+    return fixed
+
+
+def renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+    """The default repair's merges for messages a drop made neighbours (two requests, or two
+    responses no provider produced), so that a re-run's default repair finds nothing to do.
+    ``repair_last_response=False``: the default repair already closed every call it would close."""
+    from .._repair.report import repair_with_changes
+
+    report = repair_with_changes(history, repair_last_response=False)
+    return (report.messages, list(report.changes)) if report.changes else (history, [])

@@ -1,0 +1,168 @@
+"""Profile rule about thinking that Bedrock sends to Claude: only signed, own thinking.
+
+Claude on Bedrock refuses a reasoning block without a signature (``messages.N.content.M.thinking.
+signature: Field required``: earendil-works/pi#2063, run-llama/llama_index#20851) and one whose
+signature came from another provider (``messages.N.content.M: Invalid signature in thinking block``:
+chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.2 sends *every* ``ThinkingPart`` to a Claude
+model as a reasoning block, signed or not, whatever made it; from 1.0.3 it sends only Bedrock's own
+signed thinking that way and the rest as tagged text (``switches.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``).
+So on 1.0.0-1.0.2 this pass drops the thinking parts that would be refused, each reported with its text. It drops rather than turning
+them into text: a stored history is also what an application shows, and reasoning stored as a
+``TextPart`` would read as the model's answer (1.0.x's AnthropicModel likewise leaves unsigned
+thinking out). Signatures made by Anthropic count as Claude's own on Bedrock, as pydantic-ai 2.68
+treats them (``BedrockConverseModel.canonical_system``). Runs before no_empty_content, which drops
+a response this empties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._records.changes import Change
+from ..._records.problems import Problem
+from ..rule import ProfileRule, preview, problem
+from ..scan import Scan
+from ..targets import ProviderTarget, bedrock_claude
+from .native import THINKING_WORDING, thinking_origin
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = [
+    "BEDROCK_THINKING_APIS",
+    "bedrock_thinking_rules",
+    "bedrock_thinking_signed",
+    "detect_bedrock_thinking_signed",
+]
+
+BEDROCK_THINKING_APIS = frozenset({"bedrock"})
+BEDROCK_THINKING_WORDING = {
+    "bedrock": "The model returned the following errors: messages.{n}.content.{m}.thinking.signature: Field required",
+}
+#: Bedrock passes Claude's own refusal through.
+_FOREIGN_WORDING = {"bedrock": THINKING_WORDING["anthropic"]}
+#: ``provider_name`` prefixes whose signatures Claude on Bedrock verifies.
+_OWN = ("bedrock", "anthropic")
+
+
+def _applies(target: ProviderTarget) -> bool:
+    """Bedrock is a target, the release sends every thinking part to Claude, and the model may be
+    Claude (BedrockConverseModel sends thinking only to Claude; no model named: it may be)."""
+    from ..._release import switches as _compat
+
+    if "bedrock" not in target.apis or _compat.bedrock_sends_only_own_thinking():
+        return False
+    named = [name for api, name in target.models if api == "bedrock"]
+    return not named or any(map(bedrock_claude, named))
+
+
+def _refused(part: Any, response: Any, thinking: type) -> str | None:
+    """Why Claude on Bedrock refuses this part as 1.0.0-1.0.2 send it (None: a thinking part it takes,
+    or no thinking part). A signature of unknown origin may be Bedrock's own: it stays."""
+    if not isinstance(part, thinking):
+        return None
+    if not getattr(part, "signature", None):
+        return "unsigned"
+    origin = thinking_origin(part, response)
+    if origin is not None and not origin.startswith(_OWN):
+        return f"signed by {origin}"
+    return None
+
+
+def _refused_at(history: Sequence[ModelMessage], scan: Scan) -> list[int]:
+    """The indices of responses holding a thinking part Claude on Bedrock refuses (the survey's
+    part classes are the cheap early exit)."""
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
+
+    if not scan.survey(history).classes(ThinkingPart):
+        return []
+    return [
+        index
+        for index, message in enumerate(history)
+        if isinstance(message, ModelResponse)
+        and any(_refused(part, message, ThinkingPart) for part in message.parts)
+    ]
+
+
+def bedrock_thinking_signed(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Bedrock (Claude), 1.0.0-1.0.2: drop the thinking parts sent unsigned or with another provider's
+    signature, each reported with its text."""
+    found = _refused_at(history, scan) if _applies(target) else []
+    if not found:
+        return history, []
+    from pydantic_ai.messages import ThinkingPart
+
+    fixed = list(history)
+    changes = []
+    for index in found:
+        message = history[index]
+        kept: list[Any] = []
+        given: list[Any] = list(message.parts)
+        for part in given:
+            why = _refused(part, message, ThinkingPart)
+            if why is None:
+                kept.append(part)
+                continue
+            changes.append(
+                Change(
+                    "dropped_thinking",
+                    index,
+                    f"dropped a thinking part ({why}) from the response at messages[{index}]: this release's "
+                    f"BedrockConverseModel sends it to Claude as a reasoning block, which only Bedrock's or "
+                    f"Anthropic's own signature makes acceptable, for {target.name}",
+                    preview=preview(part.content),
+                )
+            )
+        fixed[index] = dataclasses.replace(message, parts=kept)  # type: ignore[arg-type]
+    return fixed, changes
+
+
+def detect_bedrock_thinking_signed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    """Each thinking part Claude on Bedrock refuses as this release sends it."""
+    if not _applies(target):
+        return []
+    from pydantic_ai.messages import ThinkingPart
+
+    found = []
+    for index in _refused_at(history, scan):
+        message = history[index]
+        for at, part in enumerate(message.parts):
+            why = _refused(part, message, ThinkingPart)
+            if why is None:
+                continue
+            unsigned = why == "unsigned"
+            found.append(
+                problem(
+                    "unsigned_thinking" if unsigned else "foreign_signature",
+                    BEDROCK_THINKING_WORDING if unsigned else _FOREIGN_WORDING,
+                    target,
+                    at=index,
+                    description=f"a thinking part {why}, which this release's BedrockConverseModel sends to "
+                    "Claude as a reasoning block (only Bedrock's or Anthropic's own signature is accepted)",
+                    n=index,
+                    m=at,
+                )
+            )
+    return found
+
+
+def bedrock_thinking_rules() -> tuple[ProfileRule, ...]:
+    """This module's rule (before no_empty_content, which drops a response it empties)."""
+    return (
+        ProfileRule(
+            "bedrock_thinking_signed",
+            BEDROCK_THINKING_APIS,
+            "Claude on Bedrock refuses unsigned thinking ('thinking.signature: Field required') and other "
+            "providers' signatures ('Invalid signature in thinking block'); 1.0.0-1.0.2 send every thinking part",
+            "after",
+            bedrock_thinking_signed,
+            detect_bedrock_thinking_signed,
+            BEDROCK_THINKING_WORDING,
+        ),
+    )

@@ -1,0 +1,280 @@
+"""Tool call ids the wire cannot pair or a provider rejects, renamed (the profiles' before-stage).
+
+Every rename here keeps the pairing the default repair computes (a result answers the oldest
+open call with its id; a call reusing an id still open from an earlier response leaves those
+older calls dangling; a result no open call wants is a duplicate, or an orphan if its id was never
+called) and only changes which id the call and its results carry, so that the wire pairs exactly
+what the repair paired. Nothing is added, dropped or moved. Fresh ids are 9 base62 characters
+(valid for Anthropic's pattern, Mistral's format and OpenAI's 40-character limit), derived from
+the history alone (deterministic), never equal to an id the history already holds (unique).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import replace
+from itertools import compress
+from operator import attrgetter
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from ..._records.parts import is_result
+from ..._repair.folding import with_parts
+from ..scan import Scan
+
+__all__ = [
+    "ANTHROPIC_ID",
+    "MISTRAL_ID",
+    "Renamed",
+    "Renames",
+    "anthropic_ids",
+    "apply_renames",
+    "empty_id_renames",
+    "hashed_id",
+    "mistral_ids",
+    "reused_id_renames",
+]
+
+#: Anthropic's ``tool_use.id`` pattern (earendil-works/pi#9048).
+ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+#: Mistral's tool call id: exactly nine ASCII letters or digits (error code 3280).
+MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_LENGTH = 9
+
+#: (message index, part index) -> the id that part carries from now on.
+Renames = dict[tuple[int, int], str]
+#: (old id, new id) -> [index of the renamed call's response, its tool name, how many results follow
+#: it], in the order of the calls: what a rename pass reports, noted while the renames are made.
+Renamed = dict[tuple[str, str], list[Any]]
+
+
+#: Every pair of base62 digits, least significant first (``_PAIRS[a + 62 * b]`` is digit a, then b).
+_PAIRS = tuple(low + high for high in _BASE62 for low in _BASE62)
+_PAIR = 62 * 62
+
+
+def hashed_id(seed: str, taken: set[str], also: Collection[str] = ()) -> str:
+    """A 9-character base62 id from a 64-bit BLAKE2b hash of ``seed``, in neither ``taken`` nor
+    ``also`` (then added to ``taken``); a collision rehashes with a counter.
+
+    The hash's nine least significant base62 digits, least significant first (taken two at a time)."""
+    attempt = 0
+    while True:
+        text = f"{seed}#{attempt}" if attempt else seed
+        number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+        number, a = divmod(number, _PAIR)
+        number, b = divmod(number, _PAIR)
+        number, c = divmod(number, _PAIR)
+        number, d = divmod(number, _PAIR)
+        found = _PAIRS[a] + _PAIRS[b] + _PAIRS[c] + _PAIRS[d] + _BASE62[number % 62]
+        if found not in taken and found not in also:
+            taken.add(found)
+            return found
+        attempt += 1
+
+
+def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]:
+    """(message, part, part) for every part that has a ``tool_call_id`` (native parts too)."""
+    for i, message in enumerate(history):
+        for j, part in enumerate(message.parts):
+            if isinstance(getattr(part, "tool_call_id", None), str):
+                yield i, j, part
+
+
+def all_ids(history: Sequence[ModelMessage], scan: Scan) -> set[str]:
+    """Every tool call id the history holds anywhere: a fresh id must be none of them (the parts
+    of the classes that have one, from the survey: C-level pipelines, no loop per part)."""
+    facts = scan.survey(history)
+    if not all(map(_field_names, facts.part_classes)):  # a part that is not a dataclass: every part read
+        return {part.tool_call_id for _, _, part in _id_parts(history)}
+    named = frozenset(kind for kind in facts.part_classes if "tool_call_id" in _field_names(kind))
+    values = set(map(attrgetter("tool_call_id"), compress(facts.flat, facts.selected(named))))
+    return {value for value in values if isinstance(value, str)}
+
+
+def _field_names(kind: type) -> frozenset[str]:
+    """A part class's dataclass fields (none for any other class)."""
+    fields = getattr(kind, "__dataclass_fields__", None)
+    return frozenset(fields) if isinstance(fields, dict) else frozenset()
+
+
+def _pairing_renames(
+    history: Sequence[ModelMessage],
+    scan: Scan,
+    fresh_call: Callable[[str, bool], bool],
+    seed: str,
+    renamed: Renamed | None = None,
+) -> Renames:
+    """Renames that give every call ``fresh_call(id, reused)`` picks a fresh id, with its results.
+
+    Walks the history as the default repair pairs it (see the module docstring); each result
+    takes the id of the call it answers, and a duplicate that of the call answered last with its
+    id (so it stays a duplicate); an orphan keeps its id (it stays an orphan). ``renamed``, when
+    given, gets what each renamed call is (see :data:`Renamed`).
+    """
+    if renamed is None:
+        renamed = {}
+    taken: set[str] | None = None
+    renames: Renames = {}
+    open_calls: dict[str, list[str]] = {}  # id as stored -> wire ids of its open calls, oldest first
+    owner: dict[str, int] = {}  # id as stored -> the response those open calls are in
+    answered_last: dict[str, str] = {}
+    times_called: dict[str, int] = {}
+    for i, message in enumerate(history):
+        if isinstance(message, ModelResponse):
+            for j, part in enumerate(message.parts):
+                if not isinstance(part, ToolCallPart):
+                    continue
+                call_id = part.tool_call_id
+                if open_calls.get(call_id) and owner[call_id] != i:
+                    open_calls[call_id] = []  # shadowed: those calls dangle, as the repair leaves them
+                count = times_called.get(call_id, 0)
+                wire = call_id
+                if fresh_call(call_id, count > 0):
+                    if taken is None:
+                        taken = all_ids(history, scan)
+                    wire = hashed_id(f"{seed}\x00{call_id}\x00{count}", taken)
+                    renames[(i, j)] = wire
+                    renamed[(call_id, wire)] = [i, part.tool_name, 0]
+                times_called[call_id] = count + 1
+                open_calls.setdefault(call_id, []).append(wire)
+                owner[call_id] = i
+        elif isinstance(message, ModelRequest):
+            for j, piece in enumerate(message.parts):
+                if not is_result(piece):
+                    continue
+                call_id = piece.tool_call_id
+                waiting = open_calls.get(call_id)
+                if waiting:
+                    wire = waiting.pop(0)
+                    answered_last[call_id] = wire
+                elif call_id in times_called:
+                    wire = answered_last.get(call_id, call_id)
+                else:
+                    continue
+                if wire != call_id:
+                    renames[(i, j)] = wire
+                    renamed[(call_id, wire)][2] += 1
+    return renames
+
+
+def reused_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renamed | None = None) -> Renames:
+    """A fresh id for every call whose id an earlier call (same or earlier response) already had."""
+    if not scan.call_id_facts(history).reused:
+        return {}
+    return _pairing_renames(history, scan, lambda call_id, reused: reused, "reused", renamed)
+
+
+def empty_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renamed | None = None) -> Renames:
+    """A fresh id for every call with an empty id, shared with the results the repair pairs it with."""
+    if not scan.call_id_facts(history).empty:
+        return {}
+    return _pairing_renames(history, scan, lambda call_id, reused: not call_id, "empty", renamed)
+
+
+def _mapped_ids(
+    history: Sequence[ModelMessage],
+    scan: Scan,
+    fits: Callable[[str], object],
+    fitted: Callable[[str, set[str], set[str]], str],
+) -> Renames:
+    """Renames from one id-to-id mapping applied to every call and result (a bijection on the ids).
+
+    The calls' ids are mapped in history order; an id that ``fits`` keeps itself unless an earlier
+    id's replacement already took it. Results (and tool-less retries) follow their call's id; a
+    result whose id no call has is left as it is (the default repair drops it as an orphan).
+    """
+    if all(map(fits, scan.call_id_facts(history).ids)):
+        return {}
+    named = _calls_and_results(history)
+    calls = [part.tool_call_id for _, _, part in named if isinstance(part, ToolCallPart)]  # responses' only
+    every = {part.tool_call_id for _, _, part in named}
+    mapping: dict[str, str] = {}
+    taken: set[str] = set()
+    for call_id in calls:
+        if call_id not in mapping:
+            if fits(call_id) and call_id not in taken:
+                mapping[call_id] = call_id
+                taken.add(call_id)
+            else:
+                mapping[call_id] = fitted(call_id, taken, every)
+    renames: Renames = {}
+    for i, j, part in named:
+        new = mapping.get(part.tool_call_id)
+        if new is not None and new != part.tool_call_id:
+            renames[(i, j)] = new
+    return renames
+
+
+def _calls_and_results(history: Sequence[ModelMessage]) -> list[tuple[int, int, Any]]:
+    """(message, part, part) for every regular call, result and retry prompt, in history order."""
+    found: list[tuple[int, int, Any]] = []
+    for i, message in enumerate(history):
+        kinds = (ToolCallPart,) if isinstance(message, ModelResponse) else (ToolReturnPart, RetryPromptPart)
+        for j, part in enumerate(message.parts):
+            if isinstance(part, kinds):
+                found.append((i, j, part))
+    return found
+
+
+def mistral_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
+    """Every call/result id that is not 9 ASCII letters or digits, mapped to one that is."""
+    return _mapped_ids(history, scan, MISTRAL_ID.match, hashed_id)
+
+
+def anthropic_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
+    """Every call/result id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters
+    become ``_``, with a hash suffix where that would equal another id of the history."""
+
+    def fitted(call_id: str, taken: set[str], every: set[str]) -> str:
+        readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
+        if readable and readable not in taken and readable not in every:
+            taken.add(readable)
+            return readable
+        suffix = hashed_id(call_id, taken, every)
+        taken.add(f"{readable}_{suffix}")
+        return f"{readable}_{suffix}" if readable else suffix
+
+    return _mapped_ids(history, scan, ANTHROPIC_ID.match, fitted)
+
+
+def _with_id(part: Any, new: str) -> Any:
+    """``part`` with another ``tool_call_id``: ``dataclasses.replace`` at a tenth of the cost (the
+    part classes are plain dataclasses, unfrozen, their fields in ``__dict__``, on every release;
+    their validation has nothing to say about an id; tests/profiles/test_rules_calls.py checks it equal)."""
+    fields = getattr(part, "__dict__", None)
+    if fields is None:
+        return replace(part, tool_call_id=new)
+    clone = object.__new__(type(part))
+    copied = clone.__dict__
+    copied.update(fields)
+    copied["tool_call_id"] = new
+    return clone
+
+
+def apply_renames(history: list[ModelMessage], renames: Renames) -> list[ModelMessage]:
+    """A copy of ``history`` with the renamed parts replaced (untouched messages are the same objects)."""
+    if not renames:
+        return history
+    out = list(history)
+    by_message: dict[int, dict[int, str]] = {}
+    for (i, j), new in renames.items():
+        by_message.setdefault(i, {})[j] = new
+    for i, changed in by_message.items():
+        message: Any = out[i]  # a request or a response: with_parts keeps its class
+        parts: list[Any] = list(message.parts)
+        for j, new in changed.items():
+            parts[j] = _with_id(parts[j], new)
+        out[i] = with_parts(message, parts)
+    return out

@@ -1,0 +1,664 @@
+"""Profile rules about tool calls, their ids and their results.
+
+Each rule is one rule a provider API enforces (or a release's model class, before sending), named
+for it, used only by the APIs that enforce it. The before-stage rules only rename
+``tool_call_id``s (the default repair then pairs what the wire will pair); the after-stage ones
+work on the default repair's output. Nothing here imports pydantic-ai until a rule runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping, Sequence
+from itertools import compress, repeat
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..._records.changes import Change
+from ..._records.problems import Problem, ProblemKind
+from ..rule import Detect, Fix, ProfileRule
+from ..scan import Scan
+from ..targets import ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+    from .call_ids import Renamed, Renames
+    from .call_results import Misplaced
+
+__all__ = ["call_rules"]
+
+Stage = Literal["before", "after"]
+
+# --- the providers' own words (copied from tests/support/emulators/, which quote providers.md) ---------------
+_ANTHROPIC_NO_RESULT = (
+    "messages.N: tool_use ids were found without tool_result blocks immediately after: {id}. "
+    "Each tool_use block must have a corresponding tool_result block in the next message."
+)
+_ANTHROPIC_UNEXPECTED = (
+    "messages.N.content.M: unexpected tool_use_id found in tool_result blocks: {id}. "
+    "Each tool_result block must have a corresponding tool_use block in the previous message."
+)
+_ANTHROPIC_MULTIPLE = (
+    "each tool_use must have a single result. Found multiple tool_result blocks with id: {id}"
+)
+_OPENAI_NO_RESPONSE = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: {id}"
+)
+_OPENAI_NO_CALL = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+_GEMINI_COUNT = (
+    "Please ensure that the number of function response parts is equal to the number of function call parts "
+    "of the function call turn."
+)
+_GEMINI_POSITION = "Please ensure that function response turn comes immediately after a function call turn."
+_BEDROCK_TOO_MANY = "The number of toolResult blocks at messages.N.content exceeds the number of toolUse blocks of previous turn."
+_BEDROCK_EXPECTED = "Expected toolResult blocks at messages.N.content for the following Ids: {id}"
+_MISTRAL_COUNT = "Not the same number of function calls and responses"
+_MISTRAL_FORMAT = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
+
+UNIQUE_WORDING = {
+    "anthropic": "messages.N.content.M: tool_use ids must be unique",
+    # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
+    "gemini": _GEMINI_COUNT,
+    "bedrock": _BEDROCK_TOO_MANY,
+    "mistral": _MISTRAL_COUNT,
+}
+PRESENT_WORDING = {
+    "openai-chat": _OPENAI_NO_RESPONSE,
+    "openai-responses": "No tool output found for function call {id}.",
+    "anthropic": _ANTHROPIC_NO_RESULT,
+    "bedrock": _BEDROCK_EXPECTED,
+    "mistral": _MISTRAL_FORMAT,
+}
+FORMAT_WORDING = {
+    "anthropic": "messages.N.content.M.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
+    "mistral": _MISTRAL_FORMAT,
+}
+ONE_RESULT_WORDING = {
+    "openai-chat": _OPENAI_NO_CALL,
+    # unverified: the per-call wording exists only through a gateway (providers.md)
+    "openai-responses": "Duplicate function_call_output for call_id {id}.",
+    "anthropic": _ANTHROPIC_MULTIPLE,
+    "gemini": _GEMINI_COUNT,
+    "bedrock": _BEDROCK_TOO_MANY,
+    "mistral": _MISTRAL_COUNT,
+}
+LATE_WORDING = {
+    "openai-chat": _OPENAI_NO_CALL,
+    "anthropic": _ANTHROPIC_UNEXPECTED,
+    "gemini": _GEMINI_POSITION,
+    "bedrock": _BEDROCK_TOO_MANY,
+    "mistral": "Unexpected role 'tool' after role 'assistant'",
+}
+#: pydantic-ai's own error (the request never leaves the client), as 1.0.0 raises it.
+ARGS_WORDING = dict.fromkeys(("anthropic", "gemini", "bedrock"), "ValueError: {error}")
+
+
+def _problem(
+    kind: ProblemKind,
+    where: tuple[int, int | None],
+    part: object,
+    description: str,
+    *,
+    wording: Mapping[str, str],
+    target: ProviderTarget,
+    apis: Collection[str] | None = None,
+    **fill: str,
+) -> Problem:
+    """A Problem rejected by the target's APIs among ``apis`` (default: the wording's), in their
+    words (each prefixed with its API when there are several)."""
+    rejected, error = _words(
+        id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items())
+    )
+    return Problem(
+        kind,
+        where[0],
+        where[1],
+        getattr(part, "tool_call_id", None),
+        getattr(part, "tool_name", None),
+        description,
+        rejected_by=rejected,
+        provider_error=error,
+    )
+
+
+#: id() of each wording table (module constants, alive for good) -> the table.
+_WORDINGS = {
+    id(table): table
+    for table in (
+        UNIQUE_WORDING,
+        PRESENT_WORDING,
+        FORMAT_WORDING,
+        ONE_RESULT_WORDING,
+        LATE_WORDING,
+        ARGS_WORDING,
+    )
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(
+    wording_id: int,
+    target_apis: tuple[str, ...],
+    apis: frozenset[str] | None,
+    fill: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, ...], str]:
+    """The APIs that reject a finding and their words (one per distinct finding: a history of
+    51k reused ids is worded once, not 51k times)."""
+    wording = _WORDINGS[wording_id]
+    rejected = tuple(api for api in target_apis if api in (wording if apis is None else apis))
+    words = [f"{api}: {wording[api].format(**dict(fill))}" for api in rejected]
+    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
+    return rejected, error
+
+
+def _renamed(
+    history: list[ModelMessage], renames: Renames, renamed: Renamed, why: str
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Apply ``renames``; one Change per call given a new id (``renamed``: the call's response,
+    tool name and how many results follow it, in the order of the calls)."""
+    from .call_ids import apply_renames
+
+    if not renames:
+        return history, []
+    plural = {1: " and its 1 result"}
+    changes = [
+        Change(
+            "renamed_call_id",
+            i,
+            f"id {old!r} ({name}){plural.get(count) or (f' and its {count} results' if count else '')} "
+            f"renamed {new!r}: {why}",
+            old,
+            name,
+        )
+        for (old, new), (i, name, count) in renamed.items()
+    ]
+    return apply_renames(history, renames), changes
+
+
+# --- before: ids ---------------------------------------------------------------------------------------
+
+
+def unique_call_ids(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
+    unverified wording; two tool_result blocks with one id fail multiple_results, verified).
+    Gemini, Bedrock, Mistral: one id twice in one response gets a surplus synthesized result from
+    2.10.0-2.54.x's own repair, which they reject; fresh ids are harmless on
+    every release, so the pass runs for them everywhere (no switch)."""
+    from .call_ids import reused_id_renames
+
+    renamed: Renamed = {}
+    renames = reused_id_renames(history, scan, renamed)
+    return _renamed(history, renames, renamed, "an earlier call has the same id")
+
+
+def detect_unique_call_ids(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    from ..._release import switches as _compat
+
+    # Gemini, Bedrock, Mistral: only one id twice in one response, and only where the release's
+    # own repair then adds a surplus result; Anthropic: any reuse.
+    counting = (
+        frozenset({"gemini", "bedrock", "mistral"})
+        if _compat.run_repair_adds_surplus_results()
+        else frozenset()
+    )
+    seen: set[str] = set()
+    found: list[Problem] = []
+    wanted = frozenset(target.apis)
+    anthropic = frozenset({"anthropic"})
+    for i, message in enumerate(history):
+        if not isinstance(message, ModelResponse):
+            continue
+        here: set[str] = set()
+        for j, part in enumerate(message.parts):
+            if not isinstance(part, ToolCallPart):
+                continue
+            call_id = part.tool_call_id
+            apis = anthropic if call_id in seen else frozenset()
+            if call_id in here:
+                apis |= counting
+            if apis & wanted:
+                description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
+                found.append(
+                    _problem(
+                        "reused_call_id",
+                        (i, j),
+                        part,
+                        description,
+                        wording=UNIQUE_WORDING,
+                        target=target,
+                        apis=apis,
+                    )
+                )
+            seen.add(call_id)
+            here.add(call_id)
+    return found
+
+
+def call_ids_present(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Every release sends an empty tool_call_id as a fresh random id, separately for the call and
+    its result, so they never pair (measured; the APIs that pair by id then reject both)."""
+    from .call_ids import empty_id_renames
+
+    renamed: Renamed = {}
+    renames = empty_id_renames(history, scan, renamed)
+    return _renamed(history, renames, renamed, "its id was empty, which the wire cannot pair")
+
+
+def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]:
+    from pydantic_ai.messages import ToolCallPart
+
+    from ..._records.parts import is_result
+
+    return [
+        (i, j, part)
+        for i, message in enumerate(history)
+        for j, part in enumerate(message.parts)
+        if (isinstance(part, ToolCallPart) or is_result(part)) and not part.tool_call_id
+    ]
+
+
+def detect_call_ids_present(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    found: list[Problem] = []
+    for i, j, part in _empty_ids(history):
+        description = f"{getattr(part, 'part_kind', 'part')} ({getattr(part, 'tool_name', None)}) has an empty tool_call_id"
+        found.append(
+            _problem(
+                "missing_call_id",
+                (i, j),
+                part,
+                description,
+                wording=PRESENT_WORDING,
+                target=target,
+                id="(random)",
+            )
+        )
+    return found
+
+
+def call_id_format(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Mistral: ids are 9 characters a-zA-Z0-9 (code 3280, verified); Anthropic: tool_use ids match
+    ^[a-zA-Z0-9_-]+$ (verified). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
+    to it itself (stable hashes, call and result alike), so the pass renames for Mistral only on
+    older releases, which send ids as stored (renaming every id of a long history is not free, and
+    2.59.0+ puts equally valid ids on the wire from the ids as stored)."""
+    from ..._release import switches as _compat
+    from .call_ids import anthropic_ids, apply_renames, mistral_ids
+
+    if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
+        renames, why = mistral_ids(history, scan), "Mistral's format (9 letters or digits)"
+    elif "anthropic" in target.apis:
+        renames, why = anthropic_ids(history, scan), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
+    else:
+        return history, []  # MistralModel fits ids to Mistral's format itself on this release
+    if not renames:
+        return history, []
+    # One change for the pass (it may rename every id of a long history): which ids, and to what.
+    ((i, j), first), count = next(iter(renames.items())), len(set(renames.values()))
+    old = history[i].parts[j]
+    description = (
+        f"renamed {count} tool call id{'s' if count != 1 else ''} to {why}, each call with its results "
+        f"(the first: {getattr(old, 'tool_call_id', None)!r} -> {first!r})"
+    )
+    return apply_renames(history, renames), [Change("renamed_call_id", i, description)]
+
+
+def detect_call_id_format(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    from pydantic_ai.messages import ToolCallPart
+
+    from ..._records.parts import is_result
+    from ..._release import switches as _compat
+    from .call_ids import ANTHROPIC_ID, MISTRAL_ID
+
+    # (api, pattern, whether results count too): Anthropic checks tool_use ids, Mistral both; a
+    # release that fits ids to Mistral's format itself (2.59.0+) sends none that Mistral rejects.
+    checks = []
+    if "anthropic" in target.apis:
+        checks.append(("anthropic", ANTHROPIC_ID, False))
+    if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
+        checks.append(("mistral", MISTRAL_ID, True))
+    found: list[Problem] = []
+    for i, message in enumerate(history):
+        for j, part in enumerate(message.parts):
+            if isinstance(part, ToolCallPart):
+                call_id, is_call = part.tool_call_id, True
+            elif is_result(part):
+                call_id, is_call = part.tool_call_id, False
+            else:
+                continue
+            apis = [
+                a
+                for a, pattern, results in checks
+                if call_id and (is_call or results) and not pattern.match(call_id)
+            ]
+            if apis:
+                description = f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts"
+                found.append(
+                    _problem(
+                        "invalid_call_id",
+                        (i, j),
+                        part,
+                        description,
+                        wording=FORMAT_WORDING,
+                        target=target,
+                        apis=apis,
+                        id=call_id,
+                    )
+                )
+    return found
+
+
+# --- after: results ------------------------------------------------------------------------------------
+
+
+def _content(part: object) -> str:
+    content = getattr(part, "content", None)
+    return content if isinstance(content, str) else repr(content)
+
+
+def _dropped(history: list[ModelMessage], found: Sequence[Misplaced], kind: str, why: str) -> list[Change]:
+    changes = []
+    for m in found:
+        part = history[m.message_index].parts[m.part_index]
+        call_id = getattr(part, "tool_call_id", None)
+        changes.append(
+            Change(
+                kind,  # type: ignore[arg-type]
+                m.message_index,
+                f"{why} {call_id!r} ({getattr(part, 'tool_name', None)}), made in messages[{m.call_index}]",
+                call_id,
+                getattr(part, "tool_name", None),
+                preview=_content(part),
+            )
+        )
+    return changes
+
+
+def _duplicate_kinds(target: ProviderTarget) -> frozenset[str]:
+    """The second results this rule drops: those in the call's own request, and where no target
+    API places results (OpenAI Responses alone: results_follow_their_call does not run) late ones too."""
+    if "openai-responses" in target.apis and not set(LATE_WORDING) & set(target.apis):
+        return frozenset({"duplicate", "late_duplicate"})
+    return frozenset({"duplicate"})
+
+
+def one_result_per_call(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
+    Bedrock too_many_tool_results, Mistral call_response_count, OpenAI Chat tool_without_tool_calls
+    (all verified), OpenAI Responses (unverified: keeping the first result, reported, is harmless where
+    the rule does not hold); the default repair keeps duplicates by design."""
+    from .call_results import misplaced_for_pass, without_misplaced
+
+    kinds = _duplicate_kinds(target)
+    drop = [m for m in misplaced_for_pass(history, scan) if m.kind in kinds]
+    if not drop:
+        return history, []
+    changes = _dropped(history, drop, "dropped_duplicate_result", "dropped a second result for call")
+    return without_misplaced(history, drop, ()), changes
+
+
+def results_follow_their_call(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """A result sits in the request right after its call: OpenAI tool_without_tool_calls, Anthropic
+    unexpected_tool_result, Gemini function_response_turn_position, Mistral unexpected_tool_role,
+    Bedrock too_many_tool_results (all verified). A late copy of an answered call's result is
+    dropped; a call's only result, late, is moved to right after the call."""
+    from .call_results import misplaced_for_pass, without_misplaced
+
+    found = misplaced_for_pass(history, scan)
+    drop = [m for m in found if m.kind == "late_duplicate"]
+    move = [m for m in found if m.kind == "late"]
+    if not drop and not move:
+        return history, []
+    changes = _dropped(history, drop, "dropped_late_result", "dropped a late second result for call")
+    for m in move:
+        part = history[m.message_index].parts[m.part_index]
+        changes.append(
+            Change(
+                "moved_late_result",
+                m.message_index,
+                f"moved the result for call {getattr(part, 'tool_call_id', None)!r} to right after its call "
+                f"in messages[{m.call_index}]",
+                getattr(part, "tool_call_id", None),
+                getattr(part, "tool_name", None),
+            )
+        )
+    changes.sort(key=lambda c: c.message_index)
+    return without_misplaced(history, drop, move), changes
+
+
+def _detect_misplaced(
+    history: Sequence[ModelMessage],
+    target: ProviderTarget,
+    scan: Scan,
+    kinds: frozenset[str],
+    wording: dict[str, str],
+) -> list[Problem]:
+    from .call_results import misplaced_results
+
+    facts = scan.pinned_survey(history)  # check's own list: both detects share one reading
+    misplaced = (
+        misplaced_results(history)
+        if facts is None
+        else facts.memo("misplaced", lambda: misplaced_results(history))
+    )
+    found: list[Problem] = []
+    for m in misplaced:
+        if m.kind not in kinds:
+            continue
+        part = history[m.message_index].parts[m.part_index]
+        call_id = str(getattr(part, "tool_call_id", ""))
+        if m.kind == "late":
+            kind: ProblemKind = "late_result"
+            description = f"result {call_id!r} answers the call in messages[{m.call_index}] after an intervening response"
+        else:
+            kind = "duplicate_result"
+            description = (
+                f"another result for call {call_id!r} of messages[{m.call_index}], which is already answered"
+            )
+        found.append(
+            _problem(
+                kind,
+                (m.message_index, m.part_index),
+                part,
+                description,
+                wording=wording,
+                target=target,
+                id=call_id,
+            )
+        )
+    return found
+
+
+def detect_one_result_per_call(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    return _detect_misplaced(history, target, scan, _duplicate_kinds(target), ONE_RESULT_WORDING)
+
+
+def detect_results_follow_their_call(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    return _detect_misplaced(history, target, scan, frozenset({"late", "late_duplicate"}), LATE_WORDING)
+
+
+# --- after: args ---------------------------------------------------------------------------------------
+
+
+def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[int, int, str]]:
+    """(message, part, error) for every call whose string args are not a JSON object, where the
+    release's ``args_as_dict`` raises on them (before 1.95.0)."""
+    from pydantic_ai.messages import BaseToolCallPart, ModelResponse
+    from pydantic_core import from_json
+
+    from ..._release import switches as _compat
+
+    if _compat.ARGS_AS_DICT_TOLERATES_INVALID:
+        return []
+    facts = scan.survey(history)
+    calls = facts.classes(BaseToolCallPart)
+    if facts.plain and not any(  # the cheap early exit: no call holds args as a string
+        map(isinstance, map(attrgetter("args"), compress(facts.flat, facts.selected(calls))), repeat(str))
+    ):
+        return []
+    found = []
+    for i, message in enumerate(history):
+        if not isinstance(message, ModelResponse):
+            continue
+        for j, part in enumerate(message.parts):
+            if isinstance(part, BaseToolCallPart) and isinstance(part.args, str) and part.args:
+                try:
+                    parsed = from_json(part.args)
+                except ValueError as error:
+                    found.append((i, j, str(error)))
+                    continue
+                if not isinstance(parsed, dict):
+                    found.append((i, j, "args should be a dict"))
+    return found
+
+
+def tool_args_sendable(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Before 1.95.0 AnthropicModel, GoogleModel and BedrockConverseModel raise on args that are not
+    a JSON object (a truncated stream) before sending (``ValueError: EOF while parsing``); such args are kept whole as ``{'INVALID_JSON': raw}``, what 1.95.0+ sends itself."""
+    from dataclasses import replace
+
+    from ..._repair.folding import with_parts
+
+    found = _unsendable_args(history, scan)
+    if not found:
+        return history, []
+    out = list(history)
+    changes = []
+    for i, j, error in found:
+        response: Any = out[i]
+        part: Any = response.parts[j]
+        raw = str(part.args)
+        parts = list(response.parts)
+        parts[j] = replace(part, args={"INVALID_JSON": raw})
+        out[i] = with_parts(response, parts)
+        changes.append(
+            Change(
+                "wrapped_tool_args",
+                i,
+                f"call {getattr(part, 'tool_call_id', None)!r} ({getattr(part, 'tool_name', None)}): its args are "
+                f"not a JSON object ({error}); kept whole under 'INVALID_JSON'",
+                getattr(part, "tool_call_id", None),
+                getattr(part, "tool_name", None),
+                preview=raw,
+            )
+        )
+    return out, changes
+
+
+def detect_tool_args_sendable(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    found = []
+    for i, j, error in _unsendable_args(history, scan):
+        part = history[i].parts[j]
+        description = f"call args are not a JSON object, which this release cannot send: {error}"
+        found.append(
+            _problem(
+                "invalid_tool_args",
+                (i, j),
+                part,
+                description,
+                wording=ARGS_WORDING,
+                target=target,
+                error=error,
+            )
+        )
+    return found
+
+
+def _rule(
+    name: str, stage: Stage, fix: Fix, detect: Detect, wording: dict[str, str], *, why: str
+) -> ProfileRule:
+    apis = frozenset(wording)
+
+    def only_where_enforced(
+        history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+    ) -> list[Problem]:
+        return detect(history, target, scan) if apis & set(target.apis) else []
+
+    only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__
+    return ProfileRule(name, apis, why, stage, fix, only_where_enforced, wording)
+
+
+@functools.cache
+def call_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules, in pass order: ids first (empty, then reused, then format, which must
+    see the final set), then results (duplicates in one request, then late ones), then args."""
+    return (
+        _rule(
+            "call_ids_present",
+            "before",
+            call_ids_present,
+            detect_call_ids_present,
+            PRESENT_WORDING,
+            why="an empty tool_call_id goes on the wire as two different random ids (call, result): never paired",
+        ),
+        _rule(
+            "unique_call_ids",
+            "before",
+            unique_call_ids,
+            detect_unique_call_ids,
+            UNIQUE_WORDING,
+            why="Anthropic: tool_use ids unique (unverified), one tool_result per id (verified); Gemini, Bedrock, "
+            "Mistral: 2.10.0-2.54.x's own repair adds a surplus result for an id twice in a response (measured)",
+        ),
+        _rule(
+            "call_id_format",
+            "before",
+            call_id_format,
+            detect_call_id_format,
+            FORMAT_WORDING,
+            why="Anthropic: ids match ^[a-zA-Z0-9_-]+$; Mistral: 9 characters a-zA-Z0-9, code 3280 (both verified)",
+        ),
+        _rule(
+            "one_result_per_call",
+            "after",
+            one_result_per_call,
+            detect_one_result_per_call,
+            ONE_RESULT_WORDING,
+            why="one result per call (Anthropic, Gemini, Bedrock, Mistral, OpenAI Chat verified; OpenAI Responses "
+            "unverified); repair keeps duplicates",
+        ),
+        _rule(
+            "results_follow_their_call",
+            "after",
+            results_follow_their_call,
+            detect_results_follow_their_call,
+            LATE_WORDING,
+            why="a result answers a call of the message just before it (OpenAI Chat, Anthropic, Gemini, Bedrock, "
+            "Mistral, verified); repair leaves late results by design",
+        ),
+        _rule(
+            "tool_args_sendable",
+            "after",
+            tool_args_sendable,
+            detect_tool_args_sendable,
+            ARGS_WORDING,
+            why="before 1.95.0 the object-args model classes raise on args that are not a JSON object (measured)",
+        ),
+    )

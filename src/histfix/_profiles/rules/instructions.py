@@ -1,0 +1,183 @@
+"""Where OpenAI Chat and Mistral put the instructions: never between a call and its results.
+
+On 1.33.0-1.74.x, OpenAIChatModel and MistralModel insert the agent's instructions as a system
+message at index N of the wire messages, N being the number of system messages anywhere in the
+history: right after the system prompts when they all lead, but anywhere when a system prompt
+comes later (a history processor or a spliced history puts one there). When message N is a tool
+message, the instructions land between a call and its results (OpenAI Chat
+tool_calls_without_response, Mistral unexpected_tool_role); for Mistral also right after a tool
+message (user_after_tool: MistralModel adds its assistant message only when a user message follows
+the tool message directly). 1.75.0 inserts after the leading system messages (read in the wheels of
+1.32.0, 1.33.0, 1.74.0 and 1.75.0; measured on 1.67.0; ``switches.INSTRUCTIONS_AT_SYSTEM_COUNT``).
+
+The pass, only where the insertion would land so: move every system prompt to the front of the
+first request (order kept, each move reported with its text), which is where the release expects
+them, or into a request of their own before a history that opens on a response; a request left
+empty by the move goes. The history's instructions are unknown when repairing
+(they come from the agent at run time), so it assumes there are some. After-stage, pure, last of
+the passes these APIs run (results_first may reorder what it counts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._records.changes import Change
+from ..._records.problems import Problem
+from ..rule import ProfileRule, preview
+from ..scan import Scan
+from ..targets import PROVIDER_APIS, ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = [
+    "INSTRUCTIONS_APIS",
+    "detect_instructions_placed",
+    "instructions_placed",
+    "instructions_rules",
+]
+
+#: The APIs whose model class counts system messages to place the instructions (on some releases).
+INSTRUCTIONS_APIS = frozenset({"openai-chat", "mistral"})
+#: Where landing right after a tool message is refused too (Mistral user_after_tool).
+_AFTER_TOOL_REFUSED = frozenset({"mistral"})
+
+
+def _system(part: object) -> bool:
+    return getattr(part, "part_kind", "") == "system-prompt"
+
+
+def _applies(target: ProviderTarget) -> bool:
+    from ..._release import switches as _compat
+
+    return bool(INSTRUCTIONS_APIS & set(target.apis)) and _compat.instructions_at_system_count()
+
+
+def _roles(history: Sequence[ModelMessage]) -> list[str]:
+    """The wire roles the two model classes send, one message per request part and per response."""
+    roles = []
+    for message in history:
+        if message.kind == "response":
+            roles.append("assistant")
+            continue
+        for part in message.parts:
+            kind = getattr(part, "part_kind", "")
+            if kind == "system-prompt":
+                roles.append("system")
+            elif kind == "tool-return" or (kind == "retry-prompt" and getattr(part, "tool_name", None)):
+                roles.append("tool")
+            else:
+                roles.append("user")
+    return roles
+
+
+def _misplaced(history: Sequence[ModelMessage], target: ProviderTarget) -> int | None:
+    """The wire index the instructions would land at when that is between a call and its results
+    (or, for Mistral, right after a tool message); None when they land harmlessly."""
+    roles = _roles(history)
+    count = roles.count("system")
+    if count == 0 or all(role == "system" for role in roles[:count]):
+        return None
+    after_tool = bool(_AFTER_TOOL_REFUSED & set(target.apis))
+    landing = roles[count] if count < len(roles) else None
+    if landing == "tool" or (after_tool and roles[count - 1] == "tool"):
+        return count
+    return None
+
+
+def instructions_placed(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """OpenAI Chat tool_calls_without_response / Mistral unexpected_tool_role, user_after_tool on
+    1.33.0-1.74.x: where the instructions would land inside a tool exchange, the system prompts move
+    to the front of the first request (each move reported), so they land after them."""
+    if not _applies(target) or _misplaced(history, target) is None:
+        return history, []
+    opens_with_request = history[0].kind == "request"
+    moved: list[Any] = []
+    changes: list[Change] = []
+    fixed: list[ModelMessage] = []
+    for index, message in enumerate(history):
+        if message.kind != "request" or (index == 0 and opens_with_request):
+            fixed.append(message)
+            continue
+        systems: list[Any] = [part for part in message.parts if _system(part)]
+        if not systems:
+            fixed.append(message)
+            continue
+        moved.extend(systems)
+        changes.extend(
+            Change(
+                "moved_system_prompt",
+                index,
+                f"moved a system prompt from messages[{index}] to the front of the history: {target.name}'s model "
+                "class on this release puts the instructions after as many messages as there are system prompts, "
+                "which would land them inside a tool call's exchange"
+                + ("" if len(systems) < len(message.parts) else " (the request, left empty, is dropped)"),
+                preview=preview(part.content),
+            )
+            for part in systems
+        )
+        rest = [part for part in message.parts if not _system(part)]
+        if rest:
+            fixed.append(dataclasses.replace(message, parts=rest))
+    if not opens_with_request:
+        from pydantic_ai.messages import ModelRequest
+
+        return [ModelRequest(parts=moved), *fixed], changes  # a history opening on a response
+    first = history[0]
+    leading = [part for part in first.parts if _system(part)]
+    others = [part for part in first.parts if not _system(part)]
+    fixed[0] = dataclasses.replace(first, parts=[*leading, *moved, *others])  # type: ignore[arg-type]
+    return fixed, changes
+
+
+def detect_instructions_placed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    """The request whose system prompt would make the instructions land inside a tool exchange (no
+    provider wording: the refusal names the call or role the instructions displace)."""
+    if not _applies(target) or _misplaced(history, target) is None:
+        return []
+    later = next(
+        (
+            index
+            for index, message in enumerate(history)
+            if index > 0 and message.kind == "request" and any(map(_system, message.parts))
+        ),
+        0,
+    )
+    apis = tuple(api for api in PROVIDER_APIS if api in INSTRUCTIONS_APIS and api in target.apis)
+    return [
+        Problem(
+            "misplaced_instructions",
+            later,
+            None,
+            None,
+            None,
+            "a system prompt after the first turn: this release's model class puts the instructions after as many "
+            "messages as there are system prompts, which lands them between a tool call and its results",
+            apis,
+            None,
+        )
+    ]
+
+
+def instructions_rules() -> tuple[ProfileRule, ...]:
+    """This module's rule (after the turn rules, which can drop what it counts)."""
+    return (
+        ProfileRule(
+            "instructions_placed",
+            INSTRUCTIONS_APIS,
+            "1.33.0-1.74.x OpenAIChatModel and MistralModel insert the instructions after as many messages as "
+            "there are system prompts anywhere: a later system prompt puts them inside a tool exchange (OpenAI "
+            "Chat tool_calls_without_response, Mistral unexpected_tool_role)",
+            "after",
+            instructions_placed,
+            detect_instructions_placed,
+            {},
+        ),
+    )

@@ -1,0 +1,290 @@
+"""Profile rules about provider-native parts: server tool calls and thinking signatures.
+
+After-stage passes, pure, each returning the list it was given and no changes when nothing
+applies; what they remove is reported with its content. Sources: Anthropic's server-tool and
+extended-thinking documentation, and the installed releases' serializers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._records.changes import Change
+from ..._records.parts import native_kind
+from ..._records.problems import Problem
+from ..rule import ProfileRule, preview, problem
+from ..scan import Scan
+from ..targets import ProviderTarget
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+
+__all__ = [
+    "NATIVE_CALLS_APIS",
+    "THINKING_APIS",
+    "detect_native_calls_paired",
+    "detect_thinking_transfers",
+    "native_calls_paired",
+    "thinking_origin",
+    "thinking_transfers",
+]
+
+NATIVE_CALL_WORDING = {
+    "anthropic": "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
+}
+#: Only Anthropic's wording is documented (providers.md); OpenAI Responses replays a signature as a
+#: reasoning item's encrypted content, which only OpenAI can decrypt (wording not documented).
+THINKING_WORDING = {"anthropic": "messages.{n}.content.{m}: Invalid signature in thinking block"}
+NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
+#: The provider names (``provider_name`` prefixes) whose signatures each API can verify.
+_OWN_PROVIDERS = {"anthropic": ("anthropic",), "openai-responses": ("openai",)}
+THINKING_APIS = frozenset(_OWN_PROVIDERS)
+
+#: Before 1.0.9, AnthropicModel sends a native return only under the wire block's name
+#: (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for the tool's own
+#: name, which 1.0.9+ stores; see ``switches.NATIVE_RETURN_NAMED_BY_TOOL_SINCE``.
+_WIRE_RETURN_NAMES = {"web_search": "web_search_tool_result", "code_execution": "code_execution_tool_result"}
+
+
+def _anthropic(part: object) -> bool:
+    return getattr(part, "provider_name", None) == "anthropic"
+
+
+def _unsendable_natives(response: ModelResponse) -> set[int]:
+    """Indices of Anthropic native calls without a sendable result in the same response, and of those
+    calls' returns: a result block needs a dict or list (Anthropic's result shapes; 1.0.9+ send
+    nothing else, so the call would go out alone)."""
+    parts: list[Any] = list(response.parts)  # native part classes differ by release: duck-typed
+    returns: dict[str, list[int]] = {}
+    for index, part in enumerate(parts):
+        if native_kind(part) == "builtin-tool-return" and _anthropic(part):
+            returns.setdefault(part.tool_call_id, []).append(index)
+    found: set[int] = set()
+    for index, part in enumerate(parts):
+        if native_kind(part) != "builtin-tool-call" or not _anthropic(part):
+            continue
+        mine = returns.get(part.tool_call_id, [])
+        if not any(isinstance(parts[r].content, (dict, list)) for r in mine):
+            found.add(index)
+            found.update(mine)
+    return found
+
+
+def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
+    """The classes of every part (the rules' cheap early exits, from the shared scan)."""
+
+    return scan.survey(history).part_classes
+
+
+def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
+    """The cheap early exit: whether any message holds a native part."""
+    return any(native_kind(kind) for kind in _part_classes(history, scan))
+
+
+def native_calls_paired(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic server_tool_use_without_result (code execution verified, pydantic-ai #6401): releases up
+    to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
+    the call goes, with any return it has that no release can send; before 1.0.9, a native return
+    is renamed to the wire name that release requires (it raises on the tool's own name)."""
+    from pydantic_ai.messages import ModelResponse
+
+    from ..._release import switches as _compat
+
+    if not _any_native(history, scan):
+        return history, []
+    rename = not _compat.native_return_named_by_tool()
+    fixed: list[ModelMessage] = []
+    changes: list[Change] = []
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelResponse) or not any(map(native_kind, message.parts)):
+            fixed.append(message)
+            continue
+        gone = _unsendable_natives(message)
+        given: list[Any] = list(message.parts)
+        parts: list[Any] = []
+        for at, part in enumerate(given):
+            if at in gone:
+                what = "call" if native_kind(part) == "builtin-tool-call" else "return"
+                content = part.args if what == "call" else part.content
+                changes.append(
+                    Change(
+                        "dropped_native",
+                        index,
+                        f"dropped native {what} {part.tool_call_id!r} ({part.tool_name}): its call has no "
+                        "result block the API accepts in the same response",
+                        part.tool_call_id,
+                        part.tool_name,
+                        preview=preview(content),
+                    )
+                )
+                continue
+            if rename and native_kind(part) == "builtin-tool-return" and part.tool_name in _WIRE_RETURN_NAMES:
+                wire = _WIRE_RETURN_NAMES[part.tool_name]
+                changes.append(
+                    Change(
+                        "renamed_native_return",
+                        index,
+                        f"native return {part.tool_call_id!r} named {wire!r}, the name this release sends",
+                        part.tool_call_id,
+                        part.tool_name,
+                    )
+                )
+                part = dataclasses.replace(part, tool_name=wire)  # noqa: PLW2901
+            parts.append(part)
+        same = len(parts) == len(message.parts) and all(
+            a is b for a, b in zip(parts, message.parts, strict=True)
+        )
+        fixed.append(message if same else dataclasses.replace(message, parts=parts))
+    return (fixed, changes) if changes else (history, [])
+
+
+def detect_native_calls_paired(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    from pydantic_ai.messages import ModelResponse
+
+    if not _any_native(history, scan):
+        return []
+    found: list[Problem] = []
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelResponse):
+            continue
+        given: list[Any] = list(message.parts)
+        for at in sorted(_unsendable_natives(message)):
+            part = given[at]
+            if native_kind(part) == "builtin-tool-call":
+                found.append(
+                    problem(
+                        "unpaired_native_call",
+                        NATIVE_CALL_WORDING,
+                        target,
+                        at=index,
+                        description=f"native call {part.tool_call_id!r} ({part.tool_name}) has no result "
+                        "block in its response",
+                        name=part.tool_name,
+                        id=part.tool_call_id,
+                    )
+                )
+    return found
+
+
+# --- thinking_transfers -------------------------------------------------------------------------------
+
+
+def thinking_origin(part: object, response: ModelResponse) -> str | None:
+    """Which provider produced a thinking part: its own ``provider_name`` (1.x.y+), else its response's."""
+    return getattr(part, "provider_name", None) or response.provider_name
+
+
+def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thinking: type) -> bool:
+    """A signed thinking part that the target's APIs cannot verify (another provider made it)."""
+    if not isinstance(part, thinking) or not getattr(part, "signature", None):
+        return False
+    origin = thinking_origin(part, response)
+    if origin is None:
+        return False  # unknown origin: the signature may well be the target's own
+    return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in _verifying(target))
+
+
+def _verifying(target: ProviderTarget) -> list[str]:
+    """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
+    every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
+    there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
+    from ..._release import switches as _compat
+
+    apis = [api for api in target.apis if api in _OWN_PROVIDERS]
+    return apis if _compat.thinking_sent() else [api for api in apis if api != "openai-responses"]
+
+
+def thinking_transfers(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """Anthropic `Invalid signature in thinking block` (verified, anthropic-sdk-python#1598) and OpenAI
+    Responses reasoning items (the signature is replayed as encrypted content): a signature only its
+    own provider can verify.
+    The thinking text stays (every release sends unsigned thinking as text or drops it from the wire
+    only); the foreign signature goes, and is reported."""
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
+
+    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history, scan)):
+        return history, []  # the cheap early exit: no thinking at all
+    fixed: list[ModelMessage] | None = None
+    changes: list[Change] = []
+    for index, message in enumerate(history):
+        if not isinstance(message, ModelResponse):
+            continue
+        if not any(_foreign(part, message, target, ThinkingPart) for part in message.parts):
+            continue
+        parts: list[Any] = []
+        given: list[Any] = list(message.parts)
+        for part in given:
+            if _foreign(part, message, target, ThinkingPart):
+                changes.append(
+                    Change(
+                        "dropped_signature",
+                        index,
+                        f"dropped the thinking signature from {thinking_origin(part, message)}: the target cannot "
+                        "verify it (the thinking text is kept)",
+                        preview=preview(part.signature),
+                    )
+                )
+                part = dataclasses.replace(part, signature=None)  # noqa: PLW2901
+            parts.append(part)
+        if fixed is None:
+            fixed = list(history)
+        fixed[index] = dataclasses.replace(message, parts=parts)
+    return (history, []) if fixed is None else (fixed, changes)
+
+
+def detect_thinking_transfers(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Problem]:
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
+
+    return [
+        problem(
+            "foreign_signature",
+            THINKING_WORDING,
+            target,
+            at=index,
+            apis=THINKING_APIS,
+            description=f"a thinking part signed by {thinking_origin(part, message)}, which the target cannot verify",
+            n=index,
+            m=at,
+            id=getattr(part, "id", None),
+        )
+        for index, message in enumerate(history)
+        if isinstance(message, ModelResponse)
+        for at, part in enumerate(message.parts)
+        if _foreign(part, message, target, ThinkingPart)
+    ]
+
+
+def native_rules() -> tuple[ProfileRule, ...]:
+    """This module's rules: native calls paired, then thinking that can be sent where it goes."""
+    return (
+        ProfileRule(
+            "native_calls_paired",
+            NATIVE_CALLS_APIS,
+            "Anthropic code_execution_without_result: a native call needs its result block in the same "
+            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "after",
+            native_calls_paired,
+            detect_native_calls_paired,
+            NATIVE_CALL_WORDING,
+        ),
+        ProfileRule(
+            "thinking_transfers",
+            THINKING_APIS,
+            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
+            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
+            "after",
+            thinking_transfers,
+            detect_thinking_transfers,
+            THINKING_WORDING,
+        ),
+    )

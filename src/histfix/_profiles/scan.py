@@ -1,0 +1,242 @@
+"""One survey of a history that tells every profile pass whether it has anything to do.
+
+Every profile repair runs every rule of its profile, and on a history with nothing to fix each
+rule's cost is its early exit. Reading a message's attributes is what costs (100k messages are
+100k scattered objects), so the facts the early exits need come from one survey, built with
+C-level pipelines (``map``/``compress``/``chain``, no Python loop per part), and kept by the
+run's :class:`Scan` for the last history surveyed. Facts only some passes need are computed on
+first use and kept in the survey.
+
+The id passes run first, on the input, and ask only about its calls (an empty id, a reused one,
+their formats): the runner pairs the input before them (the default repair needs that walk anyway)
+and hands its calls over (:meth:`Scan.remember_pairing`), so on a history the default repair
+changes only one survey is made, of the repaired list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import chain, compress, repeat
+from operator import and_, attrgetter, eq, gt, is_
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+    from .._repair.pairing import Pairing
+
+__all__ = ["CallIdFacts", "Scan", "Survey"]
+
+_T = TypeVar("_T")
+_parts_of = attrgetter("parts")
+_ids_of = attrgetter("tool_call_id")
+
+
+class Survey:
+    """What the early exits of the profile passes need to know about one history (read-only)."""
+
+    __slots__ = (
+        "_cache",
+        "empty_message",
+        "flat",
+        "history",
+        "lens",
+        "message_types",
+        "part_classes",
+        "plain",
+        "types",
+    )
+
+    def __init__(self, history: Sequence[ModelMessage]) -> None:
+        from pydantic_ai.messages import ModelRequest, ModelResponse
+
+        parts_of = list(map(_parts_of, history))
+        self.history = history
+        #: how many parts each message has
+        self.lens: list[int] = list(map(len, parts_of))
+        #: every part, in order, and its class
+        self.flat: list[Any] = list(chain.from_iterable(parts_of))
+        self.types: list[type] = list(map(type, self.flat))
+        #: the classes of every part
+        self.part_classes: frozenset[type] = frozenset(self.types)
+        #: some message has no parts
+        self.empty_message = 0 in self.lens
+        #: the class of every message
+        self.message_types: list[type] = list(map(type, history))
+        #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
+        self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
+        self._cache: dict[str, Any] = {}
+
+    def _once(self, key: str, compute: Callable[[], _T]) -> _T:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        found: _T = self._cache[key]
+        return found
+
+    def classes(self, *bases: type) -> frozenset[type]:
+        """The history's part classes that are subclasses of ``bases`` (isinstance, by class)."""
+        return frozenset(kind for kind in self.part_classes if issubclass(kind, bases))
+
+    def selected(self, kinds: frozenset[type]) -> list[bool]:
+        """For every part, whether its class is one of ``kinds``."""
+        return list(map(kinds.__contains__, self.types))
+
+    def in_responses(self) -> list[bool]:
+        """For every part, whether its message is a ``ModelResponse`` (needs ``plain``)."""
+        from pydantic_ai.messages import ModelResponse
+
+        def compute() -> list[bool]:
+            flags = map(is_, self.message_types, repeat(ModelResponse))
+            return list(chain.from_iterable(map(repeat, flags, self.lens)))
+
+        return self._once("in_responses", compute)
+
+    def call_ids(self) -> list[str]:
+        """The ids of every regular call (a ``ToolCallPart`` in a response), in order."""
+        from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+        def compute() -> list[str]:
+            if not self.plain:
+                return [
+                    part.tool_call_id
+                    for message in self.history
+                    if isinstance(message, ModelResponse)
+                    for part in message.parts
+                    if isinstance(part, ToolCallPart)
+                ]
+            chosen = map(and_, self.selected(self.classes(ToolCallPart)), self.in_responses())
+            return list(map(_ids_of, compress(self.flat, chosen)))
+
+        return self._once("call_ids", compute)
+
+    def text_contents(self) -> list[object]:
+        """The ``content`` of every text part and user prompt, in order."""
+        from pydantic_ai.messages import TextPart, UserPromptPart
+
+        def compute() -> list[object]:
+            chosen = self.selected(self.classes(TextPart, UserPromptPart))
+            return list(map(attrgetter("content"), compress(self.flat, chosen)))
+
+        return self._once("text_contents", compute)
+
+    def several_parts(self) -> list[int]:
+        """Indices of the messages with more than one part."""
+        return self._once(
+            "several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1))))
+        )
+
+    def consecutive_responses(self) -> bool:
+        """Two responses in a row (by ``kind``)."""
+
+        from pydantic_ai.messages import ModelResponse
+
+        def compute() -> bool:
+            if self.plain:  # the classes are at hand: no attribute read per message
+                responses = list(map(is_, self.message_types, repeat(ModelResponse)))
+            else:
+                responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
+            return any(map(and_, responses, responses[1:]))
+
+        return self._once("consecutive", compute)
+
+    def empty_instructions(self) -> bool:
+        """Some message carries ``instructions=''``."""
+        return self._once(
+            "empty_instructions",
+            lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
+        )
+
+    def memo(self, key: str, compute: Callable[[], _T]) -> _T:
+        """A pass's own fact about this history, computed once (``key`` names it)."""
+        return self._once(f"pass:{key}", compute)
+
+
+class CallIdFacts(NamedTuple):
+    """What the id passes' early exits ask about the regular calls (``ToolCallPart`` in a response)."""
+
+    #: some call has the id ``""``
+    empty: bool
+    #: some call has an id an earlier call had
+    reused: bool
+    #: every call's id, once
+    ids: set[str]
+
+
+class Scan:
+    """What one profile run, or one ``check``, has learned about the lists it hands its passes.
+
+    The runner (and ``check``) makes one for that call and hands it to every pass (and detect) as
+    an argument. The passes of one run hand each other the same list object whenever they change
+    nothing, so a survey made by one serves the next: the last list surveyed is kept, matched by
+    identity and length. Every list a scan sees is the runner's (or ``check``'s) own copy, which
+    nothing mutates, so a later pass never reads stale facts. Nothing outlives the call.
+    """
+
+    __slots__ = ("_ids", "_in_place", "_last", "_pinned")
+
+    def __init__(self, pinned: Sequence[ModelMessage] | None = None) -> None:
+        #: ``check``'s own list, surveyed once for every detect
+        self._pinned = None if pinned is None else (pinned, Survey(pinned))
+        self._last: tuple[Sequence[ModelMessage], int, Survey] | None = None
+        #: the call ids of the list the runner paired (or settled) before its passes
+        self._ids: tuple[Sequence[ModelMessage], int, CallIdFacts] | None = None
+        #: the default repair's output, when it holds no duplicate or late result
+        self._in_place: Sequence[ModelMessage] | None = None
+
+    def survey(self, history: Sequence[ModelMessage]) -> Survey:
+        """The survey of ``history``: the last one's, for the same list object of the same length."""
+        pinned = self._pinned
+        if pinned is not None and pinned[0] is history:
+            return pinned[1]
+        last = self._last
+        if last is not None and last[0] is history and last[1] == len(history):
+            return last[2]
+        found = Survey(history)
+        self._last = (history, len(history), found)
+        return found
+
+    def pinned_survey(self, history: Sequence[ModelMessage]) -> Survey | None:
+        """The survey of ``history`` if it is ``check``'s own list (else None)."""
+        pinned = self._pinned
+        return pinned[1] if pinned is not None and pinned[0] is history else None
+
+    def remember_pairing(self, history: Sequence[ModelMessage], pairing: Pairing) -> None:
+        """Keep what the pairing walk saw of ``history``'s calls, for :meth:`call_id_facts`: the
+        runner pairs its own copy of the input first (the default repair reuses that pairing when
+        the before-stage changes nothing), so the id passes need no survey of the input at all."""
+        seen = pairing.call_ids_seen()
+        self.remember_call_ids(history, CallIdFacts("" in seen, pairing.call_count != len(seen), seen))
+
+    def remember_call_ids(self, history: Sequence[ModelMessage], facts: CallIdFacts) -> None:
+        """Keep ``facts`` about ``history``'s calls (from the runner's pairing walk, or from the
+        forward walk where it settles the runner's copy of the input)."""
+        self._ids = (history, len(history), facts)
+
+    def call_id_facts(self, history: Sequence[ModelMessage]) -> CallIdFacts:
+        """Whether any call's id is empty or reused, and every call's id (the id passes' early
+        exits): the pairing's for that very list object, else read from its survey."""
+        paired = self._ids
+        if paired is not None and paired[0] is history and paired[1] == len(history):
+            return paired[2]
+        facts = self.survey(history)
+
+        def compute() -> CallIdFacts:
+            ids = facts.call_ids()
+            seen = set(ids)
+            return CallIdFacts("" in seen, len(seen) != len(ids), seen)
+
+        return facts.memo("call_id_facts", compute)
+
+    def remember_results_in_place(self, repaired: Sequence[ModelMessage]) -> None:
+        """Note that the default repair's output ``repaired`` holds no duplicate or late result, so
+        the passes skip their walk of it: the runner says so when the repair's own pairing found none
+        in its input. The repair never makes one: it drops orphans, adds one return per dangling call
+        in the request right after the call, and merges neighbours, which only ever brings a late
+        result next to its call. The fact holds for any list of the same messages in the same order
+        (the runner goes on with its input's copy when the repair changed nothing)."""
+        self._in_place = repaired
+
+    def results_in_place(self, history: Sequence[ModelMessage]) -> bool:
+        """Whether ``history`` holds the very messages :meth:`remember_results_in_place` was told of."""
+        known = self._in_place
+        return known is not None and len(known) == len(history) and all(map(is_, known, history))

@@ -1,0 +1,129 @@
+"""The installed pydantic-ai release: which distribution, which version, and its messages module.
+
+Nothing here imports pydantic-ai at import time, so ``histfix info`` answers at once; reading the
+installed source (:func:`source_defines`) answers feature questions without the import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = [
+    "DISTRIBUTION",
+    "NEWEST_TESTED",
+    "VERSION",
+    "VERSION_STRING",
+    "import_failure",
+    "installed_release",
+    "parse",
+    "pydantic_ai_messages",
+    "source_defines",
+    "unmet_pins",
+]
+
+#: The distributions that ship the ``pydantic_ai`` package, most specific first.
+_DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic-ai")
+#: The newest release histfix has been measured against (the test matrix's newest pin).
+NEWEST_TESTED = Version("2.68.0")
+
+
+def installed_release() -> tuple[str, str]:
+    """(distribution name, version string) of the installed pydantic-ai.
+
+    The full ``pydantic-ai`` distribution depends on ``pydantic-ai-slim`` of the same version,
+    so the slim one is asked first and the full one only covers unusual installs.
+    """
+    for name in _DISTRIBUTIONS:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "pydantic_ai (no distribution metadata)", "unknown"
+
+
+def parse(version: str) -> Version | None:
+    """The version, or None when it is not PEP 440."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+DISTRIBUTION, VERSION_STRING = installed_release()
+#: The installed release, or None when its version string is not PEP 440.
+VERSION: Version | None = parse(VERSION_STRING)
+
+
+def source_defines(module: str, name: str) -> bool | None:
+    """Whether the installed ``pydantic_ai.<module>`` source defines ``name`` (None: can't tell).
+
+    Feature detection by reading the source instead of importing it, for fast paths only;
+    the library itself detects features on the imported module.
+    """
+    spec = importlib.util.find_spec("pydantic_ai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location) / f"{module}.py"
+        if path.exists():
+            return f"\ndef {name}(" in path.read_text(encoding="utf-8")
+    return None
+
+
+def pydantic_ai_messages() -> ModuleType:
+    """``pydantic_ai.messages``, or an ImportError that says what is wrong and what to do."""
+    try:
+        from pydantic_ai import messages
+    except ImportError as exc:
+        raise ImportError(import_failure(exc)) from exc
+    return messages
+
+
+def import_failure(exc: ImportError) -> str:
+    """What to tell a person whose ``import pydantic_ai`` raised ``exc``: not installed, or installed
+    and broken (the real error, and the pin that fixes it when histfix knows one)."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "pydantic_ai":
+        return (
+            "histfix needs pydantic-ai, which is not installed: run `pip install pydantic-ai-slim` "
+            "(any release from 1.0.0 on) in the same environment."
+        )
+    error = f"{type(exc).__name__}: {exc}"
+    unmet = unmet_pins()
+    if unmet:
+        wanted = " ".join(f"'{pin}'" for pin, _, _ in unmet)
+        found = ", ".join(f"{name} {have}" for _, name, have in unmet)
+        return (
+            f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}): "
+            f"it needs {wanted} (found {found}); run `pip install {wanted}` in the same environment"
+        )
+    return (
+        f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}); repair that install"
+    )
+
+
+def unmet_pins() -> list[tuple[str, str, str]]:
+    """(requirement, distribution, installed version) of each pin the installed release needs to import
+    (``pinned.release_pins``) that the environment does not satisfy. Reads metadata only."""
+    from .pinned import release_pins
+
+    if VERSION is None:
+        return []
+    unmet = []
+    for pin in release_pins(str(VERSION)):
+        # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
+        from packaging.specifiers import SpecifierSet
+
+        name = re.split(r"[<>=!~]", pin, maxsplit=1)[0].strip()  # the pins are "name<version" and alike
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # not installed: whatever needs it says so itself
+        if not SpecifierSet(pin[len(name) :]).contains(have, prereleases=True):
+            unmet.append((pin, name, have))
+    return unmet

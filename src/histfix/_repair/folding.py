@@ -1,0 +1,292 @@
+"""Merging consecutive messages, as the last step of the newest upstream repair.
+
+Consecutive requests merge (results first) unless both carry different non-empty instructions;
+consecutive responses merge only when no provider produced either. A request left unmerged gets
+the parts between its results moved after them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any, NamedTuple, TypeVar
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    RetryPromptPart,
+    ToolReturnPart,
+)
+
+from .._records.parts import is_result, stays_between_results
+from .._release import switches as _compat
+
+__all__ = [
+    "FoldEvent",
+    "Folder",
+    "Member",
+    "is_synthetic",
+    "merged_request",
+    "new_request",
+    "results_gathered",
+    "with_parts",
+]
+
+_M = TypeVar("_M", ModelRequest, ModelResponse)
+
+#: The metadata namespace that survives a request merge (upstream since 2.42.0).
+_FRAMEWORK_NAMESPACE = "__pydantic_ai__"
+
+
+def with_parts(message: _M, parts: list[Any]) -> _M:
+    """``message`` with other ``parts``, every one of them taken from validated messages of its class.
+
+    The same as ``dataclasses.replace(message, parts=parts)`` for such parts, without its per-field
+    work: the message classes are plain dataclasses on every release, and their ``__post_init__``
+    (2.59.0+) only re-checks and re-promotes parts, which these parts already went through. Parts
+    histfix creates (synthesized returns) must go through the class's constructor instead.
+    """
+    clone = object.__new__(type(message))
+    clone.__dict__.update(message.__dict__)
+    clone.parts = parts
+    return clone
+
+
+#: The fields ``new_request`` may set; every other field of ``ModelRequest`` takes its default.
+_REQUEST_FIELDS_SET = frozenset({"parts", "instructions", "timestamp", "metadata"})
+
+
+@functools.cache
+def _defaults_of_request() -> dict[str, Any] | None:
+    """``ModelRequest``'s plain field defaults, or None when a field has no plain default to copy
+    (one with a default factory or none at all, outside the fields ``new_request`` sets)."""
+    defaults: dict[str, Any] = {}
+    for field in dataclasses.fields(ModelRequest):
+        if field.default is not dataclasses.MISSING:
+            defaults[field.name] = field.default
+        elif field.name not in _REQUEST_FIELDS_SET:
+            return None
+    return defaults
+
+
+def new_request(parts: list[Any], **fields: Any) -> ModelRequest:
+    """``ModelRequest(parts=parts, **fields)`` for parts taken from validated messages (or
+    synthesized returns already promoted), at a third of the cost.
+
+    As with ``with_parts``, the constructor's ``__post_init__`` (2.59.0+) would only re-check and
+    re-promote such parts; the other fields take their plain defaults. Where the installed class
+    has a field this cannot default (a default factory), the constructor runs instead.
+    """
+    defaults = _defaults_of_request()
+    if defaults is None:
+        return ModelRequest(parts=parts, **fields)
+    request = object.__new__(ModelRequest)
+    attributes = request.__dict__
+    attributes.update(defaults)
+    attributes.update(fields)
+    attributes["parts"] = parts
+    return request
+
+
+def _moves(part: object) -> bool:
+    """Sort key: False for parts that keep their place among results, True for those moved after."""
+    return not stays_between_results(part)
+
+
+def results_gathered(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart] | None:
+    """Parts with whatever sits between the first and last result moved after the last one.
+
+    Only the span from the first result to the last changes: a stable sort on ``_moves`` puts
+    the results (and tool-availability deltas, which keep their place among them) first and the
+    parts they enclosed after, each group in its original order. None when nothing moves.
+    """
+    where = [i for i, part in enumerate(parts) if is_result(part)]
+    if not where:
+        return None
+    span = parts[where[0] : where[-1] + 1]
+    if not any(map(_moves, span)):
+        return None
+    return [*parts[: where[0]], *sorted(span, key=_moves), *parts[where[-1] + 1 :]]
+
+
+def is_synthetic(response: ModelResponse) -> bool:
+    """A response no provider produced: only such responses are ever merged."""
+    return (
+        response.provider_response_id is None
+        and response.provider_name is None
+        and response.model_name is None
+    )
+
+
+def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
+    meta = getattr(request, "metadata", None)
+    value = meta.get(_FRAMEWORK_NAMESPACE) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+#: A message of an open run as the building walk holds it: the message, its parts when the walk
+#: changed them (None: its own), and its input index (-1: a request of synthesized returns).
+Member = tuple[Any, "list[Any] | None", int]
+
+
+def merged_request(
+    run: Sequence[Member], scattered: bool, returns: Sequence[ModelRequestPart] = ()
+) -> ModelRequest:
+    """One request from a run of consecutive compatible requests: results first, then the rest.
+
+    Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
+    only the framework namespace survives. Every other field takes its default. ``returns`` (the
+    synthesized returns of the calls the run answers) go after the first request's results, where
+    ``parts.after_results`` puts them: the merge keeps results in order, so that is their place.
+    """
+    first = run[0][0]
+    head: Sequence[Any] = first.parts if run[0][1] is None else run[0][1]
+    if scattered:
+        head = results_gathered(head) or head
+    stamped = _compat.REQUEST_HAS_TIMESTAMP
+    with_metadata = _compat.REQUEST_HAS_METADATA
+    results: list[Any] = []
+    rest: list[Any] = []
+    instructions: str | None = None
+    stamp = first.timestamp if stamped else None
+    namespace: dict[str, Any] | None = None
+    # One pass over the members: their parts, then the fields the merge keeps of them.
+    for number, (request, own, _) in enumerate(run):
+        parts = (request.parts if own is None else own) if number else head
+        for part in parts:
+            if isinstance(part, ToolReturnPart) or (  # ``is_result`` spelled out: the hot loop
+                isinstance(part, RetryPromptPart) and part.tool_name is not None
+            ):
+                results.append(part)
+            else:
+                rest.append(part)
+        if not number:
+            results += returns
+        if instructions is None and request.instructions:
+            instructions = request.instructions
+        if stamped and request.timestamp:
+            stamp = request.timestamp
+        if with_metadata and request.metadata:  # most requests have none
+            found = _framework_namespace(request)
+            if found is not None:
+                namespace = {**(namespace or {}), **found}
+    results += rest
+    fields: dict[str, Any] = {
+        "instructions": run[-1][0].instructions if instructions is None else instructions
+    }
+    if stamped:
+        fields["timestamp"] = stamp
+    if namespace is not None:
+        fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
+    return new_request(results, **fields)
+
+
+class FoldEvent(NamedTuple):
+    """A merge or a move the folder made: its kind, where it landed in the output, its inputs."""
+
+    kind: str  # "merged_requests", "merged_responses" or "moved_parts"
+    output_index: int
+    input_indices: tuple[int, ...]
+
+
+class Folder:
+    """Appends messages, merging each run of consecutive compatible ones when the run ends.
+
+    Requests join a run unless both they and the run carry different non-empty instructions;
+    responses join only when the run and they are synthetic (no provider, model or response id).
+    The run is held as its first message and the members that joined it (``joined``, None while it
+    is one message); each member's parts are passed along separately when the walk changed them,
+    so a message fixed and then merged is built once, not cloned first.
+    """
+
+    __slots__ = (
+        "held",
+        "held_index",
+        "held_instructions",
+        "held_parts",
+        "held_request",
+        "held_scattered",
+        "joined",
+        "log",
+        "out",
+    )
+
+    def __init__(self, out: list[ModelMessage], log: list[FoldEvent] | None = None) -> None:
+        self.out = out
+        self.log = log  # when given, every merge and move is recorded there
+        self.held: Any = None  # the open run's first message
+        self.held_parts: list[Any] | None = None  # its parts when the walk changed them
+        self.held_request = False
+        self.held_scattered = False  # a request with other parts between its results
+        self.held_instructions: str | None = None  # the request run's first non-empty instructions
+        self.held_index = -1  # its input index (-1: a request of synthesized returns)
+        self.joined: list[Member] | None = None  # the run's later members
+
+    def request(
+        self, message: ModelRequest, parts: list[Any] | None = None, index: int = -1, scattered: bool = False
+    ) -> None:
+        """Fold a request (``parts``: its parts when the walk changed them)."""
+        if self.held is not None:
+            if self.held_request:
+                instructions = message.instructions
+                if not (self.held_instructions and instructions and self.held_instructions != instructions):
+                    if self.joined is None:
+                        self.joined = []
+                    self.joined.append((message, parts, index))
+                    if not self.held_instructions:
+                        self.held_instructions = instructions
+                    return
+            self.flush()
+        self.held = message
+        self.held_parts = parts
+        self.held_request = True
+        self.held_scattered = scattered
+        self.held_instructions = message.instructions
+        self.held_index = index
+
+    def response(self, message: ModelResponse, index: int = -1) -> None:
+        """Fold a response (responses are only ever folded as they are)."""
+        if self.held is not None:
+            if not self.held_request and is_synthetic(self.held) and is_synthetic(message):
+                if self.joined is None:
+                    self.joined = []
+                self.joined.append((message, None, index))
+                return
+            self.flush()
+        self.held = message
+        self.held_parts = None
+        self.held_request = self.held_scattered = False
+        self.held_index = index
+
+    def flush(self) -> None:
+        """Append the open run as one message: nothing that comes later can join it."""
+        first = self.held
+        if first is None:
+            return
+        self.held = None
+        joined, self.joined = self.joined, None
+        if joined is None and self.held_parts is None and not self.held_scattered:
+            self.out.append(first)  # the common case: one message, as it came
+        elif joined is None:
+            parts = first.parts if self.held_parts is None else self.held_parts
+            gathered = results_gathered(parts) if self.held_scattered else None
+            if gathered is not None:
+                self._record("moved_parts", [self.held_index])
+                parts = gathered
+            self.out.append(first if parts is first.parts else with_parts(first, parts))
+        else:
+            run: list[Member] = [(first, self.held_parts, self.held_index), *joined]
+            indices = [index for _, _, index in run]
+            if self.held_request:
+                self._record("merged_requests", indices)
+                self.out.append(merged_request(run, self.held_scattered))
+            else:
+                self._record("merged_responses", indices)
+                self.out.append(with_parts(first, [part for message, _, _ in run for part in message.parts]))
+
+    def _record(self, kind: str, indices: list[int]) -> None:
+        if self.log is not None:
+            self.log.append(FoldEvent(kind, len(self.out), tuple(i for i in indices if i >= 0)))

@@ -1,0 +1,290 @@
+"""histfix's repair in one forward walk: the fast path, for every history it can settle alone.
+
+The general repair (``pairing`` then ``walk``) reads the history twice, because whether a call
+dangles depends on the future. This walk reads it once and builds the output as it goes, by
+settling each response's open calls when the next response arrives: a call still open then
+dangles, unless a result further on answers it across that response (a late result). Its returns
+go into the first request after the calling response, which the walk still holds for folding.
+
+Where that guess, or the order upstream gives several returns, could be wrong, the walk stops and
+returns None, and the caller runs the general repair (:func:`repair`). It stops on the following
+(the ledger finds the two about ids in bulk, so the walk may stop only at its end):
+
+- an id called twice, in one response or in two (upstream orders the returns a response closes by
+  the first call of each id, so a repeat can reorder them);
+- a result it took for an orphan whose id a response calls after all (a late result for a call it
+  already closed, a second result for an answered call, which upstream keeps, or a result before
+  its call);
+- a request run split by other instructions before the calls it follows are closed.
+
+Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
+on the corpus, generated and fuzzed histories, and every pinned release).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from .._records.inputs import not_a_message
+from .._records.parts import after_results
+from .._release import switches as _compat
+from .folding import is_synthetic, merged_request, new_request, results_gathered, with_parts
+from .walk import repair_walk, return_maker
+
+__all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
+
+_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+
+
+class _Unsettled(Exception):
+    """The walk cannot settle this history alone: the general repair must (see the module)."""
+
+
+#: How many messages the walk reads between two checks of the ledger's newest calls for a repeat.
+_CHECK_EVERY = 512
+
+
+class _Ledger:
+    """The ids the walk has called and the ids of the results it dropped, checked in bulk.
+
+    The walk settles only histories that call no id twice, and drops a result as an orphan only
+    where no response calls its id. Looking each id up in a set as it arrives costs a cache miss
+    an id once the set outgrows the cache; appending it to a list costs none. So the newest calls are checked for a repeat every ``_CHECK_EVERY``
+    messages, while they are still in the cache (a history that reuses ids is given up early),
+    and everything at the end, in one C-level pass.
+    """
+
+    __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
+
+    def __init__(self) -> None:
+        self.called: list[str] = []
+        self.checked = 0  # called[:checked] holds no id twice
+        self.dropped: list[str] = []
+        self.ids: set[str] = set()  # every id called, once the end check passed
+        #: some result answers its call from a request that does not fold into the one right after
+        #: the call (a run split by other instructions): the output keeps it there, apart
+        self.results_apart = False
+
+    def check_newest(self) -> None:
+        """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
+        newest = self.called[self.checked :]
+        if len(set(newest)) != len(newest):
+            raise _Unsettled
+        self.checked = len(self.called)
+
+    def check_all(self) -> None:
+        """Raises ``_Unsettled`` where an id is called twice, or a dropped result's id is called."""
+        called = set(self.called)
+        if len(called) != len(self.called) or not called.isdisjoint(self.dropped):
+            raise _Unsettled
+        self.ids = called
+
+
+def repair(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> list[ModelMessage]:
+    """The newest upstream repair of ``messages``: the forward walk, or the general repair where it stops."""
+    repaired = forward_walk(messages, repair_last_response)
+    if repaired is None:
+        return repair_walk(messages, repair_last_response=repair_last_response)
+    return repaired
+
+
+def forward_walk(
+    messages: Sequence[ModelMessage], repair_last_response: bool = True
+) -> list[ModelMessage] | None:
+    """The repair in one walk, or None where the general repair must decide (see the module)."""
+    settled = settled_with_ids(messages, repair_last_response)
+    return None if settled is None else settled.messages
+
+
+class Settled(NamedTuple):
+    """What the forward walk hands the profile runner where it settles a history alone."""
+
+    messages: list[ModelMessage]
+    #: the id of every call it read, each once (a settled history calls no id twice)
+    ids: set[str]
+    #: every result in the output is in the request right after its call: a settled history holds no
+    #: duplicate result, and this says no request run split by other instructions kept one apart
+    results_in_place: bool
+
+
+def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
+    """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
+    where it stops. The id passes need just those facts, so a settled history needs no pairing walk."""
+    ledger = _Ledger()
+    try:
+        out = _walk_forward(messages, repair_last_response, ledger)
+    except _Unsettled:
+        return None
+    return Settled(out, ledger.ids, not ledger.results_apart)
+
+
+# One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.
+def _walk_forward(  # noqa: PLR0915
+    messages: Sequence[ModelMessage], repair_last_response: bool, ledger: _Ledger
+) -> list[ModelMessage]:
+    size = len(messages)
+    excluded = -1  # the last response, whose calls stay open when it is not repaired
+    if not repair_last_response:
+        for at in range(size - 1, -1, -1):
+            if isinstance(messages[at], ModelResponse):
+                excluded = at
+                break
+    make_return = return_maker()
+    out: list[ModelMessage] = []
+    append = out.append
+    #: the calls of the last calling response that no result answered yet, by id, in call order
+    open_calls: dict[str, ToolCallPart] = {}
+    owner_index = -1  # that response's index
+    note_call = ledger.called.append
+    note_dropped = ledger.dropped.append
+    check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked
+    # The request run since the last response, held for folding: its first member, that member's
+    # parts when the walk changed them (None: its own), whether its results are scattered, the
+    # run's first non-empty instructions, and the later members as ``folding.Member`` tuples.
+    held: Any = None
+    held_parts: list[Any] | None = None
+    held_scattered = False
+    held_instructions: str | None = None
+    joined: list[Any] | None = None
+    split = False  # the run after the calling response was already flushed (other instructions)
+    response_last = False  # the last message in ``out`` is a response and nothing is held
+    message: Any  # told apart by exact class below, which mypy does not narrow on
+    for index, message in enumerate(messages):
+        kind = message.__class__
+        if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
+            if open_calls and owner_index != excluded:  # the previous response's calls dangle
+                if split:  # their request is already out: the general repair places them
+                    raise _Unsettled
+                stamp = messages[owner_index].timestamp  # the calling response's
+                closing = [make_return(call, stamp) for call in open_calls.values()]
+                open_calls = {}
+                response_last = False  # the returns' request goes before this response
+                if held is None:  # no request followed the calls: a request of the returns' own
+                    append(new_request(closing))
+                elif joined is None:  # after the held request's results (it is flushed below)
+                    held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
+                else:  # the run merges, and the merge puts them after its first member's results
+                    append(merged_request([(held, held_parts, -1), *joined], held_scattered, closing))
+                    held = held_parts = joined = None
+                    held_scattered = False
+            if held is not None:
+                if joined is None and held_parts is None and not held_scattered:
+                    append(held)
+                else:
+                    append(_request_run(held, held_parts, held_scattered, joined))
+                    joined = held_parts = None
+                    held_scattered = False
+                held = None  # and held_scattered is False: nothing is held
+                append(message)
+            elif response_last and is_synthetic(message) and is_synthetic(previous := out[-1]):  # type: ignore[arg-type]
+                out[-1] = with_parts(previous, [*previous.parts, *message.parts])  # type: ignore[type-var]
+            else:
+                append(message)
+            response_last = True
+            split = False
+            for part in message.parts:
+                # the exact class first (an isinstance that fails walks the bases), then subclasses
+                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                    call_id = part.tool_call_id
+                    note_call(call_id)  # a repeat, here or since an earlier response: the ledger's to find
+                    open_calls[call_id] = part
+                    owner_index = index
+            if index > check_at:  # find a repeated id early: all work after it is wasted
+                ledger.check_newest()
+                check_at = index + _CHECK_EVERY
+        elif kind is ModelRequest or isinstance(message, ModelRequest):
+            dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
+            answered = False  # some result here answers an open call
+            position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+            scattered = False
+            for piece in message.parts:
+                if isinstance(piece, ToolReturnPart) or (
+                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                ):
+                    call_id = piece.tool_call_id
+                    if call_id in open_calls:
+                        del open_calls[call_id]
+                        answered = True
+                    else:  # an orphan (the ledger checks that no response calls its id): dropped
+                        note_dropped(call_id)
+                        dropped = [piece] if dropped is None else [*dropped, piece]
+                        continue
+                    if position == 2:
+                        scattered = True
+                    position = 1
+                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                    position = 2
+            parts: list[Any] | None = None
+            if dropped is not None:
+                if len(dropped) == 1:  # the usual case, without a set of ids
+                    orphan = dropped[0]
+                    parts = [part for part in message.parts if part is not orphan]
+                else:
+                    gone = set(map(id, dropped))
+                    parts = [part for part in message.parts if id(part) not in gone]
+                if not parts and index != size - 1:
+                    continue  # an emptied interior request disappears; its neighbours may fold
+            response_last = False
+            if held is None:
+                held, held_parts, held_scattered = message, parts, scattered
+                held_instructions = message.instructions
+                continue
+            instructions = message.instructions
+            if held_instructions and instructions and held_instructions != instructions:
+                if answered:  # its results stay in a later request than the one after their call
+                    ledger.results_apart = True
+                if open_calls:
+                    split = True
+                append(_request_run(held, held_parts, held_scattered, joined))
+                joined = None
+                held, held_parts, held_scattered, held_instructions = message, parts, scattered, instructions
+                continue
+            if not held_instructions:
+                held_instructions = instructions
+            if joined is None:
+                joined = []
+            joined.append((message, parts, index))
+            if answered and split:  # folds into a run that is not the one right after the call
+                ledger.results_apart = True
+        else:
+            raise not_a_message(index, message)
+    if open_calls and owner_index != excluded:
+        if split:
+            raise _Unsettled
+        stamp = messages[owner_index].timestamp
+        closing = [make_return(call, stamp) for call in open_calls.values()]
+        # as in the loop (spelled out there, not shared: see the loop's note), with the run then
+        # flushed below
+        if held is None:
+            held = new_request(closing)
+        elif joined is None:
+            held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
+        else:
+            held = merged_request([(held, held_parts, -1), *joined], held_scattered, closing)
+            held_parts = joined = None
+            held_scattered = False
+    if held is not None:
+        append(_request_run(held, held_parts, held_scattered, joined))
+    ledger.check_all()
+    return out
+
+
+def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: list[Any] | None) -> Any:
+    """One request from a held run: ``first`` with its ``parts`` (None: its own), merged with the
+    ``joined`` members if any, results gathered when ``scattered`` (as ``Folder.flush`` does)."""
+    if joined is not None:
+        return merged_request([(first, parts, -1), *joined], scattered)
+    own = first.parts if parts is None else parts
+    if scattered:
+        own = results_gathered(own) or own
+    return first if own is first.parts else with_parts(first, own)

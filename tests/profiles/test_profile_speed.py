@@ -1,0 +1,351 @@
+"""The shortcuts the profiles take for speed give exactly what the plain reading gives, on the
+installed release (issue 10 item 8): the survey's facts, the fast clones, the fast id hash and the
+runner's hand-off of an unchanged list. Not timed: the benchmark measures speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import itertools
+
+import pytest
+from pydantic_ai import messages as pai
+
+import histfix
+from histfix._profiles import targets as _providers
+from histfix._profiles.rules import call_ids as _call_ids
+from histfix._profiles.scan import Scan, Survey
+from histfix._repair.folding import with_parts
+from histfix._repair.pairing import pair
+
+from corpus import CASES
+from dsl import call, load, loadable, req, resp, ret, text, user
+from emulators import PROVIDER_APIS as EMULATED_APIS
+from generate import random_conversation, random_history
+
+
+def histories() -> list[list[pai.ModelMessage]]:
+    """Every corpus case the release loads, and generated histories (damaged and valid)."""
+    found = [history for _, history in loadable(CASES)]
+    found += [load(random_history(seed)) for seed in range(150)]
+    found += [load(random_conversation(seed)) for seed in range(30)]
+    return found
+
+
+HISTORIES = histories()
+
+
+def test_the_profiles_name_the_same_apis_as_the_emulators() -> None:
+    assert _providers.PROVIDER_APIS == EMULATED_APIS
+
+
+def plain_call_ids(history: list[pai.ModelMessage]) -> list[str]:
+    return [
+        part.tool_call_id
+        for message in history
+        if isinstance(message, pai.ModelResponse)
+        for part in message.parts
+        if isinstance(part, pai.ToolCallPart)
+    ]
+
+
+def test_the_survey_reads_what_a_plain_loop_reads() -> None:
+    for history in HISTORIES:
+        facts = Survey(history)
+        parts = [part for message in history for part in message.parts]
+        assert facts.part_classes == {type(part) for part in parts}
+        assert facts.empty_message == any(not message.parts for message in history)
+        assert facts.call_ids() == plain_call_ids(history)
+        texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
+        assert facts.text_contents() == texts
+        assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
+        assert facts.consecutive_responses() == any(
+            a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
+        )
+        assert facts.empty_instructions() == any(
+            getattr(message, "instructions", None) == "" for message in history
+        )
+        every_id = {
+            part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
+        }
+        assert _call_ids.all_ids(list(history), Scan()) == every_id
+
+
+def test_the_pairing_walk_sees_the_calls_a_plain_loop_reads() -> None:
+    """What the profile runner hands the id passes instead of a survey of the input (and what
+    decides whether upstream must run too), on every history, both ways of the last response."""
+    for history, last in itertools.product(HISTORIES, (True, False)):
+        pairing = pair(history, last)
+        ids = plain_call_ids(history)
+        assert pairing.call_ids_seen() == set(ids)
+        assert (pairing.call_count, "" in pairing.call_ids_seen()) == (len(ids), "" in ids)
+        toolless = any(
+            isinstance(part, pai.RetryPromptPart) and part.tool_name is None
+            for message in history
+            if isinstance(message, pai.ModelRequest)
+            for part in message.parts
+        )
+        assert pairing.toolless_retry == toolless
+        mine, scan = list(history), Scan()
+        scan.remember_pairing(mine, pairing)
+        from_pairing = scan.call_id_facts(mine)
+        from_survey = scan.call_id_facts(list(history))  # another list: read from its survey
+        assert from_pairing == from_survey
+        assert from_pairing.reused == (len(set(ids)) != len(ids))
+
+
+def test_the_pairing_is_kept_for_the_same_list_only() -> None:
+    history = load([req(user("q")), resp(call("f", "a"), call("f", "a"))])
+    mine, scan = list(history), Scan()
+    scan.remember_pairing(mine, pair(load([req(user("q")), resp(call("f", "b"))]), True))  # another's
+    assert scan.call_id_facts(mine).ids == {"b"}  # trusted for that very list object...
+    assert scan.call_id_facts(list(mine)) == (False, True, {"a"})  # ...and no other
+    mine.append(history[0])  # nor the same list changed in place
+    assert scan.call_id_facts(mine) == (False, True, {"a"})
+
+
+def test_the_survey_is_kept_for_the_same_list_only() -> None:
+    history = load([req(user("q")), resp(call("f", "a"))])
+    mine, scan = list(history), Scan()
+    assert scan.survey(mine) is scan.survey(mine)
+    assert scan.survey(list(mine)) is not scan.survey(mine)
+    assert Scan().survey(mine) is not scan.survey(mine)  # a scan's facts are its run's alone
+    mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
+    assert len(scan.survey(mine).lens) == 3
+
+
+def part_samples() -> list[object]:
+    """One part of every class with a ``tool_call_id`` the release loads from the corpus and the
+    generated histories, plus native parts when the release has them."""
+    found: dict[type, object] = {}
+    for history in HISTORIES:
+        for message in history:
+            for part in message.parts:
+                if hasattr(part, "tool_call_id"):
+                    found.setdefault(type(part), part)
+    return list(found.values())
+
+
+@pytest.mark.parametrize("part", part_samples(), ids=lambda part: type(part).__name__)
+def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
+    clone = _call_ids._with_id(part, "fresh1234")
+    expected = dataclasses.replace(part, tool_call_id="fresh1234")  # type: ignore[type-var]
+    assert clone == expected and type(clone) is type(expected)
+    assert vars(clone) == vars(expected)
+    assert part.tool_call_id != "fresh1234"  # type: ignore[attr-defined]  # the original is untouched
+
+
+def test_the_fast_message_clone_equals_dataclasses_replace() -> None:
+    for history in HISTORIES:
+        for message in history:
+            parts = [_call_ids._with_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
+            assert with_parts(message, parts) == dataclasses.replace(message, parts=parts)
+
+
+def test_every_part_class_keeps_its_fields_in_its_dict() -> None:
+    """What the fast clones rest on, for every part class of the release: a dataclass, unfrozen,
+    with no field stored outside ``__dict__`` (no slot holds a value)."""
+    for name, kind in vars(pai).items():
+        if not (inspect.isclass(kind) and kind.__module__ == pai.__name__ and name.endswith("Part")):
+            continue
+        if not dataclasses.is_dataclass(kind) or inspect.isabstract(kind):
+            continue
+        assert not kind.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+        slots = [slot for base in kind.__mro__ for slot in vars(base).get("__slots__", ())]
+        assert not slots, (name, slots)
+
+
+def reference_hashed_id(seed: str, taken: set[str]) -> str:
+    """The fresh id as first written: nine base62 digits of the hash, one divmod at a time."""
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    attempt = 0
+    while True:
+        text = f"{seed}#{attempt}" if attempt else seed
+        number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+        chars = []
+        for _ in range(9):
+            number, digit = divmod(number, 62)
+            chars.append(alphabet[digit])
+        found = "".join(chars)
+        if found not in taken:
+            taken.add(found)
+            return found
+        attempt += 1
+
+
+def test_the_fast_id_hash_equals_the_digit_by_digit_one() -> None:
+    for n in range(5000):
+        seed = f"reused\x00call_{n % 97}\x00{n}"
+        assert _call_ids.hashed_id(seed, set()) == reference_hashed_id(seed, set())
+    taken: set[str] = set()
+    first = _call_ids.hashed_id("s", taken)
+    assert _call_ids.hashed_id("s", taken) == reference_hashed_id("s", {first}) != first
+
+
+@pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+def test_a_clean_history_comes_back_equal_and_as_a_new_list(provider: str) -> None:
+    """The runner goes on with the before-stage's list when the default repair changed nothing:
+    still a list of its own, never the caller's."""
+    history = load(
+        [req(user("q")), resp(call("f", "call12345")), req(ret("f", "call12345", "r")), resp(text("done"))]
+    )
+    out = histfix.repair(history, provider=provider)
+    assert out == history and out is not history
+    report = histfix.repair_report(history, provider=provider)
+    assert report.messages == history and not report.changes
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["repair_last", "keep_last"])
+def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool) -> None:
+    """The profile runner skips the misplaced-result walk of the default repair's output when the
+    repair's pairing found no duplicate or late result in its input
+    (``Scan.remember_results_in_place``): the repair must never make one. Checked on every
+    history (a third of them at least qualify)."""
+    from histfix._profiles.rules.call_results import misplaced_results
+    from histfix._repair.walk import repair_walk
+
+    qualified = 0
+    for history in HISTORIES:
+        pairing = pair(history, last)
+        repaired = repair_walk(history, repair_last_response=last, pairing=pairing)
+        if not pairing.duplicates and not pairing.late:
+            qualified += 1
+            assert misplaced_results(repaired) == []
+    assert qualified > len(HISTORIES) // 3
+
+
+def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``misplaced_for_pass`` answers [] without walking for a list of the remembered messages (the
+    runner goes on with its input's copy when the repair changed nothing), and walks any other."""
+    from histfix._profiles.rules import call_results as _call_results
+
+    late = load([req(user("q")), resp(call("f", "a"), at=1), resp(text("t"), at=2), req(ret("f", "a"))])
+    walked = []
+    real = _call_results.misplaced_results
+    monkeypatch.setattr(_call_results, "misplaced_results", lambda h: walked.append(h) or real(h))
+    scan = Scan()
+    scan.remember_results_in_place(late)
+    assert _call_results.misplaced_for_pass(list(late), scan) == [] and walked == []  # taken: no walk
+    assert [m.kind for m in _call_results.misplaced_for_pass(list(late), Scan())] == ["late"]  # not told
+    scan.remember_results_in_place(late[:3])
+    assert [m.kind for m in _call_results.misplaced_for_pass(late, scan)] == ["late"]  # other messages
+    scan.remember_results_in_place([*late[:3], load([req(ret("f", "a"))])[0]])
+    assert [m.kind for m in _call_results.misplaced_for_pass(list(late), scan)] == ["late"]
+    assert len(walked) == 3
+
+
+def _profile_outputs(history: list[pai.ModelMessage], provider: str, last: bool) -> object:
+    """repair's output, or the ValueError's text where the history has nothing sendable."""
+    try:
+        return histfix.repair(history, provider=provider, repair_last_response=last)
+    except ValueError as error:
+        return str(error)
+
+
+def _report_outputs(history: list[pai.ModelMessage], provider: str, last: bool) -> object:
+    try:
+        return histfix.repair_report(history, provider=provider, repair_last_response=last).messages
+    except ValueError as error:
+        return str(error)
+
+
+def split_run_histories() -> list[list[pai.ModelMessage]]:
+    """Results answering their call from a request that does not fold into the one right after the
+    call (other instructions split the run): the forward walk settles them and keeps the result
+    apart, which the profiles must then move (found by a review of the one-walk default stage)."""
+    call_a, ret_a = call("f", "call_a"), ret("f", "call_a")
+    return [
+        load(
+            [req(user("q")), resp(call_a), req(user("note"), instructions="x"), req(ret_a, instructions="y")]
+        ),
+        load([req(user("q")), resp(call_a), req(ret_a, user("n"), instructions="y")]),  # in place
+        load(
+            [
+                req(user("q")),
+                resp(call_a, call("g", "call_b")),
+                req(ret_a, instructions="x"),
+                req(user("note"), instructions="y"),
+                req(ret("g", "call_b"), instructions="y"),
+                resp(text("done")),
+            ]
+        ),
+        load(
+            [
+                req(user("q")),
+                resp(call_a),
+                req(user("a"), instructions="x"),
+                req(user("b"), instructions="y"),
+                req(ret_a, instructions="y"),
+            ]
+        ),
+    ]
+
+
+PROFILED = [*HISTORIES, *split_run_histories()]
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["repair_last", "keep_last"])
+def test_a_settled_history_says_where_its_results_are_in_place(last: bool) -> None:
+    """Where the forward walk says every result is in place, the profiles skip their walk for
+    duplicate and late results (``remember_results_in_place``): its output must hold none. Where it
+    says not, some must really be apart (or the shortcut is lost for nothing)."""
+    from histfix._profiles.rules.call_results import classified
+    from histfix._repair.forward import settled_with_ids
+
+    in_place = apart = 0
+    for history in PROFILED:
+        settled = settled_with_ids(history, last)
+        if settled is None:
+            continue
+        if settled.results_in_place:
+            in_place += 1
+            assert classified(settled.messages) == [], history
+        else:
+            apart += 1
+            assert classified(settled.messages) != [], history
+    assert in_place > len(PROFILED) // 4 and apart >= 2
+
+
+@pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+@pytest.mark.parametrize("backend", ["auto", "histfix"])
+def test_repair_without_changes_gives_the_report_s_messages(
+    provider: str, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``repair(h, provider=P)`` records no change of the default repair and, where histfix's walk
+    is the default, settles the input in one walk when it can; ``repair_report`` records every
+    change through the general repair. Both must give the same messages on every history, and
+    where histfix's walk is the default the one walk must settle some of them (or this tests
+    nothing). ``backend="histfix"`` (HISTFIX_BACKEND) makes histfix's walk the default on every
+    release, so the one walk is tried on 2.60.0+ too."""
+    from histfix._repair import forward as _forward
+
+    if backend == "histfix":
+        monkeypatch.setenv("HISTFIX_BACKEND", "histfix")
+    settled: list[bool] = []
+    real = _forward.settled_with_ids
+
+    def spy(messages: list[pai.ModelMessage], repair_last_response: bool = True) -> object:
+        found = real(messages, repair_last_response)
+        settled.append(found is not None)
+        return found
+
+    monkeypatch.setattr(_forward, "settled_with_ids", spy)
+    for history in PROFILED:
+        for last in (True, False):
+            assert _profile_outputs(history, provider, last) == _report_outputs(history, provider, last)
+    if histfix.backend_info().backend == "histfix":
+        assert settled and sum(settled) >= len(settled) // 4, (sum(settled), len(settled))
+    else:  # upstream's repair is the default: repair never tries the one walk
+        assert settled == []
+
+
+def test_repair_with_debug_logging_records_every_change(caplog: pytest.LogCaptureFixture) -> None:
+    """With DEBUG on, ``repair`` logs the default repair's changes too (the general repair runs)."""
+    history = load([req(user("q")), resp(call("f", "call12345")), req(user("next"))])
+    with caplog.at_level("DEBUG", logger="histfix"):
+        out = histfix.repair(history, provider="anthropic")
+    assert out == histfix.repair_report(history, provider="anthropic").messages
+    assert any("call12345" in record.getMessage() for record in caplog.records)

@@ -1,0 +1,81 @@
+"""The profile registry: every rule once, in the pass order its reasons need, and the per-target view."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import pytest
+
+from histfix._profiles.registry import RULES, rules_for
+from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
+
+#: Passes that drop parts (or whole parts' content): they run before no_empty_content, which then
+#: drops what they emptied.
+DROPPING = (
+    "native_calls_paired",
+    "thinking_transfers",
+    "response_files_sendable",
+    "files_only_responses_sent",
+    "bedrock_thinking_signed",
+    "reasoning_followed",
+)
+#: The turn rules: they can make two responses neighbours, so alternation comes after them.
+TURNS = ("requests_send_something", "responses_send_something", "opens_with_user_turn")
+
+
+def test_each_rule_is_registered_once_under_its_pass_name() -> None:
+    names = [rule.name for rule in RULES]
+    assert len(names) == len(set(names))
+    with pytest.raises(dataclasses.FrozenInstanceError):  # shared by every run: never changed
+        RULES[0].name = "renamed"  # type: ignore[misc]
+    for rule in RULES:
+        assert rule.fix.__name__ == rule.name
+        assert rule.apis and rule.apis <= set(PROVIDER_APIS), rule.name
+        assert set(rule.wording) <= rule.apis, rule.name
+
+
+def test_every_pass_with_a_detect_in_a_rule_module_is_registered() -> None:
+    """A rule module's pass with a ``detect_`` twin is a rule: none is left out of the registry."""
+    registered = {rule.name for rule in RULES}
+    modules = {sys.modules[rule.fix.__module__] for rule in RULES}
+    passes = {
+        name[len("detect_") :]
+        for module in modules
+        for name in vars(module)
+        if name.startswith("detect_") and callable(getattr(module, name[len("detect_") :], None))
+    }
+    assert len(passes) >= len(RULES) - 1 and passes <= registered, sorted(passes - registered)
+
+
+def test_the_pass_order_is_the_one_its_reasons_need() -> None:
+    names = [rule.name for rule in RULES]
+
+    def before(first: str, then: str) -> bool:
+        return names.index(first) < names.index(then)
+
+    stages = [rule.stage for rule in RULES]
+    assert stages == sorted(stages, key=("before", "after").index)  # the renames first
+    for dropping in DROPPING:
+        assert before(dropping, "no_empty_content"), dropping
+    assert before("thinking_transfers", "bedrock_thinking_signed")  # it sees the unsigned thinking
+    assert before("thinking_transfers", "reasoning_followed")
+    assert before("no_empty_content", "starts_with_user")  # an emptied first request is gone first
+    for call_rule in ("one_result_per_call", "results_follow_their_call", "tool_args_sendable"):
+        assert before(call_rule, "native_calls_paired"), call_rule  # shape rules see paired calls
+    for turn_rule in (*TURNS, "tool_results_alone"):
+        assert before(turn_rule, "alternating_roles"), turn_rule
+    assert before("results_first", "tool_results_alone")
+    assert names[-1] == "instructions_placed"  # it counts the wire messages every other rule may change
+
+
+def test_a_target_gets_the_rules_of_its_apis_in_pass_order() -> None:
+    for provider in (*PROVIDER_APIS, "any"):
+        target = resolve_provider(provider)
+        for stage in ("before", "after"):
+            chosen = rules_for(target, stage)
+            expected = [r for r in RULES if r.stage == stage and set(target.apis) & r.apis]
+            assert list(chosen) == expected, (provider, stage)
+            assert all(rule.stage == stage for rule in chosen)
+            built = "".join(stage)  # an equal string that is not the interned literal
+            assert built is not stage and rules_for(target, built) == chosen  # type: ignore[arg-type]

@@ -1,0 +1,185 @@
+"""Property-based fuzzing of histfix's own walk (hypothesis), on every pinned release.
+
+CI runs a fixed, derandomized set (HISTFIX_FUZZ_EXAMPLES, default 500 per property on
+``FULL_FUZZ_RELEASES``, 150 on the other pinned releases). A long
+campaign: ``HISTFIX_FUZZ_EXAMPLES=100000 HISTFIX_FUZZ_RANDOM=1 nox -s "tests(2.68.0)" -- tests/repair/test_fuzz.py``.
+A failure is shrunk by hypothesis to a minimal history; add it to corpus.py as a named case.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai import messages as pai
+from test_forward import forward_walk_equals_reference
+from test_invariant import fast_path_equals_every_index_walk
+
+import histfix
+from histfix._release import switches as _compat
+
+from conftest import PYDANTIC_AI
+from dsl import MARKER, Json, load
+from emulators import PROVIDER_APIS
+from fuzz_strategies import histories
+from strict import pairing_problems
+
+#: The releases that run the full derandomized set in CI: the oracle releases (2.60.0, the first whose
+#: repair_messages is current, and the newest) and the oldest; the others run a smaller fixed set
+#: (the walk is the same code on every release; what differs is the types it builds, which the
+#: smaller set and the corpus cover). HISTFIX_FUZZ_EXAMPLES overrides both.
+FULL_FUZZ_RELEASES = frozenset({"1.0.0", "2.60.0", "2.68.0"})
+EXAMPLES = int(
+    os.environ.get("HISTFIX_FUZZ_EXAMPLES", "500" if str(PYDANTIC_AI) in FULL_FUZZ_RELEASES else "150")
+)
+fuzz = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("HISTFIX_FUZZ_RANDOM"),
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+#: The library's own switch (a pre-release of 2.60.0 counts as older, as it does for backend="auto").
+UPSTREAM_IS_ORACLE = _compat.UPSTREAM_REPAIR_IS_CURRENT
+
+
+def ours(history: list[pai.ModelMessage], last: bool = True) -> list[pai.ModelMessage]:
+    return histfix.repair(history, repair_last_response=last, backend="histfix")
+
+
+def is_result(part: object) -> bool:
+    return isinstance(part, pai.ToolReturnPart) or (
+        isinstance(part, pai.RetryPromptPart) and part.tool_name is not None
+    )
+
+
+def synthesized(part: object) -> bool:
+    return isinstance(part, pai.ToolReturnPart) and bool((part.metadata or {}).get(MARKER))
+
+
+def orphan_results(history: list[pai.ModelMessage]) -> set[int]:
+    """Identities of results no earlier response called (worked out independently of histfix)."""
+    called: set[str] = set()
+    orphans: set[int] = set()
+    for message in history:
+        for part in message.parts:
+            if isinstance(message, pai.ModelResponse) and isinstance(part, pai.ToolCallPart):
+                called.add(part.tool_call_id)
+            elif (
+                isinstance(message, pai.ModelRequest) and is_result(part) and part.tool_call_id not in called
+            ):  # type: ignore[attr-defined]
+                orphans.add(id(part))
+    return orphans
+
+
+def idempotent_deterministic_and_pure(history: list[pai.ModelMessage]) -> None:
+    snapshot = copy.deepcopy(history)
+    for last in (True, False):
+        once = ours(history, last)
+        assert ours(history, last) == once
+        assert ours(once, last) == once
+    assert history == snapshot
+
+
+def calls_and_content_survive(history: list[pai.ModelMessage]) -> None:
+    """Repair never adds or changes a call and never drops anything but orphaned results."""
+    out = ours(history)
+    calls_in = [id(p) for m in history for p in m.parts if isinstance(p, pai.ToolCallPart)]
+    calls_out = [id(p) for m in out for p in m.parts if isinstance(p, pai.ToolCallPart)]
+    assert calls_out == calls_in
+    orphans = orphan_results(history)
+    kept_in = Counter(id(p) for m in history for p in m.parts if id(p) not in orphans)
+    kept_out = Counter(id(p) for m in out for p in m.parts if not synthesized(p))
+    assert kept_out == kept_in  # every non-orphan part survives, nothing else appears
+
+
+def synthesized_returns_answer_unanswered_calls(history: list[pai.ModelMessage]) -> None:
+    out = ours(history)
+    calls = Counter(
+        (p.tool_call_id, p.tool_name) for m in history for p in m.parts if isinstance(p, pai.ToolCallPart)
+    )
+    made = Counter((p.tool_call_id, p.tool_name) for m in out for p in m.parts if synthesized(p))
+    for key, count in made.items():
+        assert count <= calls[key]
+    if not made:
+        return
+    # each one follows the response that made its call
+    called_so_far: set[tuple[str, str]] = set()
+    for message in out:
+        for part in message.parts:
+            if isinstance(part, pai.ToolCallPart):
+                called_so_far.add((part.tool_call_id, part.tool_name))
+            elif synthesized(part):
+                assert (part.tool_call_id, part.tool_name) in called_so_far  # type: ignore[attr-defined]
+
+
+def equals_upstream(history: list[pai.ModelMessage]) -> None:
+    """On releases whose repair_messages is current, our walk returns exactly what it returns."""
+    for last in (True, False):
+        theirs = pai.repair_messages(history, repair_last_response=last)  # type: ignore[attr-defined]
+        mine = ours(history, last)
+        assert mine == theirs
+        if last and not pairing_problems(theirs):
+            assert not pairing_problems(mine)
+
+
+def check_agrees_with_repair(history: list[pai.ModelMessage]) -> None:
+    """check(h) is empty only when repair changes nothing, and names something whenever it does."""
+    problems = histfix.check(history)
+    repaired = ours(history)
+    if not problems:
+        assert repaired == history
+    if repaired != history:
+        assert problems
+    if not pairing_problems(repaired):
+        assert histfix.check(repaired) == []
+
+
+#: The profiles a drawn history is repaired for, one per example: each API's, "any", and a model
+#: whose profile has a pass of its own (Bedrock's non-Claude models: tool_results_alone).
+TARGETS = (*PROVIDER_APIS, "any", "bedrock:us.meta.llama3-3-70b-instruct-v1:0")
+_targets = st.sampled_from(TARGETS)
+
+
+def profile_idempotent_deterministic_and_pure(history: list[pai.ModelMessage], target: str) -> None:
+    """``repair(h, provider=P)``: the same twice, a fixed point, and the input untouched; or, for a
+    history with nothing sendable, the same ValueError every time."""
+    snapshot = copy.deepcopy(history)
+    try:
+        once = histfix.repair(history, provider=target)
+    except ValueError as refused:
+        with pytest.raises(ValueError) as again:
+            histfix.repair(history, provider=target)
+        assert str(again.value) == str(refused)
+    else:
+        assert histfix.repair(history, provider=target) == once
+        assert histfix.repair(once, provider=target) == once
+    assert history == snapshot
+
+
+#: Every property above, checked on each drawn history (the oracle only where it is current).
+PROPERTIES = [
+    idempotent_deterministic_and_pure,
+    calls_and_content_survive,
+    synthesized_returns_answer_unanswered_calls,
+    check_agrees_with_repair,
+    fast_path_equals_every_index_walk,  # the walk's copy-between-events invariant (test_invariant.py)
+    forward_walk_equals_reference,  # the one-walk fast path of repair() (test_forward.py)
+    *([equals_upstream] if UPSTREAM_IS_ORACLE else []),
+]
+
+
+@fuzz
+@given(histories, _targets)
+def test_properties(raw: list[Json], target: str) -> None:
+    """Each property on the same EXAMPLES histories: drawing a history costs more than checking it,
+    so one draw serves every property (and one drawn provider profile, of TARGETS, the profile
+    property); a failure names its property in the traceback and is shrunk as usual."""
+    history = load(raw)
+    for check_property in PROPERTIES:
+        check_property(history)
+    profile_idempotent_deterministic_and_pure(history, target)
