@@ -380,7 +380,7 @@ def stores(session: nox.Session, pydantic_ai: str) -> None:
     """tests/store on one release: every source, PostgreSQL included, through the API and the CLI.
 
     Needs PostgreSQL's server programs (Debian's `postgresql` package: .ci/run installs it); the
-    tests start their own server in a temporary directory (tests/store/postgres_server.py).
+    tests start their own server in a temporary directory (tests/support/postgres_server.py).
     """
     install(session, "-e", f".[{','.join(STORE_EXTRAS)}]", *store_requirements(pydantic_ai))
     workers = SERIAL if session.parallel else PARALLEL

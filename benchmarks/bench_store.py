@@ -40,9 +40,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-# tests/store/postgres_server.py: the throwaway PostgreSQL server of --postgres alone
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "store"))
+# tests/support: the DSL, the generator and postgres_server.py (the throwaway server of --postgres)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 

@@ -16,6 +16,10 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+#: The store tests' PostgreSQL server fixture (``pg_server``), from tests/support; a plugin here rather
+#: than a conftest in tests/store, whose module would take the name ``conftest`` the tests import from.
+pytest_plugins = ["postgres_server"]
+
 
 def installed_version() -> Version:
     for dist in ("pydantic-ai-slim", "pydantic-ai"):

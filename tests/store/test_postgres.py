@@ -1,4 +1,4 @@
-"""The PostgreSQL source against a real server (tests/store/postgres_server.py starts it).
+"""The PostgreSQL source against a real server (tests/support/postgres_server.py starts it).
 
 Each test makes tables of its own in the session's server. What goes through the store core
 (scan, repair --write, restore, the CLI) is in test_postgres_cli.py; here the source itself:

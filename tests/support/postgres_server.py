@@ -1,4 +1,4 @@
-"""A real PostgreSQL server for the store tests: a pytest plugin (tests/store/conftest.py loads it).
+"""A real PostgreSQL server for the store tests: a pytest plugin (tests/conftest.py loads it).
 
 The server is Debian's `postgresql` package (any PostgreSQL >= 14 whose `pg_ctl` is found), run by
 pytest-postgresql's executor in a temporary directory on a free 127.0.0.1 port, with timeouts, and
