@@ -21,7 +21,8 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._cli import build_parser, main, write_atomically
+from histfix._atomic_write import write_atomically
+from histfix._cli import build_parser, main
 from histfix._release.pinned import release_pins
 from histfix._release.switches import HAS_REPAIR_MESSAGES
 from histfix._trim import turn_starts

@@ -10,29 +10,25 @@ written through; a link followed). Ctrl-C exits 130 and SIGTERM 143, without a t
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
 import stat
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from ._atomic_write import write_atomically
+from ._cli_shared import EXIT_BAD_INPUT, InputError, Parser, add_provider, check_environment, positive
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["build_parser", "main", "write_atomically", "write_output"]
+__all__ = ["build_parser", "main", "write_output"]
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class InputError(Exception):
-    """Input the command cannot use; its message is the one line the user sees."""
+EXIT_OK, EXIT_PROBLEMS = 0, 1
 
 
 # --- reading and writing ------------------------------------------------------------------------------
@@ -75,41 +71,6 @@ def _dump(messages: Sequence[ModelMessage]) -> bytes:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     return ModelMessagesTypeAdapter.dump_json(list(messages), indent=2) + b"\n"
-
-
-def _current_umask() -> int:
-    mask = os.umask(0o077)  # reading the umask means setting it; put it straight back
-    os.umask(mask)
-    return mask
-
-
-def write_atomically(target: Path, data: bytes) -> None:
-    """Replace the regular file ``target`` (or create it) through a temporary file and a rename.
-
-    The temporary file sits in ``target``'s own folder, so the rename is atomic: a crash, a signal
-    or a full disk leaves the old file (or none) in place, never a truncated one. A replaced file
-    keeps its mode (and, where the process may, its owner); a new one gets the mode the umask
-    gives, as with any Unix tool (the temporary file itself starts private, 0600).
-    """
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            old: os.stat_result | None = target.stat()
-        except FileNotFoundError:
-            old = None
-        os.chmod(temporary, 0o666 & ~_current_umask() if old is None else stat.S_IMODE(old.st_mode))
-        if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
-            with contextlib.suppress(OSError):  # only root may give a file away: keep what we can
-                os.chown(temporary, old.st_uid, old.st_gid)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _write_through(target: Path, data: bytes) -> None:
@@ -508,13 +469,6 @@ def _compare(args: argparse.Namespace) -> int:
 # --- parser -------------------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with errors as one line and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file", help="a pydantic-ai JSON history (ModelMessagesTypeAdapter.dump_json), or - for stdin"
@@ -529,25 +483,16 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_provider(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--provider",
-        metavar="NAME",
-        help=f"{what} (a pydantic-ai model-name prefix such as anthropic, openai-chat, "
-        "google-gla, bedrock, mistral, a model string such as anthropic:claude-sonnet-4-5, or any)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     epilog = "examples:\n  histfix check examples/aborted_mid_tool.json\n  histfix repair history.json -o fixed.json --report\n  histfix check history.json --provider anthropic"
-    parser = _Parser(
+    parser = Parser(
         prog="histfix",
         description="Check, repair and trim stored pydantic-ai message histories, on any pydantic-ai release.",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"histfix {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def command(name: str, summary: str, example: str, details: str = "") -> argparse.ArgumentParser:
         sub = commands.add_parser(
@@ -572,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the last response's calls may still run: not problems (as repair --keep-last-response)",
     )
-    _add_provider(check, "list exactly what this provider rejects, in its own words")
+    add_provider(check, "list exactly what this provider rejects, in its own words")
     check.set_defaults(run=_check)
 
     repair = command(
@@ -586,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
     repair.add_argument("--report", action="store_true", help="say on stderr what was changed")
-    _add_provider(repair, "also make it what this provider accepts (its profile)")
+    add_provider(repair, "also make it what this provider accepts (its profile)")
     repair.set_defaults(run=_repair)
 
     trim = command(
@@ -598,9 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_input(trim)
     _add_output(trim)
-    trim.add_argument("--turns", type=_positive, help="keep the last N user turns")
+    trim.add_argument("--turns", type=positive, help="keep the last N user turns")
     trim.add_argument(
-        "--max-tokens", type=_positive, help="keep the most recent whole turns within N estimated tokens"
+        "--max-tokens", type=positive, help="keep the most recent whole turns within N estimated tokens"
     )
     trim.add_argument(
         "--drop-system-prompt", action="store_true", help="do not carry the opening system prompt over"
@@ -611,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     trim.add_argument(
         "--report", action="store_true", help="say on stderr what was cut (and, with --repair, changed)"
     )
-    _add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
+    add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
     trim.set_defaults(run=_trim)
 
     show = command(
@@ -622,7 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-last-response", action="store_true", help="leave the last response's calls open"
     )
     show.add_argument("--report", action="store_true", help="also list each change on stderr")
-    _add_provider(show, "show the repair with this provider's profile")
+    add_provider(show, "show the repair with this provider's profile")
     show.set_defaults(run=_show)
 
     compare = command(
@@ -665,38 +610,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_store_commands(command)
     return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
-    return value
-
-
-def _check_environment(command: str) -> None:
-    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
-    not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
-    source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
-    from ._api import _forced_backend, upstream_missing
-    from ._release.installed import installed_release, source_defines
-
-    try:
-        forced = _forced_backend()
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
-    if (
-        forced == "upstream"
-        and command != "compare"
-        and source_defines("messages", "repair_messages") is False
-    ):
-        raise InputError(
-            f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
-            "unset it or set HISTFIX_BACKEND=histfix"
-        )
 
 
 class _Terminated(BaseException):
@@ -745,7 +658,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if getattr(args, "in_place", False) and args.file == "-":
         args.parser.error("--in-place needs a file, not stdin")
     try:
-        _check_environment(args.command)
+        check_environment(args.command)
         if getattr(args, "in_place", False):
             _refuse_in_place(args.file)
         return int(args.run(args))

@@ -58,13 +58,13 @@ def is_store_repair(argv: Sequence[str]) -> bool:
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    from ._cli import _add_provider, _positive
+    from ._cli_shared import add_provider, positive
 
     parser.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
-    _add_provider(parser, "check (and repair) for what this provider rejects")
-    parser.add_argument("--jobs", type=_positive, metavar="N", help="worker processes (default: every core)")
+    add_provider(parser, "check (and repair) for what this provider rejects")
+    parser.add_argument("--jobs", type=positive, metavar="N", help="worker processes (default: every core)")
     parser.add_argument(
-        "--batch-size", type=_positive, default=500, metavar="N", help="histories per batch (500)"
+        "--batch-size", type=positive, default=500, metavar="N", help="histories per batch (500)"
     )
     parser.add_argument(
         "--include-pending",
@@ -102,9 +102,9 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 def _store_repair_parser() -> argparse.ArgumentParser:
-    from ._cli import _Parser
+    from ._cli_shared import Parser
 
-    parser = _Parser(
+    parser = Parser(
         prog="histfix repair",
         description="Repair every history in a store, in place, in batches (a dry run without --write).\n\n"
         "SOURCE is a store when it is a directory, a .jsonl file or a scheme:// URL; anything else is\n"
@@ -322,10 +322,10 @@ def run_store_repair(argv: Sequence[str]) -> int:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
         parser.error("--backup is only used with --write")
-    from ._cli import InputError, _check_environment
+    from ._cli_shared import InputError, check_environment
 
     try:
-        _check_environment("repair")  # a bad HISTFIX_BACKEND, as every other command rejects it
+        check_environment("repair")  # a bad HISTFIX_BACKEND, as every other command rejects it
     except InputError as exc:
         return _fail(str(exc))
     return _run(args, write=args.write, report=True)

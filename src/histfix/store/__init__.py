@@ -12,8 +12,8 @@ from __future__ import annotations
 from ._backup import Backup, RestoreResult, restore
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
-from ._source import Replacement, Source, Stored, StoreError, WriteOutcome
-from ._url import TableSpec, open_source, parse_table_url
+from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
+from ._url import open_source, parse_table_url
 
 __all__ = [
     "KEY_FIELDS",

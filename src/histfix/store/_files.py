@@ -2,7 +2,7 @@
 
 Nothing here follows a symlink or treats a FIFO, socket or device as a file: such entries are
 reported (``Stored.error``) and never written. Directory files are replaced one by one, each
-atomically (``histfix._cli.write_atomically``); a JSONL file is rewritten whole through a
+atomically (``histfix._atomic_write.write_atomically``); a JSONL file is rewritten whole through a
 temporary file and one rename, so a crash leaves the old file or the new one.
 """
 
@@ -108,7 +108,7 @@ class DirectorySource:
         return sum(1 for _ in self._walk(self.root, "", after))
 
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
-        from histfix._cli import write_atomically
+        from histfix._atomic_write import write_atomically
 
         outcomes = []
         for item in batch:

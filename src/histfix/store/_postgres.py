@@ -35,8 +35,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ._source import Replacement, Stored, StoreError, WriteOutcome
-from ._url import TableSpec
+from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self

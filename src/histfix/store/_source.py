@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Replacement", "Source", "StoreError", "Stored", "WriteOutcome"]
+__all__ = ["Replacement", "Source", "StoreError", "Stored", "TableSpec", "WriteOutcome"]
 
 
 class StoreError(ValueError):
@@ -24,6 +24,19 @@ class StoreError(ValueError):
 
     Its message is the one line the user sees; the CLI prints it and exits 2.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A table source string taken apart (``_url.parse_table_url`` makes it; the SQL sources open it)."""
+
+    #: the connection string without the table/key/column parameters (password intact)
+    connect: str
+    #: the whole string with any password masked: for messages and ``Source.url``
+    masked: str
+    table: str
+    key: str
+    column: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ._source import Replacement, Stored, StoreError, WriteOutcome
-from ._url import TableSpec
+from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
 __all__ = ["SQLiteSource"]
 

@@ -8,31 +8,17 @@ else is a ValueError with one line saying what was expected.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._source import Source, StoreError
+from ._source import Source, StoreError, TableSpec
 
-__all__ = ["TableSpec", "open_source", "parse_table_url"]
+__all__ = ["open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
-
-
-@dataclass(frozen=True, slots=True)
-class TableSpec:
-    """A table source string taken apart."""
-
-    #: the connection string without the table/key/column parameters (password intact)
-    connect: str
-    #: the whole string with any password masked: for messages and ``Source.url``
-    masked: str
-    table: str
-    key: str
-    column: str
 
 
 def _mask(url: str) -> str:

@@ -1,0 +1,64 @@
+"""What every command of the CLI shares: the one-line input error, the parser that exits 2, the
+common options and the environment check (the history commands' :mod:`._cli` and the store
+commands' :mod:`._cli_store` both build on it)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+__all__ = ["EXIT_BAD_INPUT", "InputError", "Parser", "add_provider", "check_environment", "positive"]
+
+EXIT_BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """Input the command cannot use; its message is the one line the user sees."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors as one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def add_provider(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--provider",
+        metavar="NAME",
+        help=f"{what} (a pydantic-ai model-name prefix such as anthropic, openai-chat, "
+        "google-gla, bedrock, mistral, a model string such as anthropic:claude-sonnet-4-5, or any)",
+    )
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
+    return value
+
+
+def check_environment(command: str) -> None:
+    """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
+    not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
+    source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
+    from ._api import _forced_backend, upstream_missing
+    from ._release.installed import installed_release, source_defines
+
+    try:
+        forced = _forced_backend()
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    if (
+        forced == "upstream"
+        and command != "compare"
+        and source_defines("messages", "repair_messages") is False
+    ):
+        raise InputError(
+            f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
+            "unset it or set HISTFIX_BACKEND=histfix"
+        )
