@@ -73,8 +73,9 @@ NATIVE_RETURN_NAMED_BY_TOOL_SINCE = Version("1.0.9")
 
 #: 2.10.0 added pydantic-ai's own repair of the history before each request; up to 2.54.x it
 #: matches results to calls by a dict, so two calls with one id in one response get a surplus
-#: synthesized result on every send (FIFO matching from 2.55.0). Gemini, Bedrock and Mistral count
-#: results per call turn and reject that request (measured on 2.10.0; issue 10, unique_call_ids).
+#: synthesized result on every send (FIFO matching from 2.55.0). OpenAI Chat and Responses, Gemini,
+#: Bedrock and Mistral count results per call and reject that request (measured on 2.10.0; issue 10,
+#: unique_call_ids).
 RUN_REPAIR_DICT_MATCHING = (Version("2.10.0"), Version("2.55.0"))
 
 #: OpenAIChatModel, GoogleModel and OpenAIResponsesModel send a ``ThinkingPart`` (as tagged text, a
