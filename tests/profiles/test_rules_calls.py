@@ -86,9 +86,14 @@ def test_rules_are_used_only_by_the_apis_that_enforce_them() -> None:
             r.name for r in (*rules_for(target, "before"), *rules_for(target, "after")) if r in CALL_RULES
         }
 
-    assert names("openai-responses") == {"call_ids_present", "one_result_per_call"}
-    assert names("openai-chat") == {"call_ids_present", "one_result_per_call", "results_follow_their_call"}
-    assert "unique_call_ids" in names("anthropic") and "unique_call_ids" not in names("openai-chat")
+    assert names("openai-responses") == {"call_ids_present", "unique_call_ids", "one_result_per_call"}
+    assert names("openai-chat") == {
+        "call_ids_present",
+        "unique_call_ids",
+        "one_result_per_call",
+        "results_follow_their_call",
+    }
+    assert "unique_call_ids" in names("anthropic") and "call_id_format" not in names("openai-chat")
     assert "call_id_format" in names("mistral") and "call_id_format" not in names("gemini")
     assert "one_result_per_call" in names("gemini") and "results_follow_their_call" not in names(
         "openai-responses"
@@ -102,15 +107,17 @@ def test_same_id_twice_in_one_response_gets_a_fresh_id_for_the_second_call_and_i
     history = load(
         [req(user("go")), real(call("a", "x"), call("b", "x"), at=10), req(ret("a", "x"), ret("b", "x"))]
     )
-    report = histfix.repair_report(history, provider="anthropic")
-    first, second = calls(report.messages)
-    assert first.tool_call_id == "x" and second.tool_call_id != "x"
-    assert [(r.tool_name, r.tool_call_id) for r in results(report.messages[2])] == [
-        ("a", "x"),
-        ("b", second.tool_call_id),
-    ]
-    assert kinds(report) == ["renamed_call_id"]
-    assert_paired_on_the_wire(report.messages)
+    # OpenAI too: 2.10.0-2.54.x's own repair would send a surplus result for the shared id
+    for api in ("anthropic", "openai-chat", "openai-responses"):
+        report = histfix.repair_report(history, provider=api)
+        first, second = calls(report.messages)
+        assert first.tool_call_id == "x" and second.tool_call_id != "x"
+        assert [(r.tool_name, r.tool_call_id) for r in results(report.messages[2])] == [
+            ("a", "x"),
+            ("b", second.tool_call_id),
+        ]
+        assert kinds(report) == ["renamed_call_id"]
+        assert_paired_on_the_wire(report.messages)
 
 
 def test_id_reused_by_a_later_response_renames_the_later_call_and_the_results_after_it() -> None:
@@ -349,10 +356,16 @@ def test_detect_words_problems_as_the_emulators_do() -> None:
         "{n}", "N"
     ).replace("{m}", "M")
     gemini = detected(reused, "gemini", "unique_call_ids")
+    chat = detected(reused, "openai-chat", "unique_call_ids")
+    responses = detected(reused, "openai-responses", "unique_call_ids")
     if _compat.run_repair_adds_surplus_results():
         assert [p.provider_error for p in gemini] == [em_gemini.COUNT.message]
+        assert [p.provider_error for p in chat] == [em_openai_chat.NO_CALL.message]
+        assert [p.provider_error for p in responses] == [
+            em_openai_responses.DUPLICATE_OUTPUT.message.format(call_id="x")
+        ]
     else:
-        assert gemini == []
+        assert gemini == chat == responses == []
 
     odd = load([req(user("go")), real(call("f", "a.b"), at=10), req(ret("f", "a.b"))])
     (problem,) = detected(odd, "anthropic", "call_id_format")

@@ -47,6 +47,8 @@ _OPENAI_NO_RESPONSE = (
     "'tool_call_id'. The following tool_call_ids did not have response messages: {id}"
 )
 _OPENAI_NO_CALL = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+# unverified: the per-call wording exists only through a gateway (providers.md)
+_RESPONSES_DUPLICATE = "Duplicate function_call_output for call_id {id}."
 _GEMINI_COUNT = (
     "Please ensure that the number of function response parts is equal to the number of function call parts "
     "of the function call turn."
@@ -60,6 +62,8 @@ _MISTRAL_FORMAT = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a lengt
 UNIQUE_WORDING = {
     "anthropic": "messages.N.content.M: tool_use ids must be unique",
     # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
+    "openai-chat": _OPENAI_NO_CALL,
+    "openai-responses": _RESPONSES_DUPLICATE,
     "gemini": _GEMINI_COUNT,
     "bedrock": _BEDROCK_TOO_MANY,
     "mistral": _MISTRAL_COUNT,
@@ -77,8 +81,7 @@ FORMAT_WORDING = {
 }
 ONE_RESULT_WORDING = {
     "openai-chat": _OPENAI_NO_CALL,
-    # unverified: the per-call wording exists only through a gateway (providers.md)
-    "openai-responses": "Duplicate function_call_output for call_id {id}.",
+    "openai-responses": _RESPONSES_DUPLICATE,
     "anthropic": _ANTHROPIC_MULTIPLE,
     "gemini": _GEMINI_COUNT,
     "bedrock": _BEDROCK_TOO_MANY,
@@ -185,9 +188,10 @@ def unique_call_ids(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
     unverified wording; two tool_result blocks with one id fail multiple_results, verified).
-    Gemini, Bedrock, Mistral: one id twice in one response gets a surplus synthesized result from
-    2.10.0-2.54.x's own repair, which they reject; fresh ids are harmless on
-    every release, so the pass runs for them everywhere (no switch)."""
+    OpenAI Chat, OpenAI Responses, Gemini, Bedrock, Mistral: one id twice in one response gets a
+    surplus synthesized result from 2.10.0-2.54.x's own repair, which they
+    reject as a second result for one call; fresh ids are harmless on every release, so the pass
+    runs for them everywhere (no switch)."""
     from .call_ids import reused_id_renames
 
     renamed: Renamed = {}
@@ -202,10 +206,10 @@ def detect_unique_call_ids(
 
     from ..._release import switches as _compat
 
-    # Gemini, Bedrock, Mistral: only one id twice in one response, and only where the release's
-    # own repair then adds a surplus result; Anthropic: any reuse.
+    # The APIs that count results per call: only one id twice in one response, and only where the
+    # release's own repair then adds a surplus result; Anthropic: any reuse.
     counting = (
-        frozenset({"gemini", "bedrock", "mistral"})
+        frozenset(UNIQUE_WORDING) - {"anthropic"}
         if _compat.run_repair_adds_surplus_results()
         else frozenset()
     )
@@ -235,6 +239,7 @@ def detect_unique_call_ids(
                         wording=UNIQUE_WORDING,
                         target=target,
                         apis=apis,
+                        id=call_id,
                     )
                 )
             seen.add(call_id)
@@ -624,8 +629,9 @@ def call_rules() -> tuple[ProfileRule, ...]:
             unique_call_ids,
             detect_unique_call_ids,
             UNIQUE_WORDING,
-            why="Anthropic: tool_use ids unique (unverified), one tool_result per id (verified); Gemini, Bedrock, "
-            "Mistral: 2.10.0-2.54.x's own repair adds a surplus result for an id twice in a response (measured)",
+            why="Anthropic: tool_use ids unique (unverified), one tool_result per id (verified); OpenAI Chat, "
+            "OpenAI Responses, Gemini, Bedrock, Mistral: 2.10.0-2.54.x's own repair adds a surplus result for an "
+            "id twice in a response (measured)",
         ),
         _rule(
             "call_id_format",
