@@ -18,8 +18,8 @@ import pytest
 from packaging.version import Version
 
 import histfix
-from histfix._check.rejections import WORDING
 from histfix._profiles.registry import RULES
+from histfix._profiles.wording import BY_API
 
 from conftest import PYDANTIC_AI, mistral_profile_fits_ids
 from corpus import CASES
@@ -250,12 +250,12 @@ def test_wording_is_the_emulators_wording() -> None:
     def answered(api: str, text_: str) -> bool:
         return any(a == api and pattern.fullmatch(text_) for a, pattern in answers)
 
-    for key, text_ in WORDING.items():
-        api, what = key.rsplit(".", 1)
-        if what == "empty":  # a schema error: the emulator fills it in
-            assert judge(api, {"messages": [], "contents": []}).message == text_, key
-        else:
-            assert answered(api, text_), key
+    for api, table in BY_API.items():
+        for what, text_ in table.items():
+            if what == "empty":  # a schema error: the emulator fills it in
+                assert judge(api, {"messages": [], "contents": []}).message == text_, (api, what)
+            else:
+                assert answered(api, text_), (api, what)
     for rule in RULES:
         for api, text_ in rule.wording.items():
             if not re.match(r"\w+Error: ", text_):

@@ -20,57 +20,22 @@ from typing import TYPE_CHECKING, Literal
 from .._profiles.registry import rules_for
 from .._profiles.scan import Scan
 from .._profiles.targets import ProviderTarget, ordered_apis
+from .._profiles.wording import BY_API
 from .._records.parts import is_result
 from .._records.problems import Problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["WORDING", "check_for", "mark_rejections", "rejections"]
+__all__ = ["check_for", "mark_rejections", "rejections"]
 
 _STAGES: tuple[Literal["before", "after"], ...] = ("before", "after")
 
-#: Each API's error text for the pairing problems (providers.md, verified unless noted there),
-#: ``{placeholders}`` filled with the history's indices and ids (the wire's indices can differ).
-WORDING: dict[str, str] = {
-    "openai-chat.no_response": "An assistant message with 'tool_calls' must be followed by tool messages "
-    "responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
-    "openai-chat.no_call": "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-    "message with 'tool_calls'.",
-    "openai-responses.no_output": "No tool output found for function call {call_id}.",
-    "openai-responses.no_call": "No tool call found for function call output with call_id {call_id}.",
-    "openai-responses.duplicate_output": "Duplicate function_call_output for call_id {call_id}.",  # unverified
-    "anthropic.no_result": "messages.{n}: tool_use ids were found without tool_result blocks immediately "
-    "after: {ids}. Each tool_use block must have a corresponding tool_result block in the next message.",
-    "anthropic.unexpected": "messages.{n}.content.{m}: unexpected tool_use_id found in tool_result blocks: "
-    "{id}. Each tool_result block must have a corresponding tool_use block in the previous message.",
-    "anthropic.multiple": "each tool_use must have a single result. Found multiple tool_result blocks with "
-    "id: {id}",
-    "anthropic.result_first": "messages.{n}: Did not find {count} tool_result block(s) at the beginning of "
-    "this message. Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
-    "gemini.count": "Please ensure that the number of function response parts is equal to the number of "
-    "function call parts of the function call turn.",
-    "gemini.call_position": "Please ensure that function call turn comes immediately after a user turn or "
-    "after a function response turn.",
-    "gemini.response_position": "Please ensure that function response turn comes immediately after a "
-    "function call turn.",
-    "gemini.empty_text": "Unable to submit request because it has an empty text parameter. Add a value to "
-    "the parameter and try again.",
-    "bedrock.expected": "Expected toolResult blocks at messages.{n}.content for the following Ids: {ids}",
-    "bedrock.too_many": "The number of toolResult blocks at messages.{n}.content exceeds the number of "
-    "toolUse blocks of previous turn.",
-    "bedrock.first": "messages.{n}: Did not find {count} toolResult block(s) at the beginning of this "
-    "message. Messages following toolUse blocks must begin with a matching number of toolResult blocks.",
-    "bedrock.alternate": "A conversation must alternate between user and assistant roles. Make sure the "
-    "conversation alternates between user and assistant roles and try again.",
-    "mistral.count": "Not the same number of function calls and responses",
-    "mistral.tool_role": "Unexpected role 'tool' after role '{role}'",
-    "mistral.user_after_tool": "Unexpected role 'user' after role 'tool'",
-}
-
 
 def _say(key: str, **values: object) -> str:
-    return WORDING[key].format(**values)
+    """The text of ``key`` (``api.what``) in that API's wording table, its placeholders filled."""
+    api, what = key.rsplit(".", 1)
+    return BY_API[api][what].format(**values)
 
 
 def _calls(message: ModelMessage | None) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
+from .._profiles.wording import OPENAI_RESPONSES
 from .._records.parts import is_result
 
 __all__ = ["strict_provider_errors"]
@@ -35,14 +36,14 @@ def strict_provider_errors(messages: Sequence[ModelMessage]) -> list[str]:
                 seen.add(call_id)
                 unanswered[call_id] = unanswered.get(call_id, 0) + calls.count(call_id)
                 if answered.count(call_id) < calls.count(call_id):
-                    errors.append(f"No tool output found for function call {call_id}.")
+                    errors.append(OPENAI_RESPONSES["no_output"].format(call_id=call_id))
             continue
         for part in message.parts:
             if not is_result(part):
                 continue
             call_id = part.tool_call_id
             if call_id not in seen:
-                errors.append(f"No tool call found for function call output with call_id {call_id}.")
+                errors.append(OPENAI_RESPONSES["no_call"].format(call_id=call_id))
             elif unanswered.get(call_id, 0) == 0:
                 errors.append(f"Duplicate tool result for call_id {call_id}.")
             else:

@@ -25,7 +25,8 @@ from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
-from .native import THINKING_WORDING, thinking_origin
+from ..wording import said
+from .native import thinking_origin
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -38,11 +39,8 @@ __all__ = [
 ]
 
 BEDROCK_THINKING_APIS = frozenset({"bedrock"})
-BEDROCK_THINKING_WORDING = {
-    "bedrock": "The model returned the following errors: messages.{n}.content.{m}.thinking.signature: Field required",
-}
-#: Bedrock passes Claude's own refusal through.
-_FOREIGN_WORDING = {"bedrock": THINKING_WORDING["anthropic"]}
+BEDROCK_THINKING_WORDING = said({"bedrock": "thinking_unsigned"})
+_FOREIGN_WORDING = said({"bedrock": "thinking_signature"})
 #: ``provider_name`` prefixes whose signatures Claude on Bedrock verifies.
 _OWN = ("bedrock", "anthropic")
 

@@ -19,6 +19,7 @@ from ..._records.problems import Problem, ProblemKind
 from ..rule import Detect, Fix, ProfileRule
 from ..scan import Scan
 from ..targets import ProviderTarget
+from ..wording import PYDANTIC_AI, said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -30,72 +31,55 @@ __all__ = ["call_rules"]
 
 Stage = Literal["before", "after"]
 
-# --- the providers' own words (copied from tests/support/emulators/, which quote providers.md) ---------------
-_ANTHROPIC_NO_RESULT = (
-    "messages.N: tool_use ids were found without tool_result blocks immediately after: {id}. "
-    "Each tool_use block must have a corresponding tool_result block in the next message."
+# The rules' findings name no wire index: their texts say messages.N and fill the call id as {id}.
+_UNINDEXED = {"n": "N", "m": "M", "ids": "{id}", "call_id": "{id}"}
+UNIQUE_WORDING = said(
+    {
+        "anthropic": "ids_unique",
+        # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
+        "openai-chat": "no_call",
+        "openai-responses": "duplicate_output",
+        "gemini": "count",
+        "bedrock": "too_many",
+        "mistral": "count",
+    },
+    **_UNINDEXED,
 )
-_ANTHROPIC_UNEXPECTED = (
-    "messages.N.content.M: unexpected tool_use_id found in tool_result blocks: {id}. "
-    "Each tool_result block must have a corresponding tool_use block in the previous message."
+PRESENT_WORDING = said(
+    {
+        "openai-chat": "no_response",
+        "openai-responses": "no_output",
+        "anthropic": "no_result",
+        "bedrock": "expected",
+        "mistral": "id_format",
+    },
+    **_UNINDEXED,
 )
-_ANTHROPIC_MULTIPLE = (
-    "each tool_use must have a single result. Found multiple tool_result blocks with id: {id}"
+FORMAT_WORDING = said({"anthropic": "id_pattern", "mistral": "id_format"}, **_UNINDEXED)
+ONE_RESULT_WORDING = said(
+    {
+        "openai-chat": "no_call",
+        "openai-responses": "duplicate_output",
+        "anthropic": "multiple",
+        "gemini": "count",
+        "bedrock": "too_many",
+        "mistral": "count",
+    },
+    **_UNINDEXED,
 )
-_OPENAI_NO_RESPONSE = (
-    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-    "'tool_call_id'. The following tool_call_ids did not have response messages: {id}"
+LATE_WORDING = said(
+    {
+        "openai-chat": "no_call",
+        "anthropic": "unexpected",
+        "gemini": "response_position",
+        "bedrock": "too_many",
+        "mistral": "tool_role",
+    },
+    role="assistant",
+    **_UNINDEXED,
 )
-_OPENAI_NO_CALL = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
-# unverified: the per-call wording exists only through a gateway (providers.md)
-_RESPONSES_DUPLICATE = "Duplicate function_call_output for call_id {id}."
-_GEMINI_COUNT = (
-    "Please ensure that the number of function response parts is equal to the number of function call parts "
-    "of the function call turn."
-)
-_GEMINI_POSITION = "Please ensure that function response turn comes immediately after a function call turn."
-_BEDROCK_TOO_MANY = "The number of toolResult blocks at messages.N.content exceeds the number of toolUse blocks of previous turn."
-_BEDROCK_EXPECTED = "Expected toolResult blocks at messages.N.content for the following Ids: {id}"
-_MISTRAL_COUNT = "Not the same number of function calls and responses"
-_MISTRAL_FORMAT = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
-
-UNIQUE_WORDING = {
-    "anthropic": "messages.N.content.M: tool_use ids must be unique",
-    # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
-    "openai-chat": _OPENAI_NO_CALL,
-    "openai-responses": _RESPONSES_DUPLICATE,
-    "gemini": _GEMINI_COUNT,
-    "bedrock": _BEDROCK_TOO_MANY,
-    "mistral": _MISTRAL_COUNT,
-}
-PRESENT_WORDING = {
-    "openai-chat": _OPENAI_NO_RESPONSE,
-    "openai-responses": "No tool output found for function call {id}.",
-    "anthropic": _ANTHROPIC_NO_RESULT,
-    "bedrock": _BEDROCK_EXPECTED,
-    "mistral": _MISTRAL_FORMAT,
-}
-FORMAT_WORDING = {
-    "anthropic": "messages.N.content.M.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
-    "mistral": _MISTRAL_FORMAT,
-}
-ONE_RESULT_WORDING = {
-    "openai-chat": _OPENAI_NO_CALL,
-    "openai-responses": _RESPONSES_DUPLICATE,
-    "anthropic": _ANTHROPIC_MULTIPLE,
-    "gemini": _GEMINI_COUNT,
-    "bedrock": _BEDROCK_TOO_MANY,
-    "mistral": _MISTRAL_COUNT,
-}
-LATE_WORDING = {
-    "openai-chat": _OPENAI_NO_CALL,
-    "anthropic": _ANTHROPIC_UNEXPECTED,
-    "gemini": _GEMINI_POSITION,
-    "bedrock": _BEDROCK_TOO_MANY,
-    "mistral": "Unexpected role 'tool' after role 'assistant'",
-}
 #: pydantic-ai's own error (the request never leaves the client), as 1.0.0 raises it.
-ARGS_WORDING = dict.fromkeys(("anthropic", "gemini", "bedrock"), "ValueError: {error}")
+ARGS_WORDING = dict.fromkeys(("anthropic", "gemini", "bedrock"), PYDANTIC_AI["args_not_object"])
 
 
 def _problem(

@@ -17,6 +17,7 @@ from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
+from ..wording import said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -31,12 +32,10 @@ __all__ = [
     "thinking_transfers",
 ]
 
-NATIVE_CALL_WORDING = {
-    "anthropic": "{name} tool use with id {id} was found without a corresponding {name}_tool_result block",
-}
-#: Only Anthropic's wording is documented (providers.md); OpenAI Responses replays a signature as a
-#: reasoning item's encrypted content, which only OpenAI can decrypt (wording not documented).
-THINKING_WORDING = {"anthropic": "messages.{n}.content.{m}: Invalid signature in thinking block"}
+NATIVE_CALL_WORDING = said({"anthropic": "native_unpaired"})
+#: Only Anthropic words its refusal; OpenAI Responses replays a signature as a reasoning item's
+#: encrypted content, which only OpenAI can decrypt, and its refusal has no documented wording.
+THINKING_WORDING = said({"anthropic": "thinking_signature"})
 NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
 #: The provider names (``provider_name`` prefixes) whose signatures each API can verify.
 _OWN_PROVIDERS = {"anthropic": ("anthropic",), "openai-responses": ("openai",)}

@@ -32,6 +32,7 @@ from ..._records.problems import Problem
 from ..rule import ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
+from ..wording import said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -46,10 +47,7 @@ __all__ = [
 
 #: The APIs that replay thinking as reasoning items.
 REASONING_APIS = frozenset({"openai-responses"})
-#: The provider's own wording (providers.md, "OpenAI Responses"; verified, vercel/ai#8321).
-REASONING_WORDING = {
-    "openai-responses": "Item '{id}' of type 'reasoning' was provided without its required following item."
-}
+REASONING_WORDING = said({"openai-responses": "reasoning_alone"})
 #: The ``system`` of OpenAIResponsesModel: the provider name its own thinking and native calls carry.
 _OPENAI = "openai"
 

@@ -27,6 +27,7 @@ from ..._records.problems import Problem
 from ..rule import ProfileRule, problem
 from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
+from ..wording import said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest
@@ -40,9 +41,7 @@ __all__ = [
     "tool_results_alone",
 ]
 
-RESULTS_ALONE_WORDING = {
-    "bedrock": "Conversation blocks and tool result blocks cannot be provided in the same turn.",
-}
+RESULTS_ALONE_WORDING = said({"bedrock": "results_alone"})
 RESULTS_ALONE_APIS = frozenset(RESULTS_ALONE_WORDING)
 #: The text of the response put between the results and the rest: what pydantic-ai 2.6.0+ sends in
 #: the assistant turn it inserts there itself (several models reject whitespace-only text).

@@ -28,6 +28,7 @@ from ..rule import (
 )
 from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
+from ..wording import PYDANTIC_AI, said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
@@ -46,56 +47,35 @@ __all__ = [
     "starts_with_user",
 ]
 
-# --- the providers' own words (copied from the emulator rules, from providers.md) ---------------------
-
 #: What 1.21.0's agent raises for a history opening on a response, whatever the provider.
-AGENT_OPENING_WORDING = dict.fromkeys(
-    PROVIDER_APIS,
-    "UserError: Message history cannot start with a `ModelResponse`. Conversations must begin with a user "
-    "message.",
+AGENT_OPENING_WORDING = dict.fromkeys(PROVIDER_APIS, PYDANTIC_AI["opens_on_response"])
+FIRST_USER_WORDING = said({"anthropic": "first_user", "bedrock": "first_user", "gemini": "empty_text"})
+EMPTY_WORDING = said(
+    {
+        "anthropic": "empty_text",
+        "bedrock": "empty_text",
+        "gemini": "empty_text",
+        "openai-chat": "empty_content",
+    }
 )
-FIRST_USER_WORDING = {
-    "anthropic": 'messages: first message must use the "user" role',
-    "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
-    "with a user message.",
-    "gemini": "Unable to submit request because it has an empty text parameter. Add a value to the "
-    "parameter and try again.",
-}
-EMPTY_WORDING = {
-    "anthropic": "messages: text content blocks must be non-empty",
-    "bedrock": "messages: text content blocks must contain non-whitespace text",
-    "gemini": "Unable to submit request because it has an empty text parameter. Add a value to the "
-    "parameter and try again.",
-    "openai-chat": "content or tool_calls must be set",
-}
-EMPTY_MESSAGE_WORDING = {
-    "anthropic": "messages.{n}: all messages must have non-empty content except for the optional final "
-    "assistant message",
-    "bedrock": "The content field in the Message object at messages.{n} is empty. Add a ContentBlock object "
-    "to the content field and try again.",
-    "gemini": "Please ensure that the last turn is a user turn.",
-    "openai-chat": "content or tool_calls must be set",
-    "mistral": "Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant",
-}
+EMPTY_MESSAGE_WORDING = said(
+    {
+        "anthropic": "empty_message",
+        "bedrock": "empty_content",
+        "gemini": "last_user",
+        "openai-chat": "empty_content",
+        "mistral": "last_role",
+    }
+)
 #: The APIs that want the last turn from the user (or a tool): an empty last request, which sends
 #: nothing, leaves a response last on the wire (Gemini ends_on_model_turn, unverified; Mistral
 #: trailing_assistant, verified).
 ENDS_ON_USER_APIS = frozenset({"gemini", "mistral"})
-RESULTS_FIRST_WORDING = {
-    "anthropic": "messages.{n}: Did not find {count} tool_result block(s) at the beginning of this message. "
-    "Messages following tool_use blocks must begin with a matching number of tool_result blocks.",
-    "bedrock": "messages.{n}: Did not find {count} toolResult block(s) at the beginning of this message. "
-    "Messages following toolUse blocks must begin with a matching number of toolResult blocks.",
-    "openai-chat": "An assistant message with 'tool_calls' must be followed by tool messages responding to "
-    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
-    "mistral": "Unexpected role 'tool' after role 'user'",
-}
-ALTERNATION_WORDING = {
-    "gemini": "Please ensure that function call turn comes immediately after a user turn or after a function "
-    "response turn.",
-    "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
-    "alternates between user and assistant roles and try again.",
-}
+RESULTS_FIRST_WORDING = said(
+    {"anthropic": "result_first", "bedrock": "first", "openai-chat": "no_response", "mistral": "tool_role"},
+    role="user",
+)
+ALTERNATION_WORDING = said({"gemini": "call_position", "bedrock": "alternate"})
 #: The APIs that get an empty assistant message for a response of native (server) tool parts only,
 #: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
 NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})

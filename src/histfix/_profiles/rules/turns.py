@@ -25,6 +25,7 @@ from ..._records.problems import Problem
 from ..rule import STARTER_PROMPT, ProfileRule, preview, problem, renormalized, replaced, with_starter_prompt
 from ..scan import Scan
 from ..targets import ProviderTarget
+from ..wording import said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -42,27 +43,12 @@ __all__ = [
     "unsent_request_part",
 ]
 
-# --- the providers' own words (from tests/support/emulators/, which quote providers.md) ------------------------
-
-_GEMINI_EMPTY_TEXT = "Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again."
-EMPTY_RESPONSE_WORDING = {
-    "openai-chat": "content or tool_calls must be set",
-    "gemini": "* GenerateContentRequest.contents[{n}].parts: contents.parts must not be empty.",
-    "bedrock": "The content field in the Message object at messages.{n} is empty. Add a ContentBlock object "
-    "to the content field and try again.",
-}
-EMPTY_REQUEST_WORDING = {
-    "gemini": _GEMINI_EMPTY_TEXT,
-    # BedrockConverseModel sends no user message for it: the responses around it meet
-    "bedrock": "A conversation must alternate between user and assistant roles. Make sure the conversation "
-    "alternates between user and assistant roles and try again.",
-}
-OPENING_WORDING = {
-    "anthropic": 'messages: first message must use the "user" role',
-    "bedrock": "A conversation must start with a user message. Try again with a conversation that starts "
-    "with a user message.",
-    "gemini": _GEMINI_EMPTY_TEXT,
-}
+EMPTY_RESPONSE_WORDING = said(
+    {"openai-chat": "empty_content", "gemini": "empty_parts", "bedrock": "empty_content"}
+)
+#: BedrockConverseModel sends no user message for an empty request: the responses around it meet.
+EMPTY_REQUEST_WORDING = said({"gemini": "empty_text", "bedrock": "alternate"})
+OPENING_WORDING = said({"anthropic": "first_user", "bedrock": "first_user", "gemini": "empty_text"})
 RESPONSES_APIS = frozenset(EMPTY_RESPONSE_WORDING)
 REQUESTS_APIS = frozenset(EMPTY_REQUEST_WORDING)
 OPENING_APIS = frozenset(OPENING_WORDING)
