@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ._profiles.targets import ProviderTarget
 from ._records.changes import Change, RepairReport
-from ._records.inputs import as_history, check_messages
+from ._records.inputs import as_history
 from ._records.problems import Problem
 from ._records.state import HistoryState
 from ._records.tokens import estimate_tokens
@@ -63,11 +63,6 @@ def _forced_backend() -> str:
     if forced and forced not in ("upstream", "histfix"):
         raise ValueError(f"{BACKEND_ENV}={forced!r}: use 'upstream' or 'histfix', or leave it unset")
     return forced
-
-
-def upstream_missing(version: str) -> str:
-    """Why the upstream path cannot run on ``version`` (a release without ``repair_messages``)."""
-    return f"pydantic-ai {version} has no pydantic_ai.messages.repair_messages (it arrived in 2.53.0)"
 
 
 def _check_flags(repair_last_response: object, orphans: object) -> None:
@@ -160,20 +155,14 @@ def repair(
         for change in report.changes:
             logger.debug("%s", change)
         return report.messages
+    from ._repair.select import default_repair
+
     history, notes = _noted(history, orphans)
-    if logger.isEnabledFor(logging.DEBUG):
-        from ._repair.report import repair_with_changes
-
-        report = repair_with_changes(history, repair_last_response)
-        for change in [*notes, *report.changes]:
-            logger.debug("%s", change)
-        if backend == "histfix":
-            return report.messages  # the same walk already ran
-    if backend == "upstream":
-        return _upstream_repair(history, repair_last_response)
-    from ._repair.forward import repair as forward_repair
-
-    return forward_repair(history, repair_last_response)
+    logged = logger.isEnabledFor(logging.DEBUG)
+    repaired, changes, _ = default_repair(history, repair_last_response, backend, changes_wanted=logged)
+    for change in [*notes, *changes] if logged else ():
+        logger.debug("%s", change)
+    return repaired
 
 
 def _target(provider: object) -> ProviderTarget | None:
@@ -200,55 +189,29 @@ def _profiled_report(
     one walk where that settles the input (the same output; the profiles' own changes stay).
     """
     from ._profiles.run import Settle, run_profile
-    from ._release import switches as _compat
     from ._repair.forward import settled_with_ids
     from ._repair.pairing import Pairing, pair
-    from ._repair.report import repair_with_changes
-    from ._repair.walk import repair_walk
+    from ._repair.select import default_repair
 
-    def default_repair(
+    def noted_default_repair(
         current: Sequence[ModelMessage], pairing: Pairing | None
     ) -> tuple[list[ModelMessage], list[Change], bool]:
         noted, notes = _noted(current, orphans)
         if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
             pairing = pair(noted, repair_last_response)
-        if changes_wanted:
-            report = repair_with_changes(noted, repair_last_response, pairing)
-            repaired, found = report.messages, list(report.changes)
-        else:
-            repaired = repair_walk(noted, repair_last_response=repair_last_response, pairing=pairing)
-            found = []
-        # Where upstream is current its output equals the walk's (tests/test_differential.py) on
-        # every input but one, an in-memory tool-less RetryPromptPart (see repair_report): only
-        # then does upstream run too, so the profile starts from exactly what repair(h) returns.
-        in_place = not pairing.duplicates and not pairing.late
-        if backend == "upstream" and (not _compat.UPSTREAM_REPAIR_IS_CURRENT or pairing.toolless_retry):
-            repaired, in_place = _upstream_repair(noted, repair_last_response), False
+        repaired, found, engine = default_repair(
+            noted, repair_last_response, backend, changes_wanted=changes_wanted, pairing=pairing
+        )
+        in_place = engine != "upstream" and not pairing.duplicates and not pairing.late
         return repaired, sorted([*notes, *found], key=lambda c: c.message_index), in_place
 
     settle: Settle | None = None
     if not changes_wanted and backend == "histfix" and orphans == "drop":  # the one walk is histfix's
         settle = lambda current: settled_with_ids(current, repair_last_response)  # noqa: E731
     messages, changes = run_profile(
-        history, target, default_repair, lambda current: pair(current, repair_last_response), settle
+        history, target, noted_default_repair, lambda current: pair(current, repair_last_response), settle
     )
     return RepairReport(messages, tuple(changes))
-
-
-def _upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
-    """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
-    from ._release import installed as _release
-    from ._release import switches as _compat
-
-    if not _compat.HAS_REPAIR_MESSAGES:
-        raise RuntimeError(
-            f"backend='upstream' cannot run: {upstream_missing(_release.VERSION_STRING)}; "
-            "use backend='auto' or 'histfix'"
-        )
-    from pydantic_ai import messages as pai
-
-    check_messages(history, pai.ModelRequest, pai.ModelResponse)
-    return pai.repair_messages(history, repair_last_response=repair_last_response)  # type: ignore[attr-defined,no-any-return,unused-ignore]
 
 
 def keep_last_turns(
@@ -379,14 +342,13 @@ def repair_report(
         return _profiled_report(
             history, target, repair_last_response, _auto_backend(_forced_backend()), orphans
         )
-    from ._repair.report import repair_with_changes
+    from ._repair.select import default_repair
 
     history, notes = _noted(history, orphans)
-    report = repair_with_changes(history, repair_last_response)
-    messages = report.messages
-    if _auto_backend(_forced_backend()) == "upstream":
-        messages = _upstream_repair(history, repair_last_response)
-    changes = sorted([*notes, *report.changes], key=lambda c: c.message_index)
+    messages, found, _ = default_repair(
+        history, repair_last_response, _auto_backend(_forced_backend()), changes_wanted=True
+    )
+    changes = sorted([*notes, *found], key=lambda c: c.message_index)
     return RepairReport(messages, tuple(changes))
 
 

@@ -46,8 +46,9 @@ def check_environment(command: str) -> None:
     """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
     not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
     source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
-    from .._api import _forced_backend, upstream_missing
+    from .._api import _forced_backend
     from .._release.installed import installed_release, source_defines
+    from .._repair.select import upstream_missing
 
     try:
         forced = _forced_backend()
