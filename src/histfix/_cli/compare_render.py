@@ -12,12 +12,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .._records.synthesized import SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .compare_probe import PLAIN, REPAIRED
 
 __all__ = ["Style", "as_json", "describe", "describe_part", "render"]
 
 Json = dict[str, Any]
-MARKER = "pydantic_ai_synthesized_tool_return"
 WIDTH = 48
 TITLES = {PLAIN: "plain pydantic-ai sends", REPAIRED: "histfix.repair returns"}
 
@@ -39,7 +39,7 @@ def describe_part(part: Json) -> str:
         body = part["args"] if "args" in part else part.get("content")
         line = f"{kind:<14} {part['tool_name']}({part['tool_call_id']}) {_short(body)}"
         marks = [f"outcome={part['outcome']}"] if part.get("outcome", "success") != "success" else []
-        if (part.get("metadata") or {}).get(MARKER):
+        if (part.get("metadata") or {}).get(SYNTHESIZED_TOOL_RETURN_METADATA_KEY):
             marks.insert(0, "synthesized")
         return line + (f"  [{', '.join(marks)}]" if marks else "")
     return f"{kind:<14} {_short(part.get('content', ''))}"

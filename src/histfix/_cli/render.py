@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._records.synthesized import is_synthesized
+
 __all__ = ["render"]
 
 _WIDTH = 60
@@ -21,8 +23,7 @@ def _describe_part(part: Any) -> str:
     if hasattr(part, "tool_call_id") and hasattr(part, "tool_name"):
         label = f"{part.tool_name}({part.tool_call_id})"
         body = part.args if hasattr(part, "args") else getattr(part, "content", "")
-        synthesized = (getattr(part, "metadata", None) or {}).get("pydantic_ai_synthesized_tool_return")
-        return f"{kind:<14} {label} {_short(body)}" + ("  [synthesized]" if synthesized else "")
+        return f"{kind:<14} {label} {_short(body)}" + ("  [synthesized]" if is_synthesized(part) else "")
     return f"{kind:<14} {_short(getattr(part, 'content', ''))}"
 
 
