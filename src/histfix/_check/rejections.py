@@ -100,7 +100,7 @@ def _unexpected(history: Sequence[ModelMessage], problem: Problem) -> dict[str, 
     }
     if problem.kind == "late_result":  # Responses: an earlier call has its call_id
         del found["openai-responses"]
-    elif problem.kind == "duplicate_result":  # Responses: one output per call (unverified)
+    elif problem.kind == "duplicate_result":  # Responses: one output per call (a gateway's wording)
         found["openai-responses"] = _say("openai-responses.duplicate_output", call_id=call_id)
     return found
 
@@ -114,7 +114,7 @@ def _scattered(history: Sequence[ModelMessage], problem: Problem) -> dict[str, s
         # Chat Completions and Mistral get one message per part, in order: a user message between tools
         "openai-chat": _say("openai-chat.no_call"),
         "anthropic": _say("anthropic.result_first", n=n, count=count),
-        # GoogleModel splits such a request into turns on some releases (2.9.1 measured): a user
+        # GoogleModel splits such a request into turns on some releases (2.9.1): a user
         # turn between function responses
         "gemini": _say("gemini.response_position"),
         "bedrock": _say("bedrock.first", n=n, count=count),
@@ -128,7 +128,7 @@ def _consecutive(history: Sequence[ModelMessage], problem: Problem) -> dict[str,
     before = history[problem.message_index - 1]
     if before.parts and all(isinstance(part, SystemPromptPart) for part in before.parts):
         # A request of nothing but system prompts becomes an empty user turn in GoogleModel on some
-        # releases (1.0.0 measured); every model class merges other requests in a row.
+        # releases (1.0.0); every model class merges other requests in a row.
         return {"gemini": _say("gemini.empty_text")}
     return {}
 

@@ -85,7 +85,7 @@ class Pairing:
         return self.answered.union(self.open_calls)
 
 
-# One flat loop on purpose: this is the hot path, and a call per message would cost ~15%.
+# One flat loop on purpose: this is the hot path, and a function call per message is its largest cost.
 def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:  # noqa: PLR0915
     """Pair results with calls in one pass, as the newest upstream repair does.
 
@@ -96,7 +96,7 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
 
     ``open_calls`` maps each id with open calls to the index of the response that made them, and
     only those: it stays small, which keeps the hot lookups in cache (a dict of every id ever
-    called cost ~20% of this walk on dense damage). ``answered`` holds every id whose calls were
+    called would outgrow it on dense damage). ``answered`` holds every id whose calls were
     all answered once, to tell a duplicate result from an orphan. ``extra_open`` counts open
     calls beyond the first, for the rare response that repeats an id.
     """

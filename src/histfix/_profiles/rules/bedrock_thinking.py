@@ -156,8 +156,9 @@ def bedrock_thinking_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "bedrock_thinking_signed",
             BEDROCK_THINKING_APIS,
-            "Claude on Bedrock refuses unsigned thinking ('thinking.signature: Field required') and other "
-            "providers' signatures ('Invalid signature in thinking block'); 1.0.0-1.0.2 send every thinking part",
+            "Claude on Bedrock: unsigned thinking (earendil-works/pi#2063) or another provider's "
+            "signature (anthropic-sdk-python#1598), which BedrockConverseModel 1.0.0-1.0.2 send "
+            "(its models/bedrock.py)",
             "after",
             bedrock_thinking_signed,
             detect_bedrock_thinking_signed,

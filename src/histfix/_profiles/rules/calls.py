@@ -170,8 +170,8 @@ def _renamed(
 def unique_call_ids(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic: tool_use ids unique in the request (emulator rule anthropic.tool_use_id_unique,
-    unverified wording; two tool_result blocks with one id fail multiple_results, verified).
+    """Anthropic: tool_use ids unique in the request (trycua/cua#524); two tool_result blocks with
+    one id fail multiple_results (vectorize-io/hindsight#4250).
     OpenAI Chat, OpenAI Responses, Gemini, Bedrock, Mistral: one id twice in one response gets a
     surplus synthesized result from 2.10.0-2.54.x's own repair, which they
     reject as a second result for one call; fresh ids are harmless on every release, so the pass
@@ -235,7 +235,7 @@ def call_ids_present(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Every release sends an empty tool_call_id as a fresh random id, separately for the call and
-    its result, so they never pair (measured; the APIs that pair by id then reject both)."""
+    its result, so they never pair (the APIs that pair by id then reject both)."""
     from .call_ids import empty_id_renames
 
     renamed: Renamed = {}
@@ -279,8 +279,8 @@ def detect_call_ids_present(
 def call_id_format(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Mistral: ids are 9 characters a-zA-Z0-9 (code 3280, verified); Anthropic: tool_use ids match
-    ^[a-zA-Z0-9_-]+$ (verified). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
+    """Mistral: ids are 9 characters a-zA-Z0-9 (error code 3280); Anthropic: tool_use ids match
+    ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
     to it itself (stable hashes, call and result alike), so the pass renames for Mistral only on
     older releases, which send ids as stored (renaming every id of a long history is not free, and
     2.59.0+ puts equally valid ids on the wire from the ids as stored)."""
@@ -391,8 +391,8 @@ def one_result_per_call(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """One result per call, the first kept: Anthropic multiple_results, Gemini function_response_count,
     Bedrock too_many_tool_results, Mistral call_response_count, OpenAI Chat tool_without_tool_calls
-    (all verified), OpenAI Responses (unverified: keeping the first result, reported, is harmless where
-    the rule does not hold); the default repair keeps duplicates by design."""
+    (wording in _profiles/wording.py), OpenAI Responses (quoted through a gateway only: keeping the
+    first result, reported, is harmless where the rule does not hold); the default repair keeps duplicates by design."""
     from .call_results import misplaced_for_pass, without_misplaced
 
     kinds = _duplicate_kinds(target)
@@ -408,7 +408,7 @@ def results_follow_their_call(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """A result sits in the request right after its call: OpenAI tool_without_tool_calls, Anthropic
     unexpected_tool_result, Gemini function_response_turn_position, Mistral unexpected_tool_role,
-    Bedrock too_many_tool_results (all verified). A late copy of an answered call's result is
+    Bedrock too_many_tool_results (pydantic-ai#562, openclaw#13896, gemini-cli#3692). A late copy of an answered call's result is
     dropped; a call's only result, late, is moved to right after the call."""
     from .call_results import misplaced_for_pass, without_misplaced
 
@@ -605,7 +605,11 @@ def call_rules() -> tuple[ProfileRule, ...]:
             call_ids_present,
             detect_call_ids_present,
             PRESENT_WORDING,
-            why="an empty tool_call_id goes on the wire as two different random ids (call, result): never paired",
+            why=(
+                "a call and its result under different ids, rejected by every API: pydantic-ai "
+                "sends an empty tool_call_id as a fresh random id, separately for the call and the"
+                " result (its models/*.py)"
+            ),
         ),
         _rule(
             "unique_call_ids",
@@ -613,9 +617,11 @@ def call_rules() -> tuple[ProfileRule, ...]:
             unique_call_ids,
             detect_unique_call_ids,
             UNIQUE_WORDING,
-            why="Anthropic: tool_use ids unique (unverified), one tool_result per id (verified); OpenAI Chat, "
-            "OpenAI Responses, Gemini, Bedrock, Mistral: 2.10.0-2.54.x's own repair adds a surplus result for an "
-            "id twice in a response (measured)",
+            why=(
+                "Anthropic: one tool_use id twice (trycua/cua#524, anthropics/claude-code#20901); "
+                "every other API: the surplus result 2.10.0-2.54.x's own repair adds for an id "
+                "twice in one response (pydantic_ai/messages.py)"
+            ),
         ),
         _rule(
             "call_id_format",
@@ -623,7 +629,10 @@ def call_rules() -> tuple[ProfileRule, ...]:
             call_id_format,
             detect_call_id_format,
             FORMAT_WORDING,
-            why="Anthropic: ids match ^[a-zA-Z0-9_-]+$; Mistral: 9 characters a-zA-Z0-9, code 3280 (both verified)",
+            why=(
+                "Anthropic: an id outside ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048); Mistral: an "
+                "id that is not 9 characters a-zA-Z0-9 (Mistral error code 3280)"
+            ),
         ),
         _rule(
             "one_result_per_call",
@@ -631,8 +640,12 @@ def call_rules() -> tuple[ProfileRule, ...]:
             one_result_per_call,
             detect_one_result_per_call,
             ONE_RESULT_WORDING,
-            why="one result per call (Anthropic, Gemini, Bedrock, Mistral, OpenAI Chat verified; OpenAI Responses "
-            "unverified); repair keeps duplicates",
+            why=(
+                "two results for one call: Anthropic (vectorize-io/hindsight#4250), OpenAI Chat "
+                "(langchain-mcp-adapters#61), Gemini (google/adk-python#1583), Bedrock and Mistral"
+                " (their count errors), OpenAI Responses (through a gateway only: "
+                "NousResearch/hermes-agent#102629)"
+            ),
         ),
         _rule(
             "results_follow_their_call",
@@ -640,8 +653,11 @@ def call_rules() -> tuple[ProfileRule, ...]:
             results_follow_their_call,
             detect_results_follow_their_call,
             LATE_WORDING,
-            why="a result answers a call of the message just before it (OpenAI Chat, Anthropic, Gemini, Bedrock, "
-            "Mistral, verified); repair leaves late results by design",
+            why=(
+                "a result outside the message right after its call: OpenAI Chat (pydantic-ai#562),"
+                " Anthropic (openclaw#13896), Gemini (gemini-cli#3692), Bedrock (crewAI#4749), "
+                "Mistral (its role-order error, code 3230)"
+            ),
         ),
         _rule(
             "tool_args_sendable",
@@ -649,6 +665,9 @@ def call_rules() -> tuple[ProfileRule, ...]:
             tool_args_sendable,
             detect_tool_args_sendable,
             ARGS_WORDING,
-            why="before 1.95.0 the object-args model classes raise on args that are not a JSON object (measured)",
+            why=(
+                "args that are not a JSON object: the Anthropic, Gemini and Bedrock model classes "
+                "before 1.95.0 raise ValueError before sending (their models/*.py)"
+            ),
         ),
     )

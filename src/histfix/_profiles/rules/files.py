@@ -173,8 +173,8 @@ def file_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "response_files_sendable",
             RESPONSE_FILES_APIS,
-            "BedrockConverseModel asserts on a FilePart in a response before sending, up to 1.79.0 "
-            "(its models/bedrock.py); 1.80.0+ leaves it out",
+            "a FilePart in a response: BedrockConverseModel up to 1.79.0 asserts before sending "
+            "(its models/bedrock.py)",
             "after",
             response_files_sendable,
             detect_response_files_sendable,
@@ -183,9 +183,9 @@ def file_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "files_only_responses_sent",
             FILES_NEVER_SENT_APIS,
-            "OpenAIChatModel and MistralModel never send a response file: a response of only files goes out "
-            "empty (OpenAI Chat content_or_tool_calls, 1.67.0) or not at all, leaving a request without "
-            "messages (request_schema, 2.9.1-2.68.0)",
+            "a response of only files: OpenAIChatModel and MistralModel never send response files,"
+            " so it goes out empty (vercel/ai#13744) or not at all, leaving no messages "
+            "(CopilotKit#529)",
             "after",
             files_only_responses_sent,
             None,

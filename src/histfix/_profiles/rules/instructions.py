@@ -8,7 +8,7 @@ message, the instructions land between a call and its results (OpenAI Chat
 tool_calls_without_response, Mistral unexpected_tool_role); for Mistral also right after a tool
 message (user_after_tool: MistralModel adds its assistant message only when a user message follows
 the tool message directly). 1.75.0 inserts after the leading system messages (read in the wheels of
-1.32.0, 1.33.0, 1.74.0 and 1.75.0; measured on 1.67.0; ``switches.INSTRUCTIONS_AT_SYSTEM_COUNT``).
+1.32.0, 1.33.0, 1.74.0 and 1.75.0; ``switches.INSTRUCTIONS_AT_SYSTEM_COUNT``).
 
 The pass, only where the insertion would land so: move every system prompt to the front of the
 first request (order kept, each move reported with its text), which is where the release expects
@@ -172,9 +172,9 @@ def instructions_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "instructions_placed",
             INSTRUCTIONS_APIS,
-            "1.33.0-1.74.x OpenAIChatModel and MistralModel insert the instructions after as many messages as "
-            "there are system prompts anywhere: a later system prompt puts them inside a tool exchange (OpenAI "
-            "Chat tool_calls_without_response, Mistral unexpected_tool_role)",
+            "the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
+            "and Mistral (its role-order error): 1.33.0-1.74.x OpenAIChatModel and MistralModel "
+            "place them after as many messages as there are system prompts (their models/*.py)",
             "after",
             instructions_placed,
             detect_instructions_placed,

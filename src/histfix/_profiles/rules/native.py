@@ -85,7 +85,7 @@ def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
 def native_calls_paired(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic server_tool_use_without_result (code execution verified, pydantic-ai #6401): releases up
+    """Anthropic server_tool_use_without_result (pydantic-ai#6401): releases up
     to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
     the call goes, with any return it has that no release can send; before 1.0.9, a native return
     is renamed to the wire name that release requires (it raises on the tool's own name)."""
@@ -202,7 +202,7 @@ def _verifying(target: ProviderTarget) -> list[str]:
 def thinking_transfers(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic `Invalid signature in thinking block` (verified, anthropic-sdk-python#1598) and OpenAI
+    """Anthropic `Invalid signature in thinking block` (anthropic-sdk-python#1598) and OpenAI
     Responses reasoning items (the signature is replayed as encrypted content): a signature only its
     own provider can verify.
     The thinking text stays (every release sends unsigned thinking as text or drops it from the wire
@@ -269,8 +269,9 @@ def native_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "native_calls_paired",
             NATIVE_CALLS_APIS,
-            "Anthropic code_execution_without_result: a native call needs its result block in the same "
-            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "Anthropic: a native tool call without its result block in the same response "
+            "(pydantic-ai#6401); before 1.0.9 AnthropicModel sends a return only under its wire "
+            "name (models/anthropic.py)",
             "after",
             native_calls_paired,
             detect_native_calls_paired,
@@ -279,8 +280,8 @@ def native_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "thinking_transfers",
             THINKING_APIS,
-            "thinking signatures verify only with their own provider: Anthropic 'Invalid signature in "
-            "thinking block' (anthropic-sdk-python#1598), OpenAI Responses reasoning items",
+            "a thinking signature from another provider: Anthropic (anthropic-sdk-python#1598); "
+            "OpenAI Responses decrypts only its own reasoning items",
             "after",
             thinking_transfers,
             detect_thinking_transfers,

@@ -220,8 +220,8 @@ def reasoning_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "reasoning_followed",
             REASONING_APIS,
-            "OpenAI Responses reasoning_without_following_item (verified, vercel/ai#8321): a reasoning item "
-            "needs an output item right after it (1.0.3-1.0.4 send every thinking part as one)",
+            "OpenAI Responses: a reasoning item without its following output item (vercel/ai#8321,"
+            " pydantic-ai#2861)",
             "after",
             reasoning_followed,
             detect_reasoning_followed,

@@ -2,8 +2,7 @@
 
 Bedrock Converse refuses a user turn that holds ``toolResult`` blocks and anything else (text, an
 image) for models other than Claude: "Conversation blocks and tool result blocks cannot be provided
-in the same turn." (providers.md, verified; pydantic-ai#6081 names Llama, Mistral and Writer
-Palmyra). The default repair makes exactly that turn whenever a dangling call's synthesized return
+in the same turn." (pydantic-ai#6081, which names Llama, Mistral and Writer Palmyra). The default repair makes exactly that turn whenever a dangling call's synthesized return
 joins the next prompt, and BedrockConverseModel sends one request as one user turn: before 2.6.0
 always, from 2.6.0 unless the model's profile forbids it, and then it inserts an assistant turn of
 ``"."`` itself. This pass does the same in the history, on every release: such a request becomes the
@@ -58,8 +57,8 @@ def _turn_contents() -> Callable[[Any], tuple[bool, bool, bool]]:
     """For a request: whether it holds tool results, system prompts, and user content (any other part
     but a tool-availability delta, which is not sent). A system prompt outside the first request goes
     to Bedrock's ``system`` field on some releases and into the user turn as ``<system>`` text on
-    others (1.107.10 and 2.x wrap non-leading ones for profiles without inline system prompts;
-    measured through BedrockConverseModel with Llama), so beside results it is moved, not left to
+    others (1.107.10 and 2.x wrap non-leading ones for profiles without inline system prompts),
+    so beside results it is moved, not left to
     the release. Built once per pass: the per-request test imports nothing."""
     from pydantic_ai.messages import SystemPromptPart
 
@@ -239,9 +238,9 @@ def results_alone_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "tool_results_alone",
             RESULTS_ALONE_APIS,
-            "Bedrock models other than Claude: 'Conversation blocks and tool result blocks cannot be provided "
-            "in the same turn' (verified; pydantic-ai#6081); 2.6.0+ model classes insert a '.' assistant turn "
-            "only where the model's profile asks, before 2.6.0 never",
+            "Bedrock models other than Claude: tool results beside other blocks in one turn "
+            "(pydantic-ai#6081); 2.6.0+ model classes insert a '.' assistant turn only where the "
+            "model's profile asks",
             "after",
             tool_results_alone,
             detect_tool_results_alone,

@@ -68,8 +68,8 @@ EMPTY_MESSAGE_WORDING = said(
     }
 )
 #: The APIs that want the last turn from the user (or a tool): an empty last request, which sends
-#: nothing, leaves a response last on the wire (Gemini ends_on_model_turn, unverified; Mistral
-#: trailing_assistant, verified).
+#: nothing, leaves a response last on the wire (Gemini ends_on_model_turn, no public source;
+#: Mistral trailing_assistant, 0xPlaygrounds/rig#1130).
 ENDS_ON_USER_APIS = frozenset({"gemini", "mistral"})
 RESULTS_FIRST_WORDING = said(
     {"anthropic": "result_first", "bedrock": "first", "openai-chat": "no_response", "mistral": "tool_role"},
@@ -130,7 +130,7 @@ def needs_user_first(target: ProviderTarget) -> bool:
 def starts_with_user(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic first_message_user (unverified), Bedrock start_with_user (verified), Gemini (GoogleModel
+    """Anthropic first_message_user (lobehub#1601), Bedrock start_with_user (pydantic-ai#4495), Gemini (GoogleModel
     opens the contents with an empty user text, which is rejected): put :data:`STARTER_PROMPT` first,
     unless every named model's family takes a conversation opening on a response."""
     from pydantic_ai.messages import ModelRequest, ModelResponse
@@ -412,7 +412,7 @@ def _results_late(request: ModelRequest, is_result: Callable[[object], bool]) ->
 def results_first(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic tool_result_first (unverified), Bedrock tool_results_first (verified), OpenAI Chat and
+    """Anthropic tool_result_first (apify/tester-mcp-client#12), Bedrock tool_results_first (langchain-aws#451), OpenAI Chat and
     Mistral (a user message between the call and its tool messages): releases whose serializer keeps
     part order (up to 2.30) send a prompt before the results; newer ones reorder. Putting results
     first gives the same wire on every release."""
@@ -471,7 +471,7 @@ def detect_results_first(
 def alternating_roles(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Bedrock alternate_roles (verified): two responses in a row (the default repair merges only
+    """Bedrock alternate_roles (dify#9294): two responses in a row (the default repair merges only
     responses no provider produced) become one, the parts of both in order, the first's fields."""
     from pydantic_ai.messages import ModelResponse
 
@@ -540,9 +540,9 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "no_empty_content",
             NO_EMPTY_CONTENT_APIS,
-            "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
-            "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls, "
-            "Mistral trailing_assistant (an empty last request leaves the response last)",
+            "empty text or messages: Anthropic (anthropics/claude-code#23440), Bedrock "
+            "(hermes#63983), Gemini (contents.parts must not be empty), OpenAI Chat "
+            "(vercel/ai#13744), Mistral a trailing assistant message (0xPlaygrounds/rig#1130)",
             "after",
             no_empty_content,
             detect_no_empty_content,
@@ -551,9 +551,9 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "starts_with_user",
             STARTS_WITH_USER_APIS,
-            "the first turn must be the user's: Anthropic first_message_user (unverified; Claude 3 and older), "
-            "Bedrock start_with_user (verified; not Claude, Qwen, GLM, Kimi), Gemini (GoogleModel opens with an "
-            "empty user text); none where the named model's family takes a response first",
+            "a first turn that is not the user's: Anthropic (lobehub#1601), Bedrock except Claude,"
+            " Qwen, GLM and Kimi (pydantic-ai#4495, pydantic-ai#6255), Gemini (an empty user text "
+            "from GoogleModel)",
             "after",
             starts_with_user,
             detect_starts_with_user,
@@ -562,8 +562,8 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "agent_accepts_opening",
             frozenset(AGENT_OPENING_WORDING),
-            "1.21.0's Agent raises UserError 'Message history cannot start with a `ModelResponse`' for every "
-            "provider (1.20.0 and 1.22.0 do not): there the fixed prompt goes first, as starts_with_user does",
+            "a history opening on a response: 1.21.0's Agent raises UserError before sending, for "
+            "every provider (its _agent_graph.py)",
             "after",
             agent_accepts_opening,
             detect_agent_accepts_opening,
@@ -572,9 +572,9 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "results_first",
             RESULTS_FIRST_APIS,
-            "tool results first in a request: Anthropic tool_result_first, Bedrock tool_results_first, "
-            "OpenAI Chat and Mistral (a user message between calls and tool messages); serializers up to "
-            "2.30 keep part order",
+            "a part before the tool results of a request: Anthropic (apify/tester-mcp-client#12), "
+            "Bedrock (langchain-aws#451), OpenAI Chat (pydantic-ai#562), Mistral (its role-order "
+            "error); serializers up to 2.30 keep part order",
             "after",
             results_first,
             detect_results_first,
@@ -583,8 +583,8 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "alternating_roles",
             ALTERNATION_APIS,
-            "Bedrock alternate_roles (verified): user and assistant turns alternate; Gemini "
-            "function_call_turn_position (verified): a function call turn follows a user turn",
+            "two responses in a row: Bedrock (dify#9294, langchain-aws#130), Gemini for a function"
+            " call turn (gemini-cli#3692)",
             "after",
             alternating_roles,
             detect_alternating_roles,

@@ -494,8 +494,8 @@ def turn_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "requests_send_something",
             REQUESTS_APIS,
-            "Gemini empty_text: GoogleModel sends a request of only system prompts/deltas as an empty user text; "
-            "Bedrock alternate_roles: BedrockConverseModel sends none, so the responses around it meet",
+            "a request with nothing to send: Gemini gets an empty user text (gemini-cli#3692), "
+            "Bedrock two assistant turns in a row (dify#9294)",
             "after",
             requests_send_something,
             detect_requests_send_something,
@@ -504,8 +504,8 @@ def turn_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "responses_send_something",
             RESPONSES_APIS,
-            "OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content: a response of only "
-            "parts the release does not send (native parts, compaction; thinking before 1.0.3) goes out empty",
+            "a response of only parts the release does not send: OpenAI Chat (vercel/ai#13744), "
+            "Gemini (contents.parts must not be empty), Bedrock (an empty content field)",
             "after",
             responses_send_something,
             detect_responses_send_something,
@@ -514,8 +514,9 @@ def turn_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "opens_with_user_turn",
             OPENING_APIS,
-            "Anthropic first_message_user, Bedrock start_with_user, Gemini: a first request of system prompts "
-            "and tool-availability deltas sends no user turn",
+            "a first request of only system prompts and tool-availability deltas, which sends no "
+            "user turn: Anthropic (lobehub#1601), Bedrock (pydantic-ai#4495), Gemini (an empty "
+            "text parameter)",
             "after",
             opens_with_user_turn,
             detect_opens_with_user_turn,
