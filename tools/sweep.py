@@ -44,6 +44,7 @@ Exit status 1 when any release did not install or did not pass.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import hashlib
 import json
@@ -69,9 +70,25 @@ FIRST = Version("1.0.0")
 #: tests/profiles/test_provider_generated.py sends its cross product (500 histories to every API both ways:
 #: 230-380 s of round trips measured on 2.68.0 on a loaded 2-core machine), hence the margin.
 TIMEOUT_SECONDS = 1800
-#: The release-independent tests (these tools' and the emulators' selftests), which the
-#: per-release runs leave out (`nox -s tools` runs them once).
-RELEASE_INDEPENDENT = ("tests/tools", "tests/test_emulators.py", "tests/once")
+
+
+def noxfile_list(name: str, noxfile: Path = ROOT / "noxfile.py") -> tuple[str, ...]:
+    """The literal list the noxfile assigns to ``name``, read from its source (importing it needs nox)."""
+    for node in ast.parse(noxfile.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+            return tuple(ast.literal_eval(value))
+    raise LookupError(f"{noxfile} assigns no {name}")
+
+
+#: The release-independent tests, which the per-release runs leave out (`nox -s tools` runs them
+#: once): the noxfile's own list.
+RELEASE_INDEPENDENT = noxfile_list("RELEASE_INDEPENDENT_TESTS")
 #: `--providers`: only the provider tests run per release (the corpus cross product and
 #: `--generated` histories to every API both ways), recorded small (counts and failures).
 PROVIDER_TESTS = (

@@ -8,7 +8,9 @@ import pytest
 
 from sweep import (
     KEPT,
+    RELEASE_INDEPENDENT,
     discover_releases,
+    noxfile_list,
     pending,
     profile_counts,
     provider_env,
@@ -144,3 +146,14 @@ def test_prefix_records_keep_counts_and_only_the_profile_failures() -> None:
     assert groq["profile"]["not_accepted"] == {"case b": "rejected:chat.z"}
     assert groq["gen_any"]["not_accepted"] == {"seed 1": "rejected:chat.z"}
     assert small_prefixes(None) is None
+
+
+def test_the_release_independent_tests_are_the_noxfiles_list(tmp_path: Path) -> None:
+    assert "tests/once" in RELEASE_INDEPENDENT  # read from the real noxfile
+    noxfile = tmp_path / "noxfile.py"
+    noxfile.write_text(
+        'import nox\nOTHER = ["x"]\nRELEASE_INDEPENDENT_TESTS: list[str] = ["tests/a", "tests/b.py"]\n'
+    )
+    assert noxfile_list("RELEASE_INDEPENDENT_TESTS", noxfile) == ("tests/a", "tests/b.py")
+    with pytest.raises(LookupError, match="assigns no MISSING"):
+        noxfile_list("MISSING", noxfile)
