@@ -9,10 +9,11 @@ Importing histfix does not import pydantic-ai; the first call does.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+# Neither importlib nor typing is imported at run time: `histfix --help` imports this package.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._api import (
         Backend,
         BackendInfo,
@@ -75,26 +76,10 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-#: Where each public name lives: a name is imported on first use, so ``import histfix`` (and the
-#: command line's fast paths) load only the modules of the names they touch.
+#: Where each public name that is not one of ``_api``'s (its ``__all__``: the functions and the
+#: backend types) lives. A name is imported on first use, so ``import histfix`` (and the command
+#: line's fast paths) load only the modules of the names they touch.
 _HOME = {
-    **dict.fromkeys(
-        (
-            "Backend",
-            "BackendInfo",
-            "backend_info",
-            "check",
-            "classify",
-            "dump_json",
-            "is_provider_valid",
-            "keep_last_turns",
-            "load_json",
-            "repair",
-            "repair_report",
-            "trim_to_budget",
-        ),
-        "._api",
-    ),
     **dict.fromkeys(("Change", "ChangeKind", "RepairReport"), "._records.changes"),
     **dict.fromkeys(("Problem", "ProblemKind"), "._records.problems"),
     **dict.fromkeys(("PROVIDER_APIS", "PROVIDER_NAMES"), "._profiles.targets"),
@@ -111,10 +96,12 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use (PEP 562), then keep it here."""
-    home = _HOME.get(name)
-    if home is None:
+    if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
+    home = _HOME.get(name, "._api")
+    from importlib import import_module
+
+    value = getattr(import_module(home, __name__), name)
     globals()[name] = value
     return value
 

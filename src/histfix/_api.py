@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -15,6 +14,7 @@ from ._records.inputs import as_history
 from ._records.problems import Problem
 from ._records.state import HistoryState
 from ._records.tokens import estimate_tokens
+from ._release.override import forced_backend as _forced_backend
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -40,8 +40,6 @@ _BACKENDS = ("auto", "upstream", "histfix")
 #: What ``repair(..., orphans=)`` does with a result whose call is not in the history.
 Orphans = Literal["drop", "note"]
 _ORPHANS = ("drop", "note")
-#: Environment variable that makes ``backend="auto"`` take one path (for comparing releases).
-BACKEND_ENV = "HISTFIX_BACKEND"
 #: Repair is silent; with this logger at DEBUG it writes one record per change it makes.
 logger = logging.getLogger("histfix")
 
@@ -56,13 +54,6 @@ class BackendInfo:
     version: str
     newest_tested: str
     features: Mapping[str, bool] = field(default_factory=dict)
-
-
-def _forced_backend() -> str:
-    forced = os.environ.get(BACKEND_ENV, "").strip()
-    if forced and forced not in ("upstream", "histfix"):
-        raise ValueError(f"{BACKEND_ENV}={forced!r}: use 'upstream' or 'histfix', or leave it unset")
-    return forced
 
 
 def _check_flags(repair_last_response: object, orphans: object) -> None:

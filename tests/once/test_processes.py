@@ -110,6 +110,28 @@ def test_fast_paths_do_not_import_pydantic_ai(argv: list[str]) -> None:
     assert time.perf_counter() - start < 3  # generous for CI; measured ~0.06-0.09 s on the 2-core machine
 
 
+#: What `--help` and `--version` must not import: each costs a measurable part of their start-up
+#: (docs/contributing/benchmarks.md), and argparse alone needs none of them.
+_NOT_FOR_HELP = ("typing", "json", "pathlib", "tempfile", "importlib.metadata", "histfix._api")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["info"]])
+def test_fast_paths_import_only_what_they_need(argv: list[str]) -> None:
+    code = (
+        "import sys; from histfix._cli.commands import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print(*[name for name in {_NOT_FOR_HELP!r} if name in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    imported = done.stderr.split()
+    if argv == ["info"]:  # it decides the backend (packaging) and checks a release's pins (metadata)
+        assert "histfix._api" not in imported, imported
+    else:
+        assert imported == [], imported
+
+
 @pytest.mark.parametrize("argv", [["info"], ["repair", "{file}"], ["show", "{file}"], ["check", "{file}"]])
 def test_a_bad_backend_variable_is_one_line_and_exit_2(broken: Path, argv: list[str]) -> None:
     done = subprocess.run(

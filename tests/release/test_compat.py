@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from packaging.version import Version
 from pydantic_ai import messages as pai
@@ -173,3 +176,38 @@ def test_a_switch_is_detected_on_first_access_and_no_other_name_is_invented() ->
     assert _compat.__getattr__("HAS_REPAIR_MESSAGES") is HAS_UPSTREAM_REPAIR
     with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_SWITCH'"):
         _compat.__getattr__("NO_SUCH_SWITCH")
+
+
+@pytest.mark.parametrize("distribution", ["pydantic-ai-slim", "pydantic", "packaging", "Pydantic_Core"])
+def test_dist_info_version_is_what_importlib_metadata_finds(distribution: str) -> None:
+    from importlib import metadata
+
+    assert _release.dist_info_version(distribution) == metadata.version(distribution)
+
+
+def test_dist_info_version_leaves_what_is_not_plain_to_importlib_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def dist(folder: Path, name: str, version: str) -> None:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: x\nVersion: {version}\n\nVersion: 0\n"
+        )
+
+    plain, doubled, egg = tmp_path / "plain", tmp_path / "doubled", tmp_path / "egg"
+    dist(plain, "some_thing-1.2.dist-info", "1.2.post1")
+    dist(doubled, "some_thing-1.2.dist-info", "1.2")
+    dist(doubled, "Some.Thing-1.3.dist-info", "1.3")
+    dist(egg, "some_thing-1.2.dist-info", "1.2")
+    dist(egg, "Some_Thing-1.1.egg-info", "1.1")
+    archive = tmp_path / "bundle.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    for path, expected in (
+        ([str(tmp_path / "missing"), str(plain)], "1.2.post1"),  # the METADATA's version, not the folder's
+        ([str(doubled), str(plain)], None),
+        ([str(egg), str(plain)], None),
+        ([str(archive), str(plain)], None),
+        ([str(tmp_path / "missing")], None),
+    ):
+        monkeypatch.setattr(sys, "path", path)
+        assert _release.dist_info_version("Some-Thing") == expected, path

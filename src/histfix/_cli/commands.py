@@ -10,20 +10,29 @@ written through; a link followed). Ctrl-C exits 130 and SIGTERM 143, without a t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import stat
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .._atomic_write import write_atomically
-from .shared import EXIT_BAD_INPUT, InputError, Parser, add_provider, check_environment, positive
+from .shared import (
+    EXIT_BAD_INPUT,
+    InputError,
+    Parser,
+    add_provider,
+    check_environment,
+    described,
+    positive,
+)
 
+# The fast paths (--help, --version, info) import nothing these modules need: not even typing.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
+
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ["build_parser", "main", "write_output"]
@@ -39,6 +48,8 @@ def _read(source: str) -> bytes:
         data = sys.stdin.buffer.read()
         name = "standard input"
     else:
+        from pathlib import Path
+
         path = Path(source)
         if not path.exists():
             raise InputError(f"{source}: no such file")
@@ -101,6 +112,10 @@ def write_output(target: str, data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
+    from pathlib import Path
+
+    from .._atomic_write import write_atomically
+
     path = Path(os.path.realpath(target))  # every link in the chain followed, as open() would
     try:
         found = path.stat()
@@ -279,6 +294,7 @@ def _check(args: argparse.Namespace) -> int:
     """Exit 1 only for what some provider rejects (with ``--provider``: that one); what repair
     only normalizes (two requests in a row, say) is listed, and alone exits 0."""
     import dataclasses
+    import json
 
     from .._api import check
 
@@ -369,7 +385,6 @@ def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage
 
 
 def _info(args: argparse.Namespace) -> int:
-    from .._api import BACKEND_ENV, _forced_backend
     from .._release.backend import choose_backend
     from .._release.installed import (
         NEWEST_TESTED,
@@ -378,6 +393,7 @@ def _info(args: argparse.Namespace) -> int:
         source_defines,
         unmet_pins,
     )
+    from .._release.override import BACKEND_ENV, forced_backend
 
     distribution, version = installed_release()
     if (
@@ -392,7 +408,7 @@ def _info(args: argparse.Namespace) -> int:
         except ImportError as exc:
             raise InputError(import_failure(exc)) from exc
     has_repair = bool(source_defines("messages", "repair_messages"))
-    backend, reason = choose_backend(version, has_repair, _forced_backend())
+    backend, reason = choose_backend(version, has_repair, forced_backend())
     print(f"histfix {__version__}")
     print(f"pydantic-ai: {distribution} {version} (histfix measured up to {NEWEST_TESTED})")
     print(f"repair path: {backend}: {reason}")
@@ -425,6 +441,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
     from .._jsonerrors import describe_json_error
     from . import compare
     from .compare_probe import prompt_for
@@ -495,13 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     def command(name: str, summary: str, example: str, details: str = "") -> argparse.ArgumentParser:
-        sub = commands.add_parser(
-            name,
-            help=summary,
-            description=summary + (f"\n\n{details}" if details else ""),
-            epilog=f"example:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        sub = commands.add_parser(name, help=summary, **described(summary, example, details))
         sub.set_defaults(parser=sub)  # so usage errors found after parsing point to this --help
         return sub
 

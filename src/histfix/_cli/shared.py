@@ -5,9 +5,20 @@ commands' :mod:`.store_commands` both build on it)."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
 
-__all__ = ["EXIT_BAD_INPUT", "InputError", "Parser", "add_provider", "check_environment", "positive"]
+TYPE_CHECKING = False  # typing itself is not imported: every command, --help too, imports this
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "InputError",
+    "Parser",
+    "add_provider",
+    "check_environment",
+    "described",
+    "positive",
+]
 
 EXIT_BAD_INPUT = 2
 
@@ -21,6 +32,15 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def described(summary: str, example: str, details: str = "") -> dict[str, Any]:
+    """What every command's parser is built with: its summary, with details below it, and an example."""
+    return {
+        "description": summary + (f"\n\n{details}" if details else ""),
+        "epilog": f"example:\n  {example}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
 
 
 def add_provider(parser: argparse.ArgumentParser, what: str) -> None:
@@ -46,12 +66,11 @@ def check_environment(command: str) -> None:
     """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
     not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
     source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
-    from .._api import _forced_backend
     from .._release.installed import installed_release, source_defines
-    from .._repair.select import upstream_missing
+    from .._release.override import forced_backend
 
     try:
-        forced = _forced_backend()
+        forced = forced_backend()
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     if (
@@ -59,6 +78,8 @@ def check_environment(command: str) -> None:
         and command != "compare"
         and source_defines("messages", "repair_messages") is False
     ):
+        from .._repair.select import upstream_missing
+
         raise InputError(
             f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
             "unset it or set HISTFIX_BACKEND=histfix"

@@ -9,14 +9,14 @@ otherwise (see :func:`is_store_repair`).
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
     from ..store._backup import Backup
     from ..store._record import Record
     from ..store._runner import RepairResult
@@ -54,7 +54,7 @@ def is_store_repair(argv: Sequence[str]) -> bool:
     target = positional[0]
     if "://" in target or target.endswith(".jsonl"):
         return True
-    return Path(target).is_dir()
+    return os.path.isdir(target or ".")  # Path("") is the current directory
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -102,16 +102,17 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 def _store_repair_parser() -> argparse.ArgumentParser:
-    from .shared import Parser
+    from .shared import Parser, described
 
     parser = Parser(
         prog="histfix repair",
-        description="Repair every history in a store, in place, in batches (a dry run without --write).\n\n"
-        "SOURCE is a store when it is a directory, a .jsonl file or a scheme:// URL; anything else is\n"
-        "one history file (histfix repair FILE --help). Histories a run can resume are left alone\n"
-        "unless --include-pending. See docs/stores.md for the guarantees.",
-        epilog="example:\n  histfix repair chats/ --write --backup chats-backup.jsonl",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **described(
+            "Repair every history in a store, in place, in batches (a dry run without --write).",
+            "histfix repair chats/ --write --backup chats-backup.jsonl",
+            "SOURCE is a store when it is a directory, a .jsonl file or a scheme:// URL; anything else is\n"
+            "one history file (histfix repair FILE --help). Histories a run can resume are left alone\n"
+            "unless --include-pending. See docs/stores.md for the guarantees.",
+        ),
     )
     _add_run_options(parser)
     parser.add_argument("--write", action="store_true", help="write the repairs (needs --backup)")
@@ -207,6 +208,8 @@ def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
     its changes and every content it removes, with its key."""
     summary.add(record)
     if jsonl:
+        import json
+
         print(json.dumps(record.as_json()))
     elif report and record.would_change:
         changes = ", ".join(f"{kind} {count}" for kind, count in record.changes.items())
@@ -228,6 +231,9 @@ def _resume_hint(backup: Backup | None) -> str:
 
 
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
+    import time
+    from pathlib import Path
+
     from ..store import StoreError, open_source
     from ..store._backup import Backup
     from ..store._record import Options
@@ -332,6 +338,8 @@ def run_store_repair(argv: Sequence[str]) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..store import open_source
     from ..store._backup import restore
 

@@ -6,13 +6,15 @@ installed source (:func:`source_defines`) answers feature questions without the 
 
 from __future__ import annotations
 
-import importlib.util
+import os
 import re
-from importlib import metadata
-from pathlib import Path
-from types import ModuleType
+import sys
 
 from packaging.version import InvalidVersion, Version
+
+TYPE_CHECKING = False  # typing is not imported at run time: `histfix info` imports this module
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "DISTRIBUTION",
@@ -40,11 +42,56 @@ def installed_release() -> tuple[str, str]:
     so the slim one is asked first and the full one only covers unusual installs.
     """
     for name in _DISTRIBUTIONS:
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+        version = dist_info_version(name)
+        if version is None:
+            from importlib import metadata
+
+            try:
+                version = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+        return name, version
     return "pydantic_ai (no distribution metadata)", "unknown"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def dist_info_version(distribution: str) -> str | None:
+    """The ``Version:`` of the one ``.dist-info`` folder for ``distribution`` in the first ``sys.path``
+    folder that has metadata for it: what ``importlib.metadata.version`` finds, read without importing
+    importlib.metadata (a third of ``histfix info``'s time). None where that is not plain: no such
+    folder, several, an ``.egg-info`` beside it, or a zip on the path first (importlib.metadata decides)."""
+    wanted = _normalized(distribution)
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except OSError:
+            if os.path.isfile(entry):  # a zip: importlib.metadata reads inside it
+                return None
+            continue
+        found = [
+            child
+            for child in children
+            if child.lower().endswith((".dist-info", ".egg-info"))
+            and _normalized(child.rpartition(".")[0].partition("-")[0]) == wanted
+        ]
+        if not found:
+            continue
+        if len(found) > 1 or not found[0].lower().endswith(".dist-info"):
+            return None
+        try:
+            with open(os.path.join(entry or ".", found[0], "METADATA"), encoding="utf-8") as lines:
+                for line in lines:
+                    if not line.strip():  # the headers end at the first blank line
+                        break
+                    if line.startswith("Version:"):
+                        return line[len("Version:") :].strip()
+        except OSError:
+            return None
+        return None
+    return None
 
 
 def parse(version: str) -> Version | None:
@@ -66,13 +113,16 @@ def source_defines(module: str, name: str) -> bool | None:
     Feature detection by reading the source instead of importing it, for fast paths only;
     the library itself detects features on the imported module.
     """
+    import importlib.util
+
     spec = importlib.util.find_spec("pydantic_ai")
     if spec is None or not spec.submodule_search_locations:
         return None
     for location in spec.submodule_search_locations:
-        path = Path(location) / f"{module}.py"
-        if path.exists():
-            return f"\ndef {name}(" in path.read_text(encoding="utf-8")
+        path = os.path.join(location, f"{module}.py")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as source:
+                return f"\ndef {name}(" in source.read()
     return None
 
 
@@ -117,6 +167,8 @@ def unmet_pins() -> list[tuple[str, str, str]]:
     unmet = []
     for pin in release_pins(str(VERSION)):
         # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
+        from importlib import metadata
+
         from packaging.specifiers import SpecifierSet
 
         name = re.split(r"[<>=!~]", pin, maxsplit=1)[0].strip()  # the pins are "name<version" and alike
