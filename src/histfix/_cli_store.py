@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store._backup import Backup
+    from .store._backup import BatchBackup
     from .store._record import Record
     from .store._runner import RepairResult
     from .store._source import Source
@@ -96,7 +96,11 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "histfix restore backup.jsonl sqlite:///app.db?table=chats&key=id&column=messages",
         "Only histories that still hold what the repair wrote are restored; the rest are named.",
     )
-    restore.add_argument("backup", metavar="BACKUP", help="the --backup file of a `histfix repair --write`")
+    restore.add_argument(
+        "backup",
+        metavar="BACKUP",
+        help="the --backup of a `histfix repair --write`: its file, or table:NAME in SOURCE's database",
+    )
     restore.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     restore.set_defaults(run=_restore)
 
@@ -117,8 +121,10 @@ def _store_repair_parser() -> argparse.ArgumentParser:
     parser.add_argument("--write", action="store_true", help="write the repairs (needs --backup)")
     parser.add_argument(
         "--backup",
-        metavar="FILE",
-        help="a new JSONL file that receives every original before it is replaced (restore reads it)",
+        metavar="FILE|table:NAME",
+        help="where every original goes before it is replaced (restore reads it): a new JSONL file, "
+        "or for an SQLite or PostgreSQL source table:NAME, a new table in the same database written "
+        "in the same transaction as each batch",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the run recorded in --backup after its last key"
@@ -218,7 +224,7 @@ def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
             )
 
 
-def _resume_hint(backup: Backup | None) -> str:
+def _resume_hint(backup: BatchBackup | None) -> str:
     """Where a stopped --write run got to, for its one line."""
     if backup is None:
         return ""
@@ -229,12 +235,12 @@ def _resume_hint(backup: Backup | None) -> str:
 
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from .store import StoreError, open_source
-    from .store._backup import Backup
+    from .store._backup import open_backup
     from .store._record import Options
     from .store._runner import default_jobs, repair_source
     from .store._summary import Summary
 
-    backup: Backup | None = None
+    backup: BatchBackup | None = None
     summary = Summary()
     started = time.perf_counter()
     try:
@@ -248,7 +254,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
         with source:
             after = None
             if write:
-                backup = Backup(Path(args.backup), source.url, resume=args.resume)
+                backup = open_backup(args.backup, source, resume=args.resume)
                 after = backup.last_committed
             progress = _Progress(source, after)
             bar = progress
@@ -317,7 +323,7 @@ def run_store_repair(argv: Sequence[str]) -> int:
     parser = _store_repair_parser()
     args = parser.parse_args(list(argv[1:]))
     if args.write and not args.backup:
-        parser.error("--write needs --backup FILE (the originals are saved there first)")
+        parser.error("--write needs --backup FILE or table:NAME (the originals are saved there first)")
     if args.resume and not args.write:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
@@ -337,7 +343,7 @@ def _restore(args: argparse.Namespace) -> int:
 
     try:
         with open_source(args.source) as source:
-            result = restore(Path(args.backup), source)
+            result = restore(args.backup, source)
     except ValueError as exc:  # StoreError too
         return _fail(str(exc))
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice
 
-from ._backup import Backup
+from ._backup import BatchBackup
 from ._record import Options, Record, examine
 from ._source import Replacement, Source, Stored, WriteOutcome
 
@@ -127,7 +127,7 @@ def repair_source(
     source: Source,
     options: Options,
     *,
-    backup: Backup | None,
+    backup: BatchBackup | None,
     jobs: int = 1,
     batch_size: int = 500,
     after: str | None = None,
@@ -136,8 +136,9 @@ def repair_source(
     """Examine every history in ``source`` and, with a backup, write each repair back.
 
     Without a backup nothing is written (a dry run). With one, each batch's originals are saved
-    (fsynced) first, then the batch is written (one transaction, or one atomic replace per file;
-    a whole-store rewrite gathers batches), then its last key is committed in the backup.
+    first (fsynced to a file, or in the batch's own transaction to a backup table), the batch is
+    written (one transaction, or one atomic replace per file; a whole-store rewrite gathers
+    batches), and its last key is committed in the backup.
     """
     result = RepairResult(committed=after)
     pending: list[Replacement] = []
@@ -149,8 +150,7 @@ def repair_source(
         if backup is None:
             return
         if pending:
-            backup.save(pending)
-            outcomes = source.write(pending)
+            outcomes = backup.write(source, pending, last_key)
             for item, outcome in zip(pending, outcomes, strict=True):
                 if outcome is WriteOutcome.WRITTEN:
                     result.written += 1
@@ -158,9 +158,9 @@ def repair_source(
                     result.skipped.append((item.key, _REASONS[outcome]))
             pending.clear()
             pending_bytes = 0
-        if last_key is not None and last_key != result.committed:
+        elif last_key is not None and last_key != result.committed:
             backup.commit(last_key)
-            result.committed = last_key
+        result.committed = last_key
 
     wanted = Options(options.provider, options.include_pending, want_new=backup is not None)
     for batch, records in examine_batches(source.read(after=after, batch_size=batch_size), wanted, jobs=jobs):
