@@ -178,7 +178,9 @@ def _count_line(counter: Any) -> str:
     return ", ".join(f"{name} {count:,}" for name, count in counter.most_common()) or "none"
 
 
-def _print_summary(summary: Summary, source: str, seconds: float, provider: str | None) -> None:
+def _print_summary(
+    summary: Summary, source: str, seconds: float, provider: str | None, null_keys: int
+) -> None:
     rate = summary.total / seconds if seconds > 0 else 0.0
     print(f"{summary.total:,} histories in {source} ({seconds:.1f} s, {rate:,.0f}/s)")
     loaded = summary.total - summary.by_action["not_loaded"]
@@ -195,6 +197,8 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
             f"  left as they are, resumable: {summary.by_action['left_pending']:,} "
             "(--include-pending repairs them)"
         )
+    if null_keys:
+        print(f"  not read, NULL key: {null_keys:,} rows")
     if summary.worst:
         print("worst keys (problems):")
         for key, weight in summary.worst:
@@ -206,6 +210,22 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
         more = summary.by_action["not_loaded"] - len(summary.not_loaded)
         if more > 0:
             print(f"  ... and {more:,} more (--jsonl lists every one)")
+
+
+def _null_keys_reason(count: int) -> str:
+    rows = "1 row has" if count == 1 else f"{count:,} rows have"
+    return f"{rows} a NULL key: not read (histfix finds and writes each row by its key; give them one)"
+
+
+def _null_keys_record(count: int) -> dict[str, object]:
+    """The --jsonl line for rows with a NULL key: one line for all of them, before the records."""
+    return {
+        "key": None,
+        "rows": count,
+        "action": "not_loaded",
+        "loads": False,
+        "error": _null_keys_reason(count),
+    }
 
 
 def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
@@ -263,6 +283,10 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 bar.step()
                 _emit(record, summary, args.jsonl, report)
 
+            def on_null_keys(count: int) -> None:
+                if count and args.jsonl:
+                    print(json.dumps(_null_keys_record(count)))
+
             options = Options(provider=args.provider, include_pending=args.include_pending)
             result = repair_source(
                 source,
@@ -272,6 +296,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 batch_size=args.batch_size,
                 after=after,
                 on_record=on_record,
+                on_null_keys=on_null_keys,
             )
     except StoreError as exc:
         return _fail(f"{exc}{_resume_hint(backup)}")
@@ -296,8 +321,11 @@ def _finish(
     write: bool,
 ) -> int:
     """Print what the run found and did; the exit status (1: something would change or was skipped)."""
+    null_keys = result.null_keys if result is not None else 0
     if not args.jsonl:
-        _print_summary(summary, url, seconds, args.provider)
+        _print_summary(summary, url, seconds, args.provider, null_keys)
+    if null_keys:
+        print(f"histfix: {url}: {_null_keys_reason(null_keys)}", file=sys.stderr)
     if not write:
         if summary.would_change and not args.jsonl:
             how = "histfix repair SOURCE --write --backup FILE"
@@ -311,7 +339,7 @@ def _finish(
             print(f"repaired {result.written:,} histories; originals in {args.backup}")
         else:
             print("nothing to repair: every history is already as repair leaves it")
-    return EXIT_CHANGES if result.skipped else EXIT_OK
+    return EXIT_CHANGES if result.skipped or null_keys else EXIT_OK
 
 
 def _scan(args: argparse.Namespace) -> int:

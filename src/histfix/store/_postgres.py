@@ -224,6 +224,7 @@ class PostgresSource:
             "first_page": select + sql.SQL("WHERE {key} IS NOT NULL").format(key=table.key) + order,
             "next_page": select + sql.SQL("WHERE ") + after + order,
             "count_all": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NOT NULL").format(**names),
+            "null_keys": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NULL").format(**names),
             "count_after": sql.SQL("SELECT count(*) FROM {table} WHERE ").format(**names) + after,
             "update": sql.SQL("UPDATE {table} SET {col} = {write} WHERE ").format(
                 write=sql.SQL(kind.write), **names
@@ -269,6 +270,15 @@ class PostgresSource:
                 row = self._conn.execute(self._statements["count_all"]).fetchone()
             else:
                 row = self._conn.execute(self._statements["count_after"], (after,)).fetchone()
+        except psycopg.Error as error:
+            raise self._lost("cannot count its rows", error) from None
+        return int(row[0]) if row else 0
+
+    def null_keys(self) -> int:
+        """How many rows have a NULL key (a unique index allows them): never read, since each row
+        is found and written by its key."""
+        try:
+            row = self._conn.execute(self._statements["null_keys"]).fetchone()
         except psycopg.Error as error:
             raise self._lost("cannot count its rows", error) from None
         return int(row[0]) if row else 0

@@ -115,6 +115,8 @@ class RepairResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: the last key everything up to which is written (what --resume continues after)
     committed: str | None = None
+    #: rows whose key is NULL (SQL sources): never read, so neither examined nor repaired
+    null_keys: int = 0
 
 
 _REASONS = {
@@ -132,15 +134,22 @@ def repair_source(
     batch_size: int = 500,
     after: str | None = None,
     on_record: Callable[[Record], None] = lambda record: None,
+    on_null_keys: Callable[[int], None] = lambda count: None,
 ) -> RepairResult:
     """Examine every history in ``source`` and, with a backup, write each repair back.
 
     Without a backup nothing is written (a dry run). With one, each batch's originals are saved
     first (fsynced to a file, or in the batch's own transaction to a backup table), the batch is
     written (one transaction, or one atomic replace per file; a whole-store rewrite gathers
-    batches), and its last key is committed in the backup.
+    batches), and its last key is committed in the backup. ``on_null_keys`` hears, before the
+    first record, how many rows an SQL source cannot read for a NULL key.
     """
     result = RepairResult(committed=after)
+    # A row without a key cannot be paged to or written back; counted so the report says so.
+    null_keys = getattr(source, "null_keys", None)
+    if null_keys is not None:
+        result.null_keys = null_keys()
+        on_null_keys(result.null_keys)
     pending: list[Replacement] = []
     pending_bytes = 0
     last_key: str | None = after

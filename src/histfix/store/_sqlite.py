@@ -75,6 +75,7 @@ class SQLiteSource:
             f"WHERE {key} IS NOT NULL{{after}} ORDER BY {key} LIMIT ?"
         )
         self._count = f"SELECT count(*) FROM {table} WHERE {key} IS NOT NULL{{after}}"
+        self._null_keys = f"SELECT count(*) FROM {table} WHERE {key} IS NULL"
         self._update = (
             f"UPDATE {table} SET {column} = CASE WHEN typeof({column}) = 'text' THEN CAST(? AS TEXT) "
             f"ELSE ? END WHERE {key} = ? AND CAST({column} AS BLOB) = ?"
@@ -148,6 +149,13 @@ class SQLiteSource:
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot write it ({_one_line(exc)})") from exc
         return done
+
+    def null_keys(self) -> int:
+        """How many rows have a NULL key: never read, since each row is found and written by its key."""
+        try:
+            return int(self._db.execute(self._null_keys).fetchone()[0])
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
 
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
         return self.transaction(lambda: self._write_rows(batch))
