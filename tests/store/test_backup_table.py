@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store._record import Options, examine
 
 from postgres_server import USER, PgServer

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store import examine
 
 from postgres_server import USER
