@@ -303,6 +303,10 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        if backup is not None:  # a --write run stops between batches: say where, as for Ctrl-C
+            print(f"histfix: output closed, stopped{_resume_hint(backup)}", file=sys.stderr)
+        raise
     finally:
         if progress is not None:
             progress.close()
