@@ -275,3 +275,50 @@ def test_kill_9_inside_a_batch_transaction_leaves_batch_and_backup_both_or_neith
     capsys.readouterr()
     assert main(["restore", f"table:{store.backup}", store.url]) == 0
     assert store.snapshot() == before
+
+
+def test_a_server_stopped_under_a_running_repair_is_one_line_and_resume_finishes(
+    tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = TableStore("postgres", tmp_path, request, copies=4)
+    before, old = store.snapshot(), store.values()
+    new = repaired(old)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    argv = [
+        sys.executable,
+        "-m",
+        "histfix",
+        "repair",
+        store.url,
+        "--write",
+        "--backup",
+        f"table:{store.backup}",
+    ]
+    argv += ["--jsonl", "--jobs", "1", "--batch-size", "5"]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert child.stdout is not None
+        while json.loads(child.stdout.readline() or "null")["action"] != "repair":
+            pass
+        for _ in range(5):  # a batch further: the first batch with a repair is committed
+            assert child.stdout.readline()
+        store.server.stop()  # a fast shutdown: the server ends every session
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate(timeout=30)
+        store.server.start()
+    assert child.returncode == 2, err
+    assert err.count("\n") == 1 and err.startswith("histfix: postgresql://") and "--resume" in err, err
+    assert "s3cret" not in err
+
+    now, saved = store.values(), store.originals()
+    for key, value in now.items():
+        assert value == (new[key] if key in saved else old[key]), key
+    assert 0 < len(saved) < sum(new[k] != old[k] for k in old)
+    assert repair(store, "--resume") == 0
+    assert store.values() == new
+    capsys.readouterr()
+    assert main(["restore", f"table:{store.backup}", store.url]) == 0
+    assert store.snapshot() == before
