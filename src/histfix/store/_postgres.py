@@ -21,7 +21,8 @@ what was read>``: for ``bytea``, ``text`` and ``json`` a SHA-256 of the stored b
 hash of what was read (32 bytes back to the server instead of the whole history); for ``jsonb``
 the text form of the stored value against the text form the server gives what was read, since
 the server normalises what histfix writes (so a later restore can name the value histfix wrote
-and still match it).
+and still match it). A backup table (``--backup table:NAME``, :class:`PostgresBackupTable`) lives
+in the same database and gets each batch's originals in the batch's own transaction.
 """
 
 from __future__ import annotations

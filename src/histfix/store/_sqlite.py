@@ -3,7 +3,9 @@
 Three slashes and a relative path, four for an absolute one (``sqlite:////data/app.db``). The
 column may hold TEXT or BLOB; values are read as their exact bytes (``CAST(c AS BLOB)``), so
 invalid UTF-8 is reported rather than replaced, and written back as the type they had. Each batch
-is one transaction whose UPDATE compares the stored bytes in its WHERE clause.
+is one transaction whose UPDATE compares the stored bytes in its WHERE clause. A backup table
+(``--backup table:NAME``, :class:`SQLiteBackupTable`) lives in the same file and is written in
+that same transaction.
 """
 
 from __future__ import annotations
