@@ -47,9 +47,8 @@ def assert_quiet(err: str) -> None:
         ["scan", "{store}", "--jsonl", "--jobs", "1"],
         ["repair", "{store}", "--jobs", "2"],  # the dry run's report, from worker processes
         ["repair", str(EXAMPLE)],  # one history, to stdout
-        ["check", str(EXAMPLE)],
     ],
-    ids=["scan-jsonl", "repair-dry-run", "repair-file", "check"],
+    ids=["scan-jsonl", "repair-dry-run", "repair-file"],
 )
 def test_a_reader_that_leaves_ends_the_command_quietly_with_141(argv: list[str], tmp_path: Path) -> None:
     store = StoreUnderTest("dir", tmp_path)
