@@ -18,12 +18,14 @@ import sys
 from .. import __version__
 from .shared import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     InputError,
     Parser,
     add_provider,
     check_environment,
     described,
     positive,
+    stdout_gone,
 )
 
 # The fast paths (--help, --version, info) import nothing these modules need: not even typing.
@@ -638,13 +640,21 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status. Ctrl-C exits 130 and SIGTERM 143, each without a
-    traceback and after the writer has removed its temporary file."""
+    traceback and after the writer has removed its temporary file; a closed stdout (``| head``)
+    ends it quietly with 141, as it ends standard tools."""
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals to whoever owns them
         previous = None
     try:
-        return _run(argv)
+        status = _run(argv)
+        # Flushed here, so a reader that left before the last output is this command's broken
+        # pipe, handled below, and not the interpreter's at exit.
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        stdout_gone()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except _Terminated:

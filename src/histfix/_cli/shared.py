@@ -5,6 +5,8 @@ commands' :mod:`.store_commands` both build on it)."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 TYPE_CHECKING = False  # typing itself is not imported: every command, --help too, imports this
 if TYPE_CHECKING:
@@ -12,15 +14,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
     "InputError",
     "Parser",
     "add_provider",
     "check_environment",
     "described",
     "positive",
+    "stdout_gone",
 ]
 
 EXIT_BAD_INPUT = 2
+#: When stdout's reader went away (``histfix scan ... | head``): the status a shell shows for a
+#: tool that SIGPIPE ended (128 + 13), as ``cat`` or ``grep`` end there.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def stdout_gone() -> None:
+    """Point stdout at /dev/null once its reader has gone, so the interpreter's last flush at exit
+    neither fails nor prints ``Exception ignored ... BrokenPipeError``."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured, replaced): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class InputError(Exception):
