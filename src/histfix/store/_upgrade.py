@@ -42,6 +42,8 @@ Break = Literal["loads", "load_json", "repair_output", "sends", "round_trip"]
 PROBE_TIMEOUT = 300.0
 #: Seconds a probe may take to start (import pydantic-ai and histfix) and say which release it runs.
 START_TIMEOUT = 120.0
+#: What every observation from a probe holds (an answer without them is no probe's answer).
+OBSERVED = frozenset({"loads", "load_json", "changes", "dump", "sends", "returns", "sent_problems"})
 #: Round-trip losses named per history (the rest are counted).
 LOSSES_SHOWN = 5
 
@@ -285,7 +287,11 @@ class Probe:
     def answer(self, future: Future[Any], count: int, after: str | None) -> list[Json]:
         where = f"on the batch after {after!r}" if after is not None else "on the first batch"
         answers = self._wait(future, self.timeout, where)
-        if not isinstance(answers, list) or len(answers) != count:
+        if (
+            not isinstance(answers, list)
+            or len(answers) != count
+            or not all(isinstance(one, dict) and OBSERVED <= one.keys() for one in answers)
+        ):
             self.stop()
             raise CompareError(f"the probe answered {where} with something else than {count} observations")
         return answers
@@ -295,7 +301,12 @@ class Probe:
             self._process.kill()
         self._process.wait()
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self._errors.close()
+        for pipe in (self._process.stdin, self._process.stdout, self._errors):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:  # a broken pipe's buffered bytes: the process is gone anyway
+                    pass
 
 
 def _release_a() -> str:
@@ -318,7 +329,7 @@ class _Prepared:
 def _prepare(stored: Stored, provider: str | None) -> _Prepared:
     if stored.error is not None:
         why = {"loads": stored.error, "load_json": stored.error}
-        return _Prepared(stored.key, None, {**why, "changes": None, "sends": None, "returns": None})
+        return _Prepared(stored.key, None, {**why, "changes": None})
     try:
         text, _, _ = _unwrap(stored.raw)
     except UnicodeDecodeError as exc:
