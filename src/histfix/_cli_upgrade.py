@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["run_upgrade_scan"]
 
 EXIT_OK, EXIT_BREAKS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: A shell's status for a command whose output pipe closed (128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 141
 
 
 class _Bars:
@@ -146,6 +149,10 @@ def run_upgrade_scan(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("histfix: interrupted; nothing was written (scan only reads)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `... --jsonl | head`: the reader has what it wanted
+        # Python would flush stdout again at exit and fail once more; point it at nothing instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     finally:
         if bars is not None:
             bars.close()

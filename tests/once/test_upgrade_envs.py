@@ -367,6 +367,29 @@ def test_a_probe_that_stops_mid_run_or_hangs_is_one_line(tmp_path: Path) -> None
     assert result.releases["1.0.0"].histories == 0 and set(result.failed) == {"1.0.0", "2.9.1", "2.0.0"}
 
 
+def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    delegate = "from histfix.store._upgrade_probe import _answer; "
+    delegate += "[print(json.dumps(_answer(json.loads(line))), flush=True) for line in sys.stdin]"
+    stand_in(
+        tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{delegate}"'
+    )
+    raw = stored()["example-aborted_mid_tool"]
+    folder = write_directory(tmp_path / "chats", {f"h{n:03d}": raw for n in range(120)})  # > a pipe's buffer
+    command = [sys.executable, "-m", "histfix", "scan", str(folder), "--against", "2.9.1", "--jsonl"]
+    variables = {**os.environ, "HISTFIX_UV": "uv-not-needed", "PYTHONPATH": str(ROOT / "src")}
+    with subprocess.Popen(
+        [*command, "--cache-dir", str(tmp_path / "cache"), "--batch-size", "10"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=variables,
+    ) as scan_:
+        assert scan_.stdout is not None and scan_.stderr is not None
+        assert json.loads(scan_.stdout.readline())["b"] == "2.9.1"
+        scan_.stdout.close()  # as `| head -1` does
+        assert scan_.wait(timeout=300) == 141
+        assert scan_.stderr.read() == b""  # no traceback
+
+
 # --- bad input on the command line (no environment is built) -----------------------------------------
 
 

@@ -12,6 +12,7 @@ reported in one line and the others go on.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -290,7 +291,7 @@ class Probe:
         if (
             not isinstance(answers, list)
             or len(answers) != count
-            or not all(isinstance(one, dict) and OBSERVED <= one.keys() for one in answers)
+            or not all(isinstance(one, dict) and one.keys() >= OBSERVED for one in answers)
         ):
             self.stop()
             raise CompareError(f"the probe answered {where} with something else than {count} observations")
@@ -303,10 +304,9 @@ class Probe:
         self._pool.shutdown(wait=True, cancel_futures=True)
         for pipe in (self._process.stdin, self._process.stdout, self._errors):
             if pipe is not None:
-                try:
+                # a broken pipe's buffered bytes cannot be flushed: the process is gone anyway
+                with contextlib.suppress(OSError):
                     pipe.close()
-                except OSError:  # a broken pipe's buffered bytes: the process is gone anyway
-                    pass
 
 
 def _release_a() -> str:
