@@ -108,11 +108,7 @@ def run_upgrade_scan(args: argparse.Namespace) -> int:
         releases = compare.parse_releases(args.against)
         if args.find_links is not None and not Path(args.find_links).is_dir():
             raise ValueError(f"--find-links {args.find_links}: no such folder")
-        settings = compare.Settings(
-            uv=compare.find_uv(),
-            cache=Path(args.cache_dir) if args.cache_dir else compare.default_cache(),
-            find_links=Path(args.find_links).resolve() if args.find_links else None,
-        )
+        uv = compare.find_uv()
         source = open_source(args.source)
     except (ValueError, compare.CompareError) as exc:
         print(f"histfix: {str(exc).replace('--releases', '--against')}", file=sys.stderr)
@@ -136,7 +132,9 @@ def run_upgrade_scan(args: argparse.Namespace) -> int:
             result = check_upgrade(
                 source,
                 releases,
-                settings,
+                cache=Path(args.cache_dir) if args.cache_dir else None,
+                find_links=Path(args.find_links).resolve() if args.find_links else None,
+                uv=uv,
                 provider=args.provider,
                 batch_size=args.batch_size,
                 on_record=on_record,

@@ -17,6 +17,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from histfix._compare_probe import PLAIN
 from histfix._compare_probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
-from histfix.store._upgrade import PairRecord, check_upgrade
+from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade
 
 from conftest import PYDANTIC_AI
 from store_cases import EXAMPLES, histories, write_directory, write_jsonl, write_sqlite
@@ -78,20 +79,8 @@ def settings(cache: Path = CACHE) -> _compare.Settings:
     return _compare.Settings(uv=_uv() or "uv", cache=cache, find_links=WHEELHOUSE)
 
 
-def scan(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "histfix", "scan", url, "--against", ",".join(AGAINST)]
-    where = ["--find-links", str(WHEELHOUSE), "--cache-dir", str(CACHE)]
-    return subprocess.run(
-        [*command, *where, *extra], capture_output=True, text=True, check=False, timeout=900
-    )
-
-
-def records_by_release(out: str) -> dict[str, dict[str, dict[str, Any]]]:
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    for line in out.splitlines():
-        record = json.loads(line)
-        found.setdefault(record["b"], {})[record["key"]] = record
-    return found
+#: check_upgrade's options for the shared environment cache, offline.
+OFFLINE = {"cache": CACHE, "find_links": WHEELHOUSE}
 
 
 _COMPARE_EACH = """
@@ -108,36 +97,54 @@ print(json.dumps(said))
 """
 
 
-def compare_says(release: str, histories_: dict[str, bytes], scratch: Path) -> dict[str, Any]:
-    """What `histfix compare` says of each history on ``release``: its own probe and summary, in
-    that release's environment, one process for all of them (a process per history and release,
-    as the command runs, would take minutes; one is run as the command below, to tie the two)."""
-    env, _ = _compare.environment(release, settings())
+def compare_says(histories_: dict[str, bytes], scratch: Path) -> dict[str, dict[str, Any]]:
+    """What `histfix compare` says of each history on each of AGAINST: its own probe and summary, in
+    each release's environment, one process per release for all the histories, side by side (a
+    process per history and release, as the command runs, would take minutes; the command itself
+    is run on one history below, to tie the two)."""
     path_entry = _compare._histfix_on_a_path(scratch)
     variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    items = [[key, base64.b64encode(raw).decode()] for key, raw in histories_.items()]
-    done = subprocess.run(
-        [str(_compare._python_in(env)), "-c", _COMPARE_EACH],
-        input=json.dumps(items),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-        env={**variables, "PYTHONPATH": str(path_entry)},
-    )
-    said: dict[str, Any] = json.loads(done.stdout)
+    variables["PYTHONPATH"] = str(path_entry)
+    items = json.dumps([[key, base64.b64encode(raw).decode()] for key, raw in histories_.items()])
+    running = {}
+    for release in AGAINST:
+        env, _ = _compare.environment(release, settings())
+        python = str(_compare._python_in(env))
+        running[release] = subprocess.Popen(
+            [python, "-c", _COMPARE_EACH],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=variables,
+            text=True,
+        )
+    said = {}
+    for release, process in running.items():
+        out, _ = process.communicate(items, timeout=600)
+        assert process.returncode == 0, release
+        said[release] = json.loads(out)
     return said
 
 
 @pytest.fixture(scope="module")
-def corpus_scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
-    """`histfix scan --against` the four releases, --jsonl, over a SQLite store of `stored()`."""
+def check() -> Iterator[UpgradeCheck]:
+    """One set of probes (one process per release) for every store these tests check."""
+    with UpgradeCheck(AGAINST, **OFFLINE) as started:
+        assert started.failed == {}
+        yield started
+
+
+@pytest.fixture(scope="module")
+def corpus_scan(
+    check: UpgradeCheck, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The --jsonl records of the four releases over a SQLite store of `stored()`, by release and key."""
     folder = tmp_path_factory.mktemp("corpus")
     url = write_sqlite(folder / "chats.db", stored())
-    done = scan(url, "--jsonl")
-    assert done.returncode == 1, done.stderr  # something breaks: the newest repair's output on 1.x
-    assert done.stderr == ""
-    return records_by_release(done.stdout)
+    found: dict[str, dict[str, dict[str, Any]]] = {release: {} for release in AGAINST}
+    with open_source(url) as source:
+        result = check.run(source, on_record=lambda r: found[r.release].__setitem__(r.key, r.as_json()))
+    assert result.failed == {} and result.breaking > 0  # the newest repair's output breaks on 1.x
+    return found
 
 
 @offline
@@ -146,8 +153,8 @@ def test_findings_match_what_compare_says_history_by_history(
 ) -> None:
     assert list(corpus_scan) == AGAINST
     histories_ = {k: v for k, v in stored().items() if not k.startswith("bad-")}  # compare takes histories
-    for number, release in enumerate(AGAINST):
-        said = compare_says(release, histories_, tmp_path / str(number))
+    said_by_release = compare_says(histories_, tmp_path)
+    for release, said in said_by_release.items():
         records = corpus_scan[release]
         assert set(records) == set(stored()) | {"bad-null"}  # and the NULL row write_sqlite adds
         for key, compared in said.items():
@@ -245,12 +252,13 @@ def test_every_store_kind_gives_the_same_findings(
     kind: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
+    check: UpgradeCheck,
     corpus_scan: dict[str, dict[str, dict[str, Any]]],
 ) -> None:
     url, keys = _kind_store(kind, tmp_path / "store", request)
     seen: list[PairRecord] = []
     with open_source(url) as source:
-        result = check_upgrade(source, AGAINST, settings(), on_record=seen.append, batch_size=3)
+        result = check.run(source, on_record=seen.append, batch_size=3)
     assert result.failed == {} and result.release_a == NEWEST
     assert {r.release for r in seen} == set(AGAINST)
     mapped = {(keys[r.key], r.release): r.as_json() for r in seen if r.key in keys}
@@ -324,7 +332,8 @@ def run_with_stand_ins(tmp_path: Path, scripts: dict[str, str], **options: Any) 
         result = check_upgrade(
             source,
             list(scripts),
-            _compare.Settings(uv="uv-not-needed", cache=cache),
+            cache=cache,
+            uv="uv-not-needed",
             on_release=lambda release, why: said.append((release, why)),
             on_record=seen.append,
             batch_size=1,
@@ -373,12 +382,13 @@ def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     stand_in(
         tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{delegate}"'
     )
-    raw = stored()["example-aborted_mid_tool"]
-    folder = write_directory(tmp_path / "chats", {f"h{n:03d}": raw for n in range(120)})  # > a pipe's buffer
+    folder = write_directory(
+        tmp_path / "chats", {f"h{n:03d}": b"42" for n in range(400)}
+    )  # > a pipe's buffer
     command = [sys.executable, "-m", "histfix", "scan", str(folder), "--against", "2.9.1", "--jsonl"]
     variables = {**os.environ, "HISTFIX_UV": "uv-not-needed", "PYTHONPATH": str(ROOT / "src")}
     with subprocess.Popen(
-        [*command, "--cache-dir", str(tmp_path / "cache"), "--batch-size", "10"],
+        [*command, "--cache-dir", str(tmp_path / "cache")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=variables,
@@ -424,3 +434,13 @@ def test_bad_input_is_one_line_and_exit_2(
         assert err.startswith(message[:-3]) and err.count("\n") == 1
     else:
         assert err == message
+
+
+def test_the_api_refuses_a_bad_release_with_a_value_error(tmp_path: Path) -> None:
+    folder = write_directory(tmp_path / "chats", {"a": b"[]"})
+    with (
+        open_source(str(folder)) as source,
+        pytest.raises(ValueError, match=r"^against: 'x' is not a release"),
+    ):
+        check_upgrade(source, ["2.9.1", "x"], uv="uv-not-needed", cache=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()  # refused before any environment

@@ -2,7 +2,8 @@
 
 ``open_source(url)`` opens a store named by one string (see docs/stores.md); ``repair_source``
 runs the per-history record (``examine``) over it, writing repairs with a ``Backup`` first;
-``restore`` puts the originals back. ``examine_all`` does the same over any ``(key, raw bytes)``
+``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
+releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
 pairs, for a store histfix has no source for. Imported only when asked for (``import histfix``
 does not import it).
 """
@@ -13,6 +14,7 @@ from ._backup import Backup, RestoreResult, restore
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
+from ._upgrade import PairRecord, ReleaseSummary, UpgradeCheck, UpgradeResult, check_upgrade
 from ._url import open_source, parse_table_url
 
 __all__ = [
@@ -20,7 +22,9 @@ __all__ = [
     "MESSAGES_FIELDS",
     "Backup",
     "Options",
+    "PairRecord",
     "Record",
+    "ReleaseSummary",
     "RemovedContent",
     "RepairResult",
     "Replacement",
@@ -29,7 +33,10 @@ __all__ = [
     "StoreError",
     "Stored",
     "TableSpec",
+    "UpgradeCheck",
+    "UpgradeResult",
     "WriteOutcome",
+    "check_upgrade",
     "examine",
     "examine_all",
     "open_source",

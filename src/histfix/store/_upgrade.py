@@ -23,18 +23,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
-from .._compare import CompareError, Settings, environment
+from .._compare import CompareError, Settings, default_cache, environment, find_uv, parse_releases
 from .._compare import _histfix_on_a_path as histfix_on_a_path
 from .._compare import _python_in as python_in
 from ._record import _unwrap
 from ._source import Source, Stored
 from ._upgrade_probe import loader_error, observe
 
-__all__ = ["Break", "PairRecord", "ReleaseSummary", "UpgradeResult", "check_upgrade"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["Break", "PairRecord", "ReleaseSummary", "UpgradeCheck", "UpgradeResult", "check_upgrade"]
 
 Json = dict[str, Any]
 #: What can break for a history between A and B (the keys of PairRecord.breaks).
@@ -349,11 +352,112 @@ def _not_a_history(prepared: _Prepared) -> Json:
     return {k: prepared.a.get(k) for k in ("loads", "load_json", "changes")}
 
 
+class UpgradeCheck:
+    """The probes of an upgrade check, started once and kept up for as many stores as you run:
+    ``with UpgradeCheck(["1.107.10", "2.9.1"]) as check: result = check.run(source)``.
+
+    Each release runs in the environment ``histfix compare`` builds and caches for it (``cache``,
+    default ``$HISTFIX_COMPARE_CACHE`` or the user cache; ``find_links``: install offline from
+    that folder of wheels; ``uv``: default ``$HISTFIX_UV``, the ``histfix[compare]`` extra, PATH).
+    ``on_release(release, None)`` when a release's probe is up, ``(release, reason)`` when it cannot
+    be checked (not installable, not importable, no answer within ``timeout`` seconds a batch): the
+    others go on. Bad ``against`` or no uv: ValueError.
+    """
+
+    def __init__(
+        self,
+        against: Sequence[str],
+        *,
+        cache: Path | None = None,
+        find_links: Path | None = None,
+        uv: str | None = None,
+        provider: str | None = None,
+        timeout: float = PROBE_TIMEOUT,
+        on_release: Callable[[str, str | None], None] | None = None,
+    ) -> None:
+        try:
+            self.releases = parse_releases(",".join(against))
+            self._settings = Settings(
+                uv=uv or find_uv(), cache=cache or default_cache(), find_links=find_links
+            )
+        except CompareError as exc:
+            raise ValueError(str(exc).replace("--releases", "against")) from None
+        self.release_a = _release_a()
+        self.provider = provider
+        self.timeout = timeout
+        self.on_release = on_release
+        #: release -> why it cannot be checked (any more)
+        self.failed: dict[str, str] = {}
+        self.probes: dict[str, Probe] = {}
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> Self:
+        self._scratch = tempfile.TemporaryDirectory(prefix="histfix-upgrade-")
+        path_entry = histfix_on_a_path(Path(self._scratch.name))
+        try:
+            for release in self.releases:
+                try:
+                    env, _ = environment(release, self._settings)
+                    self.probes[release] = Probe(release, env, path_entry, self.timeout)
+                except CompareError as exc:
+                    self.give_up(release, str(exc))
+                    continue
+                if self.on_release is not None:
+                    self.on_release(release, None)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every probe and remove the scratch folder."""
+        for probe in self.probes.values():
+            probe.stop()
+        self.probes.clear()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    def give_up(self, release: str, reason: str) -> None:
+        probe = self.probes.pop(release, None)
+        if probe is not None:
+            probe.stop()
+        self.failed[release] = reason
+        if self.on_release is not None:
+            self.on_release(release, reason)
+
+    def run(
+        self,
+        source: Source,
+        *,
+        batch_size: int = 200,
+        on_record: Callable[[PairRecord], None] | None = None,
+        on_batch: Callable[[str, int], None] | None = None,
+    ) -> UpgradeResult:
+        """Check every history in ``source``. ``on_record`` gets each pair record, history by history
+        and release by release in key order; ``on_batch(release, n)`` after each batch a release
+        answered. Raises only what ``source`` raises."""
+        summaries = {
+            release: ReleaseSummary(release, failed=self.failed.get(release)) for release in self.releases
+        }
+        run = _Check(self, summaries, on_record, on_batch)
+        last: str | None = None
+        for batch in source.read(batch_size=batch_size):
+            run.batch(batch, last)
+            last = batch[-1].key
+        return UpgradeResult(self.release_a, summaries)
+
+
 def check_upgrade(
     source: Source,
     against: Sequence[str],
-    settings: Settings,
     *,
+    cache: Path | None = None,
+    find_links: Path | None = None,
+    uv: str | None = None,
     provider: str | None = None,
     batch_size: int = 200,
     timeout: float = PROBE_TIMEOUT,
@@ -361,59 +465,33 @@ def check_upgrade(
     on_release: Callable[[str, str | None], None] | None = None,
     on_batch: Callable[[str, int], None] | None = None,
 ) -> UpgradeResult:
-    """Check every history in ``source`` on the installed release against each of ``against``.
-
-    ``on_release(release, None)`` when a release's probe is up, ``(release, reason)`` when it cannot
-    be checked (not installable, not importable, no answer within ``timeout``): the others go on.
-    ``on_record`` gets each pair record, history by history and release by release in key order;
-    ``on_batch(release, n)`` after each batch a release answered. Raises only what ``source`` raises.
-    """
-    run = _Check(_release_a(), provider, on_record, on_release, on_batch)
-    run.summaries = {release: ReleaseSummary(release) for release in against}
-    with tempfile.TemporaryDirectory(prefix="histfix-upgrade-") as scratch:
-        path_entry = histfix_on_a_path(Path(scratch))
-        try:
-            for release in against:
-                try:
-                    env, _ = environment(release, settings)
-                    run.probes[release] = Probe(release, env, path_entry, timeout)
-                except CompareError as exc:
-                    run.give_up(release, str(exc))
-                    continue
-                if on_release is not None:
-                    on_release(release, None)
-            last: str | None = None
-            for batch in source.read(batch_size=batch_size):
-                run.batch(batch, last)
-                last = batch[-1].key
-        finally:
-            for probe in run.probes.values():
-                probe.stop()
-    return UpgradeResult(run.release_a, run.summaries)
+    """Check every history in ``source`` on the installed release against each of ``against``:
+    :class:`UpgradeCheck`'s options and :meth:`UpgradeCheck.run`'s, for one store."""
+    with UpgradeCheck(
+        against,
+        cache=cache,
+        find_links=find_links,
+        uv=uv,
+        provider=provider,
+        timeout=timeout,
+        on_release=on_release,
+    ) as check:
+        return check.run(source, batch_size=batch_size, on_record=on_record, on_batch=on_batch)
 
 
 @dataclass
 class _Check:
-    """One check's state: the live probes, the summaries, and where findings go."""
+    """One run's state: the check's probes, this run's summaries, and where findings go."""
 
-    release_a: str
-    provider: str | None
+    check: UpgradeCheck
+    summaries: dict[str, ReleaseSummary]
     on_record: Callable[[PairRecord], None] | None
-    on_release: Callable[[str, str | None], None] | None
     on_batch: Callable[[str, int], None] | None
-    probes: dict[str, Probe] = field(default_factory=dict)
-    summaries: dict[str, ReleaseSummary] = field(default_factory=dict)
-
-    def give_up(self, release: str, reason: str) -> None:
-        self.probes.pop(release, None)
-        self.summaries[release].failed = reason
-        if self.on_release is not None:
-            self.on_release(release, reason)
 
     def batch(self, batch: list[Stored], after: str | None) -> None:
         """Observe one batch on A while each probe works on it, then pair and report, release by release."""
         # A first, in this process: what the probes get includes A's repair output for B to load.
-        prepared = [_prepare(stored, self.provider) for stored in batch]
+        prepared = [_prepare(stored, self.check.provider) for stored in batch]
         items = [
             {
                 "history": base64.b64encode(p.history).decode(),
@@ -422,21 +500,23 @@ class _Check:
             for p in prepared
             if p.history is not None
         ]
-        request = {"provider": self.provider, "histories": items}
-        pending = {release: probe.submit(request) for release, probe in self.probes.items() if items}
+        request = {"provider": self.check.provider, "histories": items}
+        pending = {release: probe.submit(request) for release, probe in self.check.probes.items() if items}
         for release, summary in self.summaries.items():
-            if summary.failed is not None:
+            if release in self.check.failed:
+                summary.failed = self.check.failed[release]
                 continue
             answers: Iterator[Json] = iter(())
             if release in pending:
                 try:
-                    answers = iter(self.probes[release].answer(pending[release], len(items), after))
+                    answers = iter(self.check.probes[release].answer(pending[release], len(items), after))
                 except CompareError as exc:
-                    self.give_up(release, f"{exc}; from there on, not checked")
+                    self.check.give_up(release, f"{exc}; from there on, not checked")
+                    summary.failed = self.check.failed[release]
                     continue
             for one in prepared:
                 b = next(answers) if one.history is not None else _not_a_history(one)
-                record = pair(one.key, self.release_a, release, a=one.a, a_data=one.a_data, b=b)
+                record = pair(one.key, self.check.release_a, release, a=one.a, a_data=one.a_data, b=b)
                 summary.add(record)
                 if self.on_record is not None:
                     self.on_record(record)
