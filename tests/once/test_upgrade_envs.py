@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 import histfix
-from histfix import _compare
-from histfix._cli import main
-from histfix._compare_probe import PLAIN
-from histfix._compare_probe import REPAIRED as HISTFIX
+from histfix._cli import compare as _compare
+from histfix._cli.commands import main
+from histfix._cli.compare_probe import PLAIN
+from histfix._cli.compare_probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
 from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade
@@ -85,8 +85,8 @@ OFFLINE = {"cache": CACHE, "find_links": WHEELHOUSE}
 
 _COMPARE_EACH = """
 import base64, json, sys
-from histfix._compare_probe import PLAIN, REPAIRED, probe, prompt_for
-from histfix._compare_render import Outcome
+from histfix._cli.compare_probe import PLAIN, REPAIRED, probe, prompt_for
+from histfix._cli.compare_render import Outcome
 said = {}
 for key, encoded in json.load(sys.stdin):
     raw = base64.b64decode(encoded)

@@ -341,7 +341,7 @@ def _scan(args: argparse.Namespace) -> int:
         _checked_provider(args.provider)
     except ValueError as exc:
         return _fail(str(exc))
-    from ._cli_upgrade import run_upgrade_scan
+    from .upgrade import run_upgrade_scan
 
     return run_upgrade_scan(args)
 

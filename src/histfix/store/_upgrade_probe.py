@@ -47,8 +47,8 @@ def _sent_verdict(history: bytes, parsed: object, provider: str | None) -> Json:
 
     import histfix
 
-    from .._compare_probe import PLAIN, REPAIRED, probe, prompt_for
-    from .._compare_render import Outcome
+    from .._cli.compare_probe import PLAIN, REPAIRED, probe, prompt_for
+    from .._cli.compare_render import Outcome
 
     observation = probe(history, prompt_for(parsed, None))
     verdict: Json = {

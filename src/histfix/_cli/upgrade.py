@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store._upgrade import PairRecord, ReleaseSummary, UpgradeResult
+    from ..store._upgrade import PairRecord, ReleaseSummary, UpgradeResult
 
 __all__ = ["run_upgrade_scan"]
 
@@ -99,9 +99,9 @@ def _print_summary(result: UpgradeResult, url: str, seconds: float) -> None:
 
 def run_upgrade_scan(args: argparse.Namespace) -> int:
     """``histfix scan SOURCE --against R[,R...]``, its options already parsed."""
-    from . import _compare as compare
-    from .store import StoreError, open_source
-    from .store._upgrade import check_upgrade
+    from ..store import StoreError, open_source
+    from ..store._upgrade import check_upgrade
+    from . import compare
 
     started = time.perf_counter()
     try:
