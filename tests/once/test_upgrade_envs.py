@@ -383,7 +383,7 @@ def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
         tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{delegate}"'
     )
     folder = write_directory(
-        tmp_path / "chats", {f"h{n:03d}": b"42" for n in range(400)}
+        tmp_path / "chats", {f"h{n:03d}": b"42" for n in range(150)}
     )  # > a pipe's buffer
     command = [sys.executable, "-m", "histfix", "scan", str(folder), "--against", "2.9.1", "--jsonl"]
     variables = {**os.environ, "HISTFIX_UV": "uv-not-needed", "PYTHONPATH": str(ROOT / "src")}
