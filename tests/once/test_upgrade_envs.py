@@ -30,7 +30,7 @@ from histfix._cli.compare_probe import PLAIN
 from histfix._cli.compare_probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
-from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade
+from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade, pair
 
 from conftest import PYDANTIC_AI
 from store_cases import EXAMPLES, histories, write_directory, write_jsonl, write_sqlite
@@ -398,6 +398,42 @@ def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
         scan_.stdout.close()  # as `| head -1` does
         assert scan_.wait(timeout=300) == 141
         assert scan_.stderr.read() == b""  # no traceback
+
+
+DELEGATE = (
+    "from histfix.store._upgrade_probe import _answer; "
+    "[print(json.dumps(_answer(json.loads(line))), flush=True) for line in sys.stdin]"
+)
+
+
+def test_provider_verdicts_come_from_the_release_side_that_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a stand-in "2.9.1" that is the installed release: both sides must agree, provider included
+    stand_in(
+        tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{DELEGATE}"'
+    )
+    chosen = ["corpus-021-E_duplicate_ids_one_return", "example-aborted_mid_tool"]
+    folder = write_directory(tmp_path / "chats", {key: stored()[key] for key in chosen})
+    monkeypatch.setenv("HISTFIX_UV", "uv-not-needed")
+    argv = ["scan", str(folder), "--against", "2.9.1", "--provider", "anthropic", "--jsonl"]
+    assert main([*argv, "--cache-dir", str(tmp_path / "cache")]) == 0
+    records = {Path(r["key"]).stem: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    duplicate = records[chosen[0]]
+    assert (
+        duplicate["on_a"]["provider_rejects"] == duplicate["on_b"]["provider_rejects"] == ["reused_call_id"]
+    )
+    assert records[chosen[1]]["on_b"]["provider_rejects"] == [] and not duplicate["breaks"]
+
+    accepted = {"loads": None, "load_json": None, "sends": "sends 5 messages · valid", "returns": "x"}
+    accepted |= {"sent_problems": [], "provider_rejects": []}
+    rejected = {**accepted, "provider_rejects": ["reused_call_id"]}
+    record = pair("k", "2.68.0", "1.107.10", a=accepted, a_data=None, b=rejected)
+    assert record.breaks == {
+        "sends": "on 1.107.10 a plain Agent sends 5 messages · valid; the provider rejects reused_call_id "
+        "(on 2.68.0: sends 5 messages · valid)"
+    }
+    assert pair("k", "2.68.0", "1.107.10", a=rejected, a_data=None, b=rejected).breaks == {}
 
 
 # --- bad input on the command line (no environment is built) -----------------------------------------
