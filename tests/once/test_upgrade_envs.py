@@ -420,10 +420,11 @@ def test_provider_verdicts_come_from_the_release_side_that_sends(
     assert main([*argv, "--cache-dir", str(tmp_path / "cache")]) == 0
     records = {Path(r["key"]).stem: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     duplicate = records[chosen[0]]
-    assert (
-        duplicate["on_a"]["provider_rejects"] == duplicate["on_b"]["provider_rejects"] == ["reused_call_id"]
-    )
-    assert records[chosen[1]]["on_b"]["provider_rejects"] == [] and not duplicate["breaks"]
+    # (what else the provider rejects in what is sent depends on the release: 1.x sends open calls)
+    assert "reused_call_id" in duplicate["on_b"]["provider_rejects"]
+    for record in records.values():
+        assert record["on_a"]["provider_rejects"] == record["on_b"]["provider_rejects"]
+        assert not record["breaks"]
 
     accepted = {"loads": None, "load_json": None, "sends": "sends 5 messages · valid", "returns": "x"}
     accepted |= {"sent_problems": [], "provider_rejects": []}
