@@ -4,7 +4,8 @@
 no-op while it is up to date), then side by side, one per CPU at a time (nox's `--parallel`: see
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
 release-independent tests: the programs in tools/, the provider emulators' selftests and
-tests/once/, run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
+tests/once/ (`histfix compare` and `histfix scan --against` in environments of their own, every
+store kind included), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
 the store commands on real directories, JSONL, SQLite and a PostgreSQL server the tests start, on the
 newest and the oldest release only, and left out of every `tests` session), `lint`, `typecheck` and
 `docs` (the documentation site, built with `mkdocs build --strict`), and last `compat_matrix`, which
@@ -212,6 +213,7 @@ def requirement_sets() -> dict[str, list[str]]:
     extras = [r for name in STORE_EXTRAS for r in pyproject["project"]["optional-dependencies"][name]]
     for release in STORE_RELEASES:
         sets[f"stores-{release}"] = [*project, *extras, *store_requirements(release)]
+    sets["tools"] = [*project, *extras, *test_requirements(NEWEST, *TEST_TOOLS, *STORE_TEST_TOOLS)]
     sets["typecheck"] = [*project, *extras, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
     sets["docs"] = list(DOCS_TOOLS)
@@ -366,7 +368,9 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
 @nox.session(allow_parallel=True)
 def tools(session: nox.Session) -> None:
     """The release-independent tests (RELEASE_INDEPENDENT_TESTS), once, on the newest release."""
-    install(session, "-e", ".", *test_requirements(NEWEST, *TEST_TOOLS))
+    # The store extras: tests/once checks `histfix scan --against` on every store kind, PostgreSQL too.
+    extras = f".[{','.join(STORE_EXTRAS)}]"
+    install(session, "-e", extras, *test_requirements(NEWEST, *TEST_TOOLS, *STORE_TEST_TOOLS))
     workers = SERIAL if session.parallel else TOOLS_PARALLEL
     session.run("python", "-m", "pytest", *RELEASE_INDEPENDENT_TESTS, *workers, *session.posargs)
 

@@ -160,7 +160,7 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
 
 def _histfix_on_a_path(folder: Path) -> Path:
     """A folder holding only this histfix package (a link to it), for the probe's PYTHONPATH."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # histfix/ (this module is histfix/_cli/compare.py)
     link = folder / "histfix"
     try:
         link.symlink_to(package, target_is_directory=True)

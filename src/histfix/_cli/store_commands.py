@@ -88,6 +88,7 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "--backup FILE` then repairs them (see `histfix repair SOURCE --help` and docs/stores.md).",
     )
     _add_run_options(scan)
+    _add_upgrade_options(scan)
     scan.set_defaults(run=_scan)
 
     restore = command(
@@ -103,6 +104,27 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     )
     restore.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     restore.set_defaults(run=_restore)
+
+
+def _add_upgrade_options(scan: argparse.ArgumentParser) -> None:
+    upgrade = scan.add_argument_group(
+        "upgrade check (needs histfix[compare])",
+        "--against checks every history on other pydantic-ai-slim releases too, each in a cached "
+        "virtualenv as `histfix compare` builds them (docs/upgrading.md)",
+    )
+    upgrade.add_argument(
+        "--against",
+        metavar="R[,R...]",
+        help="releases to check against the installed one: loads, repair, what is sent, the round trip",
+    )
+    upgrade.add_argument(
+        "--find-links", metavar="DIR", help="install releases from the wheels in DIR alone (offline)"
+    )
+    upgrade.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where the environments live (default: $HISTFIX_COMPARE_CACHE or the user cache)",
+    )
 
 
 def _store_repair_parser() -> argparse.ArgumentParser:
@@ -353,7 +375,19 @@ def _finish(
 
 
 def _scan(args: argparse.Namespace) -> int:
-    return _run(args, write=False, report=False)
+    if args.against is None:
+        if args.find_links is not None or args.cache_dir is not None:
+            return _fail("--find-links and --cache-dir only apply with --against")
+        return _run(args, write=False, report=False)
+    if args.jobs is not None or args.include_pending:
+        return _fail("--jobs and --include-pending do not apply with --against")
+    try:
+        _checked_provider(args.provider)
+    except ValueError as exc:
+        return _fail(str(exc))
+    from .upgrade import run_upgrade_scan
+
+    return run_upgrade_scan(args)
 
 
 def run_store_repair(argv: Sequence[str]) -> int:

@@ -3,7 +3,8 @@
 ``open_source(url)`` opens a store named by one string (see docs/stores.md); ``repair_source``
 runs the per-history record (``examine``) over it, writing repairs with a backup first
 (``open_backup``: a ``Backup`` file or a table in an SQL source's database);
-``restore`` puts the originals back. ``examine_all`` does the same over any ``(key, raw bytes)``
+``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
+releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
 pairs, for a store histfix has no source for. Imported only when asked for (``import histfix``
 does not import it).
 """
@@ -14,6 +15,7 @@ from ._backup import Backup, BatchBackup, RestoreResult, open_backup, restore
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
+from ._upgrade import PairRecord, ReleaseSummary, UpgradeCheck, UpgradeResult, check_upgrade
 from ._url import open_source, parse_table_url
 
 __all__ = [
@@ -22,7 +24,9 @@ __all__ = [
     "Backup",
     "BatchBackup",
     "Options",
+    "PairRecord",
     "Record",
+    "ReleaseSummary",
     "RemovedContent",
     "RepairResult",
     "Replacement",
@@ -31,7 +35,10 @@ __all__ = [
     "StoreError",
     "Stored",
     "TableSpec",
+    "UpgradeCheck",
+    "UpgradeResult",
     "WriteOutcome",
+    "check_upgrade",
     "examine",
     "examine_all",
     "open_backup",
