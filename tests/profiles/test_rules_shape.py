@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from typing import Any
 
 import pytest
 from pydantic_ai import messages as pai
@@ -139,6 +140,57 @@ def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> No
 def test_an_empty_last_request_stays_where_gemini_is_not_a_target(api: str) -> None:
     history = load([req(user("hi")), real(text("hello"), at=4), req(instructions="Be brief")])
     assert histfix.repair_report(history, provider=api).changes == ()
+
+
+#: A response, then a request of only a tool-availability delta, which MistralModel does not send (the
+#: long campaign's 2.68.0 seed 499454440374382): the response would be the last message on the wire.
+DELTA_LAST = [
+    real(thinking("th1"), at=1),
+    req({"part_kind": "tool-availability-delta", "tools_added": ["get"], "tool_call_id": None}),
+]
+needs_delta = pytest.mark.skipif(
+    _compat.TOOL_AVAILABILITY_DELTA is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
+)
+
+
+@needs_delta
+def test_a_last_request_of_only_deltas_is_dropped_for_mistral_and_reported() -> None:
+    history = load(DELTA_LAST)
+    before = copy.deepcopy(history)
+    report = histfix.repair_report(history, provider="mistral")
+    assert history == before
+    assert report.messages == history[:1]
+    (change,) = report.changes
+    assert change.kind == "dropped_empty" and change.preview == "tools added: get"
+    assert histfix.repair(report.messages, provider="mistral") == report.messages
+    (found,) = histfix.check(history, provider="mistral")
+    assert found.kind == "empty_message" and found.rejected_by == ("mistral",)
+    assert "only tool-availability deltas" in found.description
+    assert histfix.check(report.messages, provider="mistral") == []
+
+
+@needs_delta
+@pytest.mark.uses_sdk("mistral")
+def test_mistral_accepts_the_delta_last_history_after_its_profile(provider_bench: Any) -> None:
+    history = load(DELTA_LAST)
+    seconds: dict[str, float] = {"mistral": 0.0}
+    assert provider_bench.send("mistral", histfix.repair(history), seconds).label() == (
+        "rejected:mistral.trailing_assistant"
+    )
+    assert (
+        provider_bench.send("mistral", histfix.repair(history, provider="mistral"), seconds).kind
+        == "accepted"
+    )
+
+
+@pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat", "openai-responses"])
+def test_a_last_request_of_only_deltas_stays_where_mistral_is_not_a_target(api: str) -> None:
+    if _compat.TOOL_AVAILABILITY_DELTA is None:
+        pytest.skip(f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}")
+    history = load(DELTA_LAST)
+    assert [
+        c for c in histfix.repair_report(history, provider=api).changes if c.kind == "dropped_empty"
+    ] == []
 
 
 def test_dropping_an_empty_response_merges_the_requests_it_separated() -> None:

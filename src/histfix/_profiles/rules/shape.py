@@ -272,12 +272,29 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
     return kept, removed
 
 
+def _only_deltas(message: ModelMessage) -> bool:
+    """A request of tool-availability deltas alone, which MistralModel sends nothing of: as the last
+    request it leaves the response before it last on the wire, as an empty one does."""
+    from ..._release import switches as _compat
+
+    delta = _compat.TOOL_AVAILABILITY_DELTA
+    parts = message.parts
+    return (
+        message.kind == "request"
+        and bool(parts)
+        and delta is not None
+        and all(isinstance(p, delta) for p in parts)
+    )
+
+
 def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> bool:
     """The cheap early exit: a message without parts, or a text part or user prompt that is blank
     (the strings tested at C speed, multimodal prompts' strings too)."""
 
     found = scan.survey(history)
     if found.empty_message:
+        return True
+    if "mistral" in target.apis and history and _only_deltas(history[-1]):
         return True
     if "bedrock" in target.apis and found.empty_instructions():
         return True
@@ -309,14 +326,17 @@ def no_empty_content(
     ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
     if not set(EMPTY_WORDING) & set(target.apis):  # Mistral: empty text is not refused, only the end
         last = history[-1]
-        if len(history) < 2 or not isinstance(last, ModelRequest) or last.parts:
+        if len(history) < 2 or not isinstance(last, ModelRequest) or (last.parts and not _only_deltas(last)):
             return history, []
         history = history[:-1]
+        held = [f"tools added: {', '.join(part.tools_added)}" for part in last.parts]
+        if last.instructions:
+            held.append(f"instructions: {last.instructions}")
         dropped = Change(
             "dropped_empty",
             len(history),
             f"dropped the request at messages[{len(history)}]: nothing in it can be sent",
-            preview=f"instructions: {preview(last.instructions)}" if last.instructions else None,
+            preview=preview("; ".join(held)) if held else None,
         )
         return history, [dropped]
     fixed: list[ModelMessage] = []
@@ -374,7 +394,7 @@ def detect_no_empty_content(
     for index, message in enumerate(history):
         if not blank_text and index != last:
             continue  # Mistral: only an empty last request matters
-        if not message.parts:
+        if not message.parts or (not blank_text and _only_deltas(message)):
             if (
                 index == last
                 and isinstance(message, ModelRequest)
@@ -388,7 +408,10 @@ def detect_no_empty_content(
                     target,
                     at=index,
                     apis=ENDS_ON_USER_APIS if index == last and isinstance(message, ModelRequest) else None,
-                    description=f"the {message.kind} has no parts: the provider gets an empty message, or none",
+                    description=f"the {message.kind} has no parts: the provider gets an empty message, or none"
+                    if not message.parts
+                    else "the last request holds only tool-availability deltas, which the model class does not "
+                    "send: the response before it is the last message",
                     n=index,
                 )
             )
