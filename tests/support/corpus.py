@@ -1136,3 +1136,28 @@ case(
     history=_FOREIGN_NATIVE_THEN_EMPTY,
     expected=_FOREIGN_NATIVE_THEN_EMPTY,
 )
+#: pydantic-ai#7430's history: thinking between a response's calls, a retry answering the first call.
+#: OpenAIResponsesModel sends the second thinking between the calls, before any output; a server that
+#: reads calls and outputs as one run (DeepSeek) refuses call-a ("No tool output found for tool call").
+_OWN_THINKING = {"signature": "enc", "provider_name": "openai"}
+_SPLIT_BY_THINKING = [
+    req(user("weather in three cities")),
+    real(
+        {"part_kind": "thinking", "content": "first two", "id": "rs_1", **_OWN_THINKING},
+        call("get", "call-a", {"city": "Paris"}),
+        call("get", "call-b", {"city": "Rome"}),
+        {"part_kind": "thinking", "content": "and one more", "id": "rs_2", **_OWN_THINKING},
+        call("get", "call-c", {"city": "Oslo"}),
+        at=10,
+        provider_name="openai",
+    ),
+    req(retry("bad city", name="get", id="call-a"), ret("get", "call-b"), ret("get", "call-c")),
+]
+case(
+    "X_calls_split_by_thinking",
+    "Thinking between a response's calls, every call answered (a retry for the first): nothing to "
+    "repair. Only a Responses-compatible server that groups calls with outputs refuses the wire split; "
+    "its profile (a model such as openai-responses:deepseek-v4-flash) moves the calls after the thinking.",
+    history=_SPLIT_BY_THINKING,
+    expected=_SPLIT_BY_THINKING,
+)

@@ -441,7 +441,7 @@ VIOLATIONS: list[Violation] = [
             "model": "deepseek-v4-flash",
             "input": [_HI, _fc("call-a"), {**_ASSISTANT, "id": None}, _fco("call-a"), _HI],
         },
-        expect="call-a",
+        expect="No tool output found for tool call call-a.",
     ),
     Violation(
         "openai-responses.reasoning_without_following_item",

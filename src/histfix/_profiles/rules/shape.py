@@ -329,14 +329,15 @@ def no_empty_content(
         if len(history) < 2 or not isinstance(last, ModelRequest) or (last.parts and not _only_deltas(last)):
             return history, []
         history = history[:-1]
-        held = [f"tools added: {', '.join(part.tools_added)}" for part in last.parts]
+        # the parts are tool-availability deltas (_only_deltas), which name the tools they add
+        notes = [f"tools added: {', '.join(getattr(part, 'tools_added', ()))}" for part in last.parts]
         if last.instructions:
-            held.append(f"instructions: {last.instructions}")
+            notes.append(f"instructions: {last.instructions}")
         dropped = Change(
             "dropped_empty",
             len(history),
             f"dropped the request at messages[{len(history)}]: nothing in it can be sent",
-            preview=preview("; ".join(held)) if held else None,
+            preview=preview("; ".join(notes)) if notes else None,
         )
         return history, [dropped]
     fixed: list[ModelMessage] = []
@@ -585,7 +586,8 @@ def shape_rules() -> tuple[ProfileRule, ...]:
             NO_EMPTY_CONTENT_APIS,
             "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
             "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls, "
-            "Mistral trailing_assistant (an empty last request leaves the response last)",
+            "Mistral trailing_assistant (an empty last request, or one of only tool-availability deltas, leaves "
+            "the response last)",
             "after",
             no_empty_content,
             detect_no_empty_content,
