@@ -1161,3 +1161,20 @@ case(
     history=_SPLIT_BY_THINKING,
     expected=_SPLIT_BY_THINKING,
 )
+#: pydantic-ai#7878's shape in a stored history: a request of only a tool reveal between a call and its
+#: result. AnthropicModel sends the reveal as a `system` entry, which between the tool_use and its
+#: tool_result the API refuses; the repair merges the requests (result first), as upstream's does.
+_REVEAL = {"part_kind": "tool-availability-delta", "tools_added": ["get"], "tool_call_id": None}
+case(
+    "X_reveal_between_call_and_result",
+    "A tool-availability delta alone in a request between a call and its result (2.23.0+): the requests "
+    "merge, the result first, so no system entry can go between the tool_use and its tool_result.",
+    history=[
+        req(user("hi")),
+        real(call("get", "g1", {"city": "x"}), at=10),
+        req(_REVEAL),
+        req(ret("get", "g1")),
+    ],
+    expected=[req(user("hi")), real(call("get", "g1", {"city": "x"}), at=10), req(ret("get", "g1"), _REVEAL)],
+    needs=frozenset({"tool_availability_delta"}),
+)

@@ -490,6 +490,33 @@ VIOLATIONS: list[Violation] = [
         _claude(_HI, _asst(_tool_use()), _HI, _asst(_TEXT), _user(_tool_result())),
         expect="messages.1:",
     ),
+    Violation(  # pydantic-ai#7878: a reveal's system entry between a tool_use and its tool_result
+        "anthropic.tool_use_without_result",
+        _claude(
+            _HI,
+            _asst(_tool_use()),
+            {
+                "role": "system",
+                "content": [{"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}}],
+            },
+            _user(_tool_result()),
+        ),
+        expect="messages.1: tool_use ids were found without tool_result blocks immediately after",
+    ),
+    Violation(  # the same with the "." user turn 2.52.0-2.60.0 put before such an entry while mapping
+        "anthropic.tool_use_without_result",
+        _claude(
+            _HI,
+            _asst(_tool_use()),
+            _user({"type": "text", "text": "."}),
+            {
+                "role": "system",
+                "content": [{"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}}],
+            },
+            _user(_tool_result()),
+        ),
+        expect="messages.1:",
+    ),
     Violation(
         "anthropic.unexpected_tool_result",
         _claude(_HI, _asst(_TEXT), _user(_TEXT, _tool_result("toolu_9"))),
