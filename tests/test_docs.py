@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import histfix
-from histfix._cli import main
+from histfix._cli.commands import main
 
 from dsl import call, docs_block, req, resp, to_json, user
 from strict import StrictModel, pairing_problems

@@ -2,7 +2,7 @@
 
 import sys
 
-from ._cli import main
+from ._cli.commands import main
 
 __all__: list[str] = []  # run as a program; it exports nothing
 

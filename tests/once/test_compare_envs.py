@@ -4,7 +4,7 @@ Release-independent, so the `tools` session runs these once (no `tests(X)` sessi
 `histfix compare` builds its own environment per release it is asked about (here 1.0.0, 2.9.1,
 2.10.0 and the newest, from the wheelhouse) and probes each there, so what the session itself has
 installed never enters; the pure parts and the probe on the installed release stay in
-tests/test_compare.py and run on every release.
+tests/cli/test_compare.py and run on every release.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from histfix import _compare
-from histfix._compare_probe import PLAIN
-from histfix._compare_probe import REPAIRED as HISTFIX
+from histfix._cli import compare as _compare
+from histfix._cli.compare_probe import PLAIN
+from histfix._cli.compare_probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST
 
 from conftest import PYDANTIC_AI

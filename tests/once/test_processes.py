@@ -5,7 +5,7 @@ each starts a fresh Python, and what it asserts does not reach the installed pyd
 imports without it; ``info``, ``--help`` and ``--version`` never import it; a bad
 ``HISTFIX_BACKEND`` is refused before any history is read; pydantic-ai hidden as if not
 installed). The one that does reach it, ``repair -`` through a pipe, has an in-process twin in
-tests/test_cli.py that runs on every release and checks the repaired history there.
+tests/cli/test_cli.py that runs on every release and checks the repaired history there.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_missing_pydantic_ai_says_what_to_install() -> None:
     assert "pip install pydantic-ai-slim" in done.stdout
 
 
-# --- the command line (from tests/test_cli.py) -----------------------------------------------------
+# --- the command line (from tests/cli/test_cli.py) -------------------------------------------------
 
 
 def test_repair_from_stdin_to_stdout_through_a_pipe(broken: Path) -> None:
@@ -98,7 +98,7 @@ def test_repair_from_stdin_to_stdout_through_a_pipe(broken: Path) -> None:
 @pytest.mark.parametrize("argv", [["info"], ["--help"], ["--version"]])
 def test_fast_paths_do_not_import_pydantic_ai(argv: list[str]) -> None:
     code = (
-        "import sys, time; t = time.perf_counter(); from histfix._cli import main\n"
+        "import sys, time; t = time.perf_counter(); from histfix._cli.commands import main\n"
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
         "print('IMPORTED' if 'pydantic_ai' in sys.modules else 'clean', time.perf_counter() - t)"
     )
@@ -136,7 +136,7 @@ def held(fd):
     pathlib.Path(sys.argv[1]).touch()
     time.sleep(60)
 os.fsync = held
-from histfix._cli import main
+from histfix._cli.commands import main
 sys.exit(main(sys.argv[2:]))
 """
 

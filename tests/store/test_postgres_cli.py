@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store import open_source
 from histfix.store._record import Options, examine
 from histfix.store._runner import repair_source

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store import Options, examine, examine_all
 
 from store_cases import StoreUnderTest, histories

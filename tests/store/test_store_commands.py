@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store._record import PENDING_KINDS, Options, examine
 
 from store_cases import STORE_KINDS, StoreUnderTest, histories, write_sqlite
@@ -253,7 +253,7 @@ def test_jsonl_keeps_blank_lines_and_untouched_lines_byte_for_byte(
 def test_help_and_info_import_nothing_of_the_store() -> None:
     code = (
         "import sys, contextlib, io\n"
-        "from histfix._cli import main\n"
+        "from histfix._cli.commands import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try: main(['--help'])\n"
         "    except SystemExit: pass\n"
@@ -296,7 +296,7 @@ def test_progress_shows_rate_and_eta_on_a_terminal_only(
 
 
 def test_repair_tells_a_store_from_one_history_file(tmp_path: Path) -> None:
-    from histfix._cli_store import is_store_repair
+    from histfix._cli.store_commands import is_store_repair
 
     (tmp_path / "folder").mkdir()
     assert is_store_repair(["repair", str(tmp_path / "folder")])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from histfix._cli import main
+from histfix._cli.commands import main
 from histfix.store import Replacement, Stored, WriteOutcome, open_source
 from histfix.store._record import Options, examine
 from histfix.store._runner import repair_source

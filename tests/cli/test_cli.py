@@ -22,7 +22,7 @@ from pydantic_ai import messages as pai
 
 import histfix
 from histfix._atomic_write import write_atomically
-from histfix._cli import build_parser, main
+from histfix._cli.commands import build_parser, main
 from histfix._release.pinned import release_pins
 from histfix._release.switches import HAS_REPAIR_MESSAGES
 from histfix._trim import turn_starts
@@ -31,7 +31,7 @@ from corpus import CASES
 from dsl import Case, call, load_history, real, req, ret, system, text, to_json, user
 from strict import pairing_problems
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

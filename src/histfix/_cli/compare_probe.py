@@ -1,6 +1,6 @@
 """One release's side of ``histfix compare``: run inside that release's environment.
 
-``python -m histfix._compare_probe [--prompt TEXT] < history.json`` prints, as JSON, what the
+``python -m histfix._cli.compare_probe [--prompt TEXT] < history.json`` prints, as JSON, what the
 installed pydantic-ai does with the stored history (its own ``ModelMessagesTypeAdapter``, then a
 plain ``Agent`` whose model is a capturing ``FunctionModel``: no provider, no network) and what
 ``histfix.repair`` returns (loaded with ``histfix.load_json``). Both sides are judged by the same
@@ -49,7 +49,7 @@ def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) ->
     """Load, run, and judge what came out."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from ._check.strict import strict_provider_errors
+    from .._check.strict import strict_provider_errors
 
     try:
         history = load()
@@ -67,7 +67,7 @@ def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) ->
 
 
 def _repair(history: list[Any]) -> Outcome:
-    from . import repair
+    from .. import repair
 
     try:
         return repair(history), None
@@ -100,7 +100,7 @@ def probe(raw: bytes, prompt: str | None) -> Json:
     """What the installed release does with the stored history ``raw``, as plain JSON data."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from . import backend_info, load_json
+    from .. import backend_info, load_json
 
     info = backend_info()
     return {
@@ -112,7 +112,7 @@ def probe(raw: bytes, prompt: str | None) -> Json:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m histfix._compare_probe")
+    parser = argparse.ArgumentParser(prog="python -m histfix._cli.compare_probe")
     parser.add_argument("--prompt", default=None)
     args = parser.parse_args(argv)
     json.dump(probe(sys.stdin.buffer.read(), args.prompt), sys.stdout)

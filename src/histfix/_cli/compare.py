@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ._release.pinned import PINNED_RELEASES, release_requirements
+from .._release.pinned import PINNED_RELEASES, release_requirements
 
 __all__ = ["CompareError", "Settings", "compare", "find_uv", "parse_releases"]
 
@@ -171,7 +171,7 @@ def _histfix_on_a_path(folder: Path) -> Path:
 
 def probe(release: str, env: Path, raw: bytes, prompt: str | None, path_entry: Path) -> dict[str, Any]:
     """Run the probe in ``env`` on ``raw``; its observation, checked to come from ``release``."""
-    argv = [str(_python_in(env)), "-m", "histfix._compare_probe"]
+    argv = [str(_python_in(env)), "-m", "histfix._cli.compare_probe"]
     if prompt is not None:
         argv += ["--prompt", prompt]
     variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}

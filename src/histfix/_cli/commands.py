@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from ._atomic_write import write_atomically
-from ._cli_shared import EXIT_BAD_INPUT, InputError, Parser, add_provider, check_environment, positive
+from .. import __version__
+from .._atomic_write import write_atomically
+from .shared import EXIT_BAD_INPUT, InputError, Parser, add_provider, check_environment, positive
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -58,7 +58,7 @@ def _load(source: str) -> list[ModelMessage]:
     """The history in ``source``, loaded portably (written by any release) into this one's types."""
     raw = _read(source)
     name = "standard input" if source == "-" else source
-    from ._api import load_json
+    from .._api import load_json
 
     try:
         return load_json(raw)
@@ -167,7 +167,7 @@ def _refuse_in_place(source: str) -> None:
 
 
 def _rejected_by(problem: Any) -> str:
-    from ._profiles.targets import PROVIDER_APIS
+    from .._profiles.targets import PROVIDER_APIS
 
     if not problem.rejected_by:
         return "none"
@@ -208,8 +208,8 @@ def _kinds(problems: Sequence[Any]) -> str:
 def _verdict(problems: Sequence[Any], repair: str) -> str:
     """What plain ``check`` concludes: what some provider rejects (the exit status) and what fixes
     it, then what repair only normalizes. ``repair`` is the command that matches the check."""
-    from ._profiles.targets import PROVIDER_APIS
-    from ._records.problems import KEPT_BY_REPAIR
+    from .._profiles.targets import PROVIDER_APIS
+    from .._records.problems import KEPT_BY_REPAIR
 
     rejected = [p for p in problems if p.rejected_by]
     normalized = [p for p in problems if not p.rejected_by]
@@ -247,7 +247,7 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from ._profiles.targets import resolve_provider, unknown_provider
+    from .._profiles.targets import resolve_provider, unknown_provider
 
     try:
         return resolve_provider(name).name
@@ -280,7 +280,7 @@ def _check(args: argparse.Namespace) -> int:
     only normalizes (two requests in a row, say) is listed, and alone exits 0."""
     import dataclasses
 
-    from ._api import check
+    from .._api import check
 
     provider = _provider(args)
     last = not args.keep_last_response
@@ -305,7 +305,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from ._api import repair, repair_report
+    from .._api import repair, repair_report
 
     provider = _provider(args)
     history = _load(args.file)
@@ -329,8 +329,8 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _trim(args: argparse.Namespace) -> int:
-    from ._api import keep_last_turns, repair_report, trim_to_budget
-    from ._records.tokens import BudgetExceededError
+    from .._api import keep_last_turns, repair_report, trim_to_budget
+    from .._records.tokens import BudgetExceededError
 
     provider = _provider(args)
     loaded: list[ModelMessage] = _load(args.file)
@@ -369,9 +369,9 @@ def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ._api import BACKEND_ENV, _forced_backend
-    from ._release.backend import choose_backend
-    from ._release.installed import (
+    from .._api import BACKEND_ENV, _forced_backend
+    from .._release.backend import choose_backend
+    from .._release.installed import (
         NEWEST_TESTED,
         import_failure,
         installed_release,
@@ -401,8 +401,8 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ._api import backend_info, repair_report
-    from ._render import render
+    from .._api import backend_info, repair_report
+    from .render import render
 
     provider = _provider(args)
     before = _load(args.file)
@@ -425,10 +425,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from . import _compare as compare
-    from ._compare_probe import prompt_for
-    from ._compare_render import Style, as_json, render
-    from ._jsonerrors import describe_json_error
+    from .._jsonerrors import describe_json_error
+    from . import compare
+    from .compare_probe import prompt_for
+    from .compare_render import Style, as_json, render
 
     raw = _read(args.file)
     name = "standard input" if args.file == "-" else args.file
@@ -606,7 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
         "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"
     )
     info.set_defaults(run=_info)
-    from ._cli_store import add_store_commands
+    from .store_commands import add_store_commands
 
     add_store_commands(command)
     return parser
@@ -642,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from ._cli_store import is_store_repair, run_store_repair
+    from .store_commands import is_store_repair, run_store_repair
 
     if is_store_repair(sys.argv[1:] if argv is None else argv):  # a directory, .jsonl or URL
         return run_store_repair(sys.argv[1:] if argv is None else argv)

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from histfix import _compare
 from histfix._check.strict import strict_provider_errors
-from histfix._cli import main
-from histfix._compare_probe import CONTINUE, PLAIN, probe, prompt_for
-from histfix._compare_probe import REPAIRED as HISTFIX
-from histfix._compare_render import (
+from histfix._cli import compare as _compare
+from histfix._cli.commands import main
+from histfix._cli.compare_probe import CONTINUE, PLAIN, probe, prompt_for
+from histfix._cli.compare_probe import REPAIRED as HISTFIX
+from histfix._cli.compare_render import (
     Outcome,
     Style,
     as_json,
@@ -38,7 +38,7 @@ from corpus import CASES
 from dsl import INTERRUPTED, MARKER, Case, call, load_history, req, resp, ret, text, to_json, user
 from strict import pairing_problems
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "examples"
 
 PLAIN_STYLE = Style(color=False)

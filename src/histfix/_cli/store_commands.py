@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store._backup import Backup
-    from .store._record import Record
-    from .store._runner import RepairResult
-    from .store._source import Source
-    from .store._summary import Summary
+    from ..store._backup import Backup
+    from ..store._record import Record
+    from ..store._runner import RepairResult
+    from ..store._source import Source
+    from ..store._summary import Summary
 
 __all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
 
@@ -58,7 +58,7 @@ def is_store_repair(argv: Sequence[str]) -> bool:
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    from ._cli_shared import add_provider, positive
+    from .shared import add_provider, positive
 
     parser.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     add_provider(parser, "check (and repair) for what this provider rejects")
@@ -102,7 +102,7 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 def _store_repair_parser() -> argparse.ArgumentParser:
-    from ._cli_shared import Parser
+    from .shared import Parser
 
     parser = Parser(
         prog="histfix repair",
@@ -137,7 +137,7 @@ def _fail(message: str) -> int:
 def _checked_provider(name: str | None) -> None:
     if name is None:
         return
-    from ._profiles.targets import resolve_provider
+    from .._profiles.targets import resolve_provider
 
     try:
         resolve_provider(name)
@@ -228,11 +228,11 @@ def _resume_hint(backup: Backup | None) -> str:
 
 
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
-    from .store import StoreError, open_source
-    from .store._backup import Backup
-    from .store._record import Options
-    from .store._runner import default_jobs, repair_source
-    from .store._summary import Summary
+    from ..store import StoreError, open_source
+    from ..store._backup import Backup
+    from ..store._record import Options
+    from ..store._runner import default_jobs, repair_source
+    from ..store._summary import Summary
 
     backup: Backup | None = None
     summary = Summary()
@@ -322,7 +322,7 @@ def run_store_repair(argv: Sequence[str]) -> int:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
         parser.error("--backup is only used with --write")
-    from ._cli_shared import InputError, check_environment
+    from .shared import InputError, check_environment
 
     try:
         check_environment("repair")  # a bad HISTFIX_BACKEND, as every other command rejects it
@@ -332,8 +332,8 @@ def run_store_repair(argv: Sequence[str]) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from .store import open_source
-    from .store._backup import restore
+    from ..store import open_source
+    from ..store._backup import restore
 
     try:
         with open_source(args.source) as source:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._compare_probe import PLAIN, REPAIRED
+from .compare_probe import PLAIN, REPAIRED
 
 __all__ = ["Style", "as_json", "describe", "describe_part", "render"]
 

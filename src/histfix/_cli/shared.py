@@ -1,6 +1,6 @@
 """What every command of the CLI shares: the one-line input error, the parser that exits 2, the
-common options and the environment check (the history commands' :mod:`._cli` and the store
-commands' :mod:`._cli_store` both build on it)."""
+common options and the environment check (the history commands' :mod:`.commands` and the store
+commands' :mod:`.store_commands` both build on it)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def check_environment(command: str) -> None:
     """Reject a bad ``HISTFIX_BACKEND`` up front, for every command, as bad input: a value that is
     not a path, or ``upstream`` on a release without ``repair_messages`` (read from the installed
     source, so ``info`` stays fast; ``compare`` runs other releases, which judge it themselves)."""
-    from ._api import _forced_backend, upstream_missing
-    from ._release.installed import installed_release, source_defines
+    from .._api import _forced_backend, upstream_missing
+    from .._release.installed import installed_release, source_defines
 
     try:
         forced = _forced_backend()
