@@ -183,6 +183,26 @@ def test_mistral_accepts_the_delta_last_history_after_its_profile(provider_bench
     )
 
 
+#: The long campaign's seeds that found it (2.68.0, and 2.55.0 with instructions on the delta's request).
+FOUND_BY_THE_CAMPAIGN = (499454440374382, 106186746626257)
+
+
+@pytest.mark.uses_sdk("mistral")
+@pytest.mark.parametrize("seed", FOUND_BY_THE_CAMPAIGN)
+def test_the_campaigns_seeds_are_accepted_by_mistral(seed: int, provider_bench: Any) -> None:
+    from test_provider_generated import NOTHING_SENDABLE, generated_history, may_refuse
+
+    seconds: dict[str, float] = {"mistral": 0.0}
+    history = load(generated_history(seed))  # another history where the delta part does not load
+    for target in ("mistral", "any"):
+        try:
+            fixed = histfix.repair(history, provider=target)
+        except ValueError as exc:  # nothing sendable: only where nothing could be
+            assert NOTHING_SENDABLE in str(exc) and may_refuse(history), (seed, target)
+            continue
+        assert provider_bench.send("mistral", fixed, seconds).kind == "accepted", (seed, target)
+
+
 @pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat", "openai-responses"])
 def test_a_last_request_of_only_deltas_stays_where_mistral_is_not_a_target(api: str) -> None:
     if _compat.TOOL_AVAILABILITY_DELTA is None:
