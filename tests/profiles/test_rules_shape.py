@@ -120,12 +120,24 @@ def test_an_empty_prompt_is_dropped_and_reported() -> None:
     assert "its content was: ''" in str(change)
 
 
-def test_whitespace_text_is_dropped_for_bedrock_only() -> None:
+def test_whitespace_text_is_dropped_for_anthropic_and_bedrock_only() -> None:
     history = load([req(user("hi")), real(text("  "), text("ok"), at=4), req(user("next"))])
-    assert histfix.repair(history, provider="anthropic") == histfix.repair(history)  # Anthropic accepts it
-    for api in ("bedrock", "any"):
+    for api in ("openai-chat", "openai-responses", "gemini", "mistral"):
+        assert histfix.repair(history, provider=api) == histfix.repair(history), api  # they accept it
+    for api in ("anthropic", "bedrock", "any"):
         fixed = histfix.repair(history, provider=api)
-        assert [p.content for p in fixed[1].parts] == ["ok"]
+        assert [p.content for p in fixed[1].parts] == ["ok"], api
+
+
+@pytest.mark.uses_sdk("anthropic")
+def test_anthropic_refuses_whitespace_text_and_accepts_its_profile(provider_bench: Any) -> None:
+    history = load([req(user("hi")), real(text(" \n"), text("ok"), at=4), req(user("next"))])
+    seconds: dict[str, float] = {"anthropic": 0.0}
+    assert provider_bench.send("anthropic", histfix.repair(history), seconds).label() == (
+        "rejected:anthropic.whitespace_text"
+    )
+    fixed = histfix.repair(history, provider="anthropic")
+    assert provider_bench.send("anthropic", fixed, seconds).kind == "accepted"
 
 
 def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> None:
@@ -236,7 +248,9 @@ def test_check_reports_empty_content_in_the_providers_words() -> None:
     (found,) = shape.detect_no_empty_content(history, resolve_provider("gemini"), Scan())
     assert (found.kind, found.message_index) == ("empty_message", 2)
     assert found.provider_error == "Please ensure that the last turn is a user turn."
-    assert shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan()) == []
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan())
+    assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("anthropic",))
+    assert shape.detect_no_empty_content(history, resolve_provider("openai-responses"), Scan()) == []
 
 
 # --- results_first ----------------------------------------------------------------------------------

@@ -490,6 +490,11 @@ VIOLATIONS: list[Violation] = [
         _claude(_HI, _asst(_tool_use()), _HI, _asst(_TEXT), _user(_tool_result())),
         expect="messages.1:",
     ),
+    Violation(
+        "anthropic.whitespace_text",
+        _claude(_HI, _asst({"type": "text", "text": " \n"}, _TEXT), _HI),
+        expect="messages: text content blocks must contain non-whitespace text",
+    ),
     Violation(  # pydantic-ai#7878: a reveal's system entry between a tool_use and its tool_result
         "anthropic.tool_use_without_result",
         _claude(

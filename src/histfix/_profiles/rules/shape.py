@@ -225,9 +225,14 @@ def detect_agent_accepts_opening(
 # --- no_empty_content ---------------------------------------------------------------------------------
 
 
+#: The APIs that refuse text of only whitespace too: "messages: text content blocks must contain
+#: non-whitespace text" (Anthropic, verified: anthropics/claude-code#23440; Bedrock's Converse likewise).
+WHITESPACE_APIS = frozenset({"anthropic", "bedrock"})
+
+
 def _blank(text: str, target: ProviderTarget) -> bool:
-    """Empty text (Anthropic, Gemini, OpenAI Chat); whitespace-only counts too where Bedrock is a target."""
-    return not text.strip() if "bedrock" in target.apis else text == ""
+    """Empty text (Gemini, OpenAI Chat); whitespace-only counts too where Anthropic or Bedrock is a target."""
+    return not text.strip() if WHITESPACE_APIS & set(target.apis) else text == ""
 
 
 def _request_without_blanks(request: ModelRequest, target: ProviderTarget) -> tuple[list[Any], list[str]]:
@@ -306,7 +311,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
         for content in contents:
             if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
-    if "bedrock" in target.apis:
+    if WHITESPACE_APIS & set(target.apis):
         return "" in map(str.strip, strings)
     return "" in strings
 
@@ -584,7 +589,7 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "no_empty_content",
             NO_EMPTY_CONTENT_APIS,
-            "empty text, prompts or messages: Anthropic empty_text/empty_message, Bedrock whitespace_text/"
+            "empty text, prompts or messages: Anthropic empty_text/whitespace_text/empty_message, Bedrock whitespace_text/"
             "empty_content, Gemini empty_text/empty_parts/ends_on_model_turn, OpenAI Chat content_or_tool_calls, "
             "Mistral trailing_assistant (an empty last request, or one of only tool-availability deltas, leaves "
             "the response last)",
