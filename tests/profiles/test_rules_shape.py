@@ -359,18 +359,35 @@ def test_the_starter_prompt_is_exported() -> None:
 RESULTS = [{"type": "web_search_result", "url": "https://ai.pydantic.dev", "title": "Pydantic AI"}]
 
 
-def test_a_native_call_without_its_result_is_dropped_and_reported() -> None:
+def test_a_code_execution_call_without_its_result_is_dropped_and_reported() -> None:
     history = load(
-        [req(user("search")), real(native_call("web_search", "n1", {"q": "pydantic"}), text("hm"), at=4)]
+        [req(user("run")), real(native_call("code_execution", "n1", {"code": "print(1)"}), text("hm"), at=4)]
     )
     report = histfix.repair_report(history, provider="anthropic")
     assert [p.part_kind for p in report.messages[1].parts] == ["text"]
     (change,) = report.changes
-    assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "pydantic" in str(change)
+    assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "print(1)" in str(change)
     (found,) = histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan())
     assert found.provider_error == (
-        "web_search tool use with id n1 was found without a corresponding web_search_tool_result block"
+        "code_execution tool use with id n1 was found without a corresponding code_execution_tool_result block"
     )
+
+
+IN_FLIGHT = [req(user("search")), real(native_call("web_search", "n1", {"q": "pydantic"}), text("hm"), at=4)]
+
+
+def test_another_server_tool_in_flight_is_kept_for_anthropic() -> None:
+    """The API takes a server tool call with no result yet (recorded: web_search under pause_turn)."""
+    history = load(IN_FLIGHT)
+    assert histfix.repair(history, provider="anthropic") == histfix.repair(history)
+    assert histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan()) == []
+
+
+@pytest.mark.uses_sdk("anthropic")
+def test_anthropic_accepts_a_server_tool_in_flight_after_its_profile(provider_bench: Any) -> None:
+    seconds: dict[str, float] = {"anthropic": 0.0}
+    fixed = histfix.repair(load(IN_FLIGHT), provider="anthropic")
+    assert provider_bench.send("anthropic", fixed, seconds).kind == "accepted"
 
 
 def test_a_native_pair_the_api_accepts_is_kept() -> None:
