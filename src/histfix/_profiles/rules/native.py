@@ -274,8 +274,9 @@ def native_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "native_calls_paired",
             NATIVE_CALLS_APIS,
-            "Anthropic code_execution_without_result: a native call needs its result block in the same "
-            "response (releases up to 2.30 send it alone; before 1.0.9 returns need the wire name)",
+            "Anthropic code_execution_without_result: a code execution call needs its result block in the "
+            "same response (releases up to 2.30 send it alone; other server tools in flight are accepted; "
+            "before 1.0.9 returns need the wire name)",
             "after",
             native_calls_paired,
             detect_native_calls_paired,
