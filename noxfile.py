@@ -134,6 +134,9 @@ RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/on
 #: The store tests: `stores` runs them on STORE_RELEASES, and `tests(X)` skips them (they start a
 #: PostgreSQL server and need the postgres extra, and what they test differs little between releases).
 STORE_TESTS = "tests/store"
+#: What every per-release run of the suite (`tests`, `pythons`) leaves out: the tests `tools` and
+#: `stores` run instead.
+NOT_PER_RELEASE = [f"--ignore={path}" for path in [*RELEASE_INDEPENDENT_TESTS, STORE_TESTS]]
 #: pytest-xdist in `tools`: by file, since the compare tests share one environment cache (two
 #: workers building the same release at once would race) and each SDK selftest file imports its SDKs.
 TOOLS_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
@@ -355,9 +358,8 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{pydantic_ai}.json"
     report.unlink(missing_ok=True)
-    ignored = [f"--ignore={path}" for path in [*RELEASE_INDEPENDENT_TESTS, STORE_TESTS]]
     workers = SERIAL if session.parallel else PARALLEL
-    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *ignored, *workers]
+    pytest = ["python", "-m", "pytest", f"--record-outcome={report}", *NOT_PER_RELEASE, *workers]
     session.run(*pytest, *session.posargs)
 
 
@@ -525,7 +527,8 @@ def pythons(session: nox.Session) -> None:
     1.107.10 run on 3.10), is skipped and named in the summary; only a failing suite fails it. Each run gets its own uv venv in .nox/pythons-*,
     installed from the package index (the wheelhouse holds wheels for one Python only) with what a
     `tests` session installs (the provider SDKs too), and runs pytest serially, like the `tests`
-    sessions minus the tools' tests. Posargs go to pytest.
+    sessions: without the tools' tests and without tests/store (which need the postgres extra and
+    run in `stores`). Posargs go to pytest.
     """
     runs = [(python, NEWEST) for python in PYTHONS] + PYTHONS_EXTRA
     summary = []
@@ -548,8 +551,7 @@ def pythons(session: nox.Session) -> None:
                 f"Python {python} ({interpreter}): pydantic-ai-slim {release} does not install, skipped"
             )
             continue
-        ignored = [f"--ignore={path}" for path in RELEASE_INDEPENDENT_TESTS]
-        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *ignored]
+        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *NOT_PER_RELEASE]
         try:
             session.run(*pytest, *session.posargs, external=True)
             summary.append(f"Python {python} ({interpreter}): pydantic-ai-slim {release}: pass")

@@ -6,6 +6,7 @@ was written can be restored byte for byte from the backup, and ``--resume`` fini
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import resource
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -200,7 +202,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_nothing_half_written(
     assert store.snapshot() == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files (the full-disk test covers it)")
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root writes read-only files: the read-only file system test covers root"
+)
 @pytest.mark.parametrize("kind", ["dir", "sqlite-text"])
 def test_a_read_only_store_is_one_line_and_unchanged(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -212,3 +216,97 @@ def test_a_read_only_store_is_one_line_and_unchanged(
     assert main(["repair", store.url, "--write", "--backup", str(tmp_path / "b.jsonl"), "--jobs", "1"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert store.snapshot() == before
+
+
+@contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real small file system: a tmpfs of ``size`` mounted at ``path``, unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("a real full disk or read-only file system: mounting a tmpfs needs root")
+    path.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True, timeout=30)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the file system ``folder`` is on to the last byte; the filler file."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_backup_on_a_disk_that_fills_stops_with_one_line_and_resume_finishes_once_there_is_room(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    before, old, new = store.snapshot(), store.values(), expected(store)
+    with tmpfs(tmp_path / "small", "32k") as small:
+        backup = small / "backup.jsonl"
+        argv = ["repair", store.url, "--write", "--backup", str(backup), "--jobs", "1", "--batch-size", "3"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "No space left on device" in err and "--resume" in err, err
+        written = assert_each_old_or_new(store, old, new)
+        assert 0 < written < 60
+
+        subprocess.run(["mount", "-o", "remount,size=1m", str(small)], check=True, timeout=30)
+        assert main([*argv, "--resume"]) == 0
+        assert f"repaired {60 - written} histories" in capsys.readouterr().out
+        assert store.values() == new
+        assert main(["restore", str(backup), store.url]) == 0
+    assert store.snapshot() == before
+
+
+def test_a_store_on_a_full_disk_is_one_line_unchanged_and_leaves_no_temporary_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with tmpfs(tmp_path / "small", "1m") as small:
+        store = StoreUnderTest("dir", small)
+        before, new = store.snapshot(), expected(store)
+        filler = fill(small)
+        argv = ["repair", store.url, "--write", "--backup", str(tmp_path / "b.jsonl"), "--jobs", "1"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "No space left on device" in err, err
+        assert store.snapshot() == before
+        assert sorted(p.name for p in small.rglob("*") if p.is_file() and not p.name.endswith(".json")) == [
+            "filler"
+        ]
+
+        filler.unlink()
+        assert main([*argv, "--resume"]) == 0
+        assert store.values() == new
+
+
+@pytest.mark.parametrize("kind", ["dir", "sqlite-text"])
+def test_a_store_on_a_read_only_file_system_is_one_line_and_unchanged(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What the chmod test above checks as a user, for root (whom file modes do not stop).
+    with tmpfs(tmp_path / "ro", "2m") as folder:
+        store = StoreUnderTest(kind, folder)
+        before = store.snapshot()
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, timeout=30)
+        argv = ["repair", store.url, "--write", "--backup", str(tmp_path / "b.jsonl"), "--jobs", "1"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("read-only" in err.lower() or "readonly" in err), err
+        assert store.snapshot() == before

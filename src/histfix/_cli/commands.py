@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .._atomic_write import write_atomically
-from .shared import EXIT_BAD_INPUT, InputError, Parser, add_provider, check_environment, positive
+from .shared import (
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    InputError,
+    Parser,
+    add_provider,
+    check_environment,
+    positive,
+    stdout_gone,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -625,13 +634,21 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status. Ctrl-C exits 130 and SIGTERM 143, each without a
-    traceback and after the writer has removed its temporary file."""
+    traceback and after the writer has removed its temporary file; a closed stdout (``| head``)
+    ends it quietly with 141, as it ends standard tools."""
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals to whoever owns them
         previous = None
     try:
-        return _run(argv)
+        status = _run(argv)
+        # Flushed here, so a reader that left before the last output is this command's broken
+        # pipe, handled below, and not the interpreter's at exit.
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        stdout_gone()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except _Terminated:

@@ -5,11 +5,39 @@ commands' :mod:`.store_commands` both build on it)."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import NoReturn
 
-__all__ = ["EXIT_BAD_INPUT", "InputError", "Parser", "add_provider", "check_environment", "positive"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
+    "InputError",
+    "Parser",
+    "add_provider",
+    "check_environment",
+    "positive",
+    "stdout_gone",
+]
 
 EXIT_BAD_INPUT = 2
+#: When stdout's reader went away (``histfix scan ... | head``): the status a shell shows for a
+#: tool that SIGPIPE ended (128 + 13), as ``cat`` or ``grep`` end there.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def stdout_gone() -> None:
+    """Point stdout at /dev/null once its reader has gone, so the interpreter's last flush at exit
+    neither fails nor prints ``Exception ignored ... BrokenPipeError``."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured, replaced): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class InputError(Exception):

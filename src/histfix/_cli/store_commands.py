@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..store._backup import Backup
+    from ..store._backup import BatchBackup
     from ..store._record import Record
     from ..store._runner import RepairResult
     from ..store._source import Source
@@ -96,7 +96,11 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         "histfix restore backup.jsonl sqlite:///app.db?table=chats&key=id&column=messages",
         "Only histories that still hold what the repair wrote are restored; the rest are named.",
     )
-    restore.add_argument("backup", metavar="BACKUP", help="the --backup file of a `histfix repair --write`")
+    restore.add_argument(
+        "backup",
+        metavar="BACKUP",
+        help="the --backup of a `histfix repair --write`: its file, or table:NAME in SOURCE's database",
+    )
     restore.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
     restore.set_defaults(run=_restore)
 
@@ -117,8 +121,10 @@ def _store_repair_parser() -> argparse.ArgumentParser:
     parser.add_argument("--write", action="store_true", help="write the repairs (needs --backup)")
     parser.add_argument(
         "--backup",
-        metavar="FILE",
-        help="a new JSONL file that receives every original before it is replaced (restore reads it)",
+        metavar="FILE|table:NAME",
+        help="where every original goes before it is replaced (restore reads it): a new JSONL file, "
+        "or for an SQLite or PostgreSQL source table:NAME, a new table in the same database written "
+        "in the same transaction as each batch",
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the run recorded in --backup after its last key"
@@ -172,7 +178,9 @@ def _count_line(counter: Any) -> str:
     return ", ".join(f"{name} {count:,}" for name, count in counter.most_common()) or "none"
 
 
-def _print_summary(summary: Summary, source: str, seconds: float, provider: str | None) -> None:
+def _print_summary(
+    summary: Summary, source: str, seconds: float, provider: str | None, null_keys: int
+) -> None:
     rate = summary.total / seconds if seconds > 0 else 0.0
     print(f"{summary.total:,} histories in {source} ({seconds:.1f} s, {rate:,.0f}/s)")
     loaded = summary.total - summary.by_action["not_loaded"]
@@ -189,6 +197,8 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
             f"  left as they are, resumable: {summary.by_action['left_pending']:,} "
             "(--include-pending repairs them)"
         )
+    if null_keys:
+        print(f"  not read, NULL key: {null_keys:,} rows")
     if summary.worst:
         print("worst keys (problems):")
         for key, weight in summary.worst:
@@ -200,6 +210,22 @@ def _print_summary(summary: Summary, source: str, seconds: float, provider: str 
         more = summary.by_action["not_loaded"] - len(summary.not_loaded)
         if more > 0:
             print(f"  ... and {more:,} more (--jsonl lists every one)")
+
+
+def _null_keys_reason(count: int) -> str:
+    rows = "1 row has" if count == 1 else f"{count:,} rows have"
+    return f"{rows} a NULL key: not read (histfix finds and writes each row by its key; give them one)"
+
+
+def _null_keys_record(count: int) -> dict[str, object]:
+    """The --jsonl line for rows with a NULL key: one line for all of them, before the records."""
+    return {
+        "key": None,
+        "rows": count,
+        "action": "not_loaded",
+        "loads": False,
+        "error": _null_keys_reason(count),
+    }
 
 
 def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
@@ -218,7 +244,7 @@ def _emit(record: Record, summary: Summary, jsonl: bool, report: bool) -> None:
             )
 
 
-def _resume_hint(backup: Backup | None) -> str:
+def _resume_hint(backup: BatchBackup | None) -> str:
     """Where a stopped --write run got to, for its one line."""
     if backup is None:
         return ""
@@ -229,12 +255,12 @@ def _resume_hint(backup: Backup | None) -> str:
 
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from ..store import StoreError, open_source
-    from ..store._backup import Backup
+    from ..store._backup import open_backup
     from ..store._record import Options
     from ..store._runner import default_jobs, repair_source
     from ..store._summary import Summary
 
-    backup: Backup | None = None
+    backup: BatchBackup | None = None
     summary = Summary()
     started = time.perf_counter()
     try:
@@ -248,7 +274,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
         with source:
             after = None
             if write:
-                backup = Backup(Path(args.backup), source.url, resume=args.resume)
+                backup = open_backup(args.backup, source, resume=args.resume)
                 after = backup.last_committed
             progress = _Progress(source, after)
             bar = progress
@@ -256,6 +282,10 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
             def on_record(record: Record) -> None:
                 bar.step()
                 _emit(record, summary, args.jsonl, report)
+
+            def on_null_keys(count: int) -> None:
+                if count and args.jsonl:
+                    print(json.dumps(_null_keys_record(count)))
 
             options = Options(provider=args.provider, include_pending=args.include_pending)
             result = repair_source(
@@ -266,12 +296,17 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 batch_size=args.batch_size,
                 after=after,
                 on_record=on_record,
+                on_null_keys=on_null_keys,
             )
     except StoreError as exc:
         return _fail(f"{exc}{_resume_hint(backup)}")
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        if backup is not None:  # a --write run stops between batches: say where, as for Ctrl-C
+            print(f"histfix: output closed, stopped{_resume_hint(backup)}", file=sys.stderr)
+        raise
     finally:
         if progress is not None:
             progress.close()
@@ -290,8 +325,11 @@ def _finish(
     write: bool,
 ) -> int:
     """Print what the run found and did; the exit status (1: something would change or was skipped)."""
+    null_keys = result.null_keys if result is not None else 0
     if not args.jsonl:
-        _print_summary(summary, url, seconds, args.provider)
+        _print_summary(summary, url, seconds, args.provider, null_keys)
+    if null_keys:
+        print(f"histfix: {url}: {_null_keys_reason(null_keys)}", file=sys.stderr)
     if not write:
         if summary.would_change and not args.jsonl:
             how = "histfix repair SOURCE --write --backup FILE"
@@ -305,7 +343,7 @@ def _finish(
             print(f"repaired {result.written:,} histories; originals in {args.backup}")
         else:
             print("nothing to repair: every history is already as repair leaves it")
-    return EXIT_CHANGES if result.skipped else EXIT_OK
+    return EXIT_CHANGES if result.skipped or null_keys else EXIT_OK
 
 
 def _scan(args: argparse.Namespace) -> int:
@@ -317,7 +355,7 @@ def run_store_repair(argv: Sequence[str]) -> int:
     parser = _store_repair_parser()
     args = parser.parse_args(list(argv[1:]))
     if args.write and not args.backup:
-        parser.error("--write needs --backup FILE (the originals are saved there first)")
+        parser.error("--write needs --backup FILE or table:NAME (the originals are saved there first)")
     if args.resume and not args.write:
         parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
@@ -337,7 +375,7 @@ def _restore(args: argparse.Namespace) -> int:
 
     try:
         with open_source(args.source) as source:
-            result = restore(Path(args.backup), source)
+            result = restore(args.backup, source)
     except ValueError as exc:  # StoreError too
         return _fail(str(exc))
     except KeyboardInterrupt:

@@ -1,7 +1,8 @@
 """Scan and repair every stored history in a store: a directory, a JSONL file, SQLite, PostgreSQL.
 
 ``open_source(url)`` opens a store named by one string (see docs/stores.md); ``repair_source``
-runs the per-history record (``examine``) over it, writing repairs with a ``Backup`` first;
+runs the per-history record (``examine``) over it, writing repairs with a backup first
+(``open_backup``: a ``Backup`` file or a table in an SQL source's database);
 ``restore`` puts the originals back. ``examine_all`` does the same over any ``(key, raw bytes)``
 pairs, for a store histfix has no source for. Imported only when asked for (``import histfix``
 does not import it).
@@ -9,7 +10,7 @@ does not import it).
 
 from __future__ import annotations
 
-from ._backup import Backup, RestoreResult, restore
+from ._backup import Backup, BatchBackup, RestoreResult, open_backup, restore
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
@@ -19,6 +20,7 @@ __all__ = [
     "KEY_FIELDS",
     "MESSAGES_FIELDS",
     "Backup",
+    "BatchBackup",
     "Options",
     "Record",
     "RemovedContent",
@@ -32,6 +34,7 @@ __all__ = [
     "WriteOutcome",
     "examine",
     "examine_all",
+    "open_backup",
     "open_source",
     "parse_table_url",
     "repair_source",

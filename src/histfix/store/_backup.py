@@ -1,11 +1,16 @@
 """The backup a repair writes before it changes anything, and ``restore`` from it.
 
-A backup is a JSONL file: a header naming the source, then per replaced history its key, the
-original bytes and the bytes written (text when they are UTF-8, else base64), and after each
-committed batch a ``committed`` line with the last key the run got through (``--resume`` goes on
-from there). Every line is fsynced before the source is written, so a history is never changed
-without its original being on disk first. A torn last line (a crash while appending) belonged to
-a batch that was never written and is ignored.
+Two kinds, named by the ``--backup`` string (:func:`open_backup`):
+
+- a JSONL file: a header naming the source, then per replaced history its key, the original bytes
+  and the bytes written (text when they are UTF-8, else base64), and after each committed batch a
+  ``committed`` line with the last key the run got through (``--resume`` goes on from there).
+  Every line is fsynced before the source is written, so a history is never changed without its
+  original being on disk first. A torn last line (a crash while appending) belonged to a batch
+  that was never written and is ignored.
+- ``table:NAME``: a table in an SQL source's own database (the source module makes it, see
+  ``open_backup_table`` there), written in the same transaction as the batch it backs up, so a
+  crash leaves both the batch and its originals, or neither.
 """
 
 from __future__ import annotations
@@ -14,16 +19,75 @@ import base64
 import json
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ._source import Replacement, Source, StoreError, WriteOutcome
+from ._url import TABLE_NAME
 
-__all__ = ["Backup", "RestoreResult", "read_backup", "restore"]
+__all__ = [
+    "TABLE_PREFIX",
+    "Backup",
+    "BatchBackup",
+    "RestoreResult",
+    "open_backup",
+    "read_backup",
+    "restore",
+]
 
 FORMAT = 1
+#: ``--backup table:NAME`` names a backup table in the source's own database.
+TABLE_PREFIX = "table:"
+
+
+class BatchBackup(Protocol):
+    """Where a repair run keeps the originals: a :class:`Backup` file or an SQL source's table."""
+
+    #: the last key the run got through (None: no batch committed yet)
+    last_committed: str | None
+
+    def write(self, source: Source, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
+        """Save the batch's originals, write the batch to ``source``, and commit ``last_key``;
+        one outcome per replacement."""
+        ...
+
+    def commit(self, key: str) -> None:
+        """Record that the run got through ``key`` (a batch with nothing to write)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class BackupTableHost(Protocol):
+    """A source that can keep a backup table in its own database (SQLite, PostgreSQL)."""
+
+    def open_backup_table(self, name: str, *, resume: bool) -> BatchBackup: ...
+
+    def backup_originals(self, name: str, *, batch_size: int) -> Iterator[list[tuple[str, bytes, bytes]]]: ...
+
+
+def _table_host(source: Source, name: str) -> BackupTableHost:
+    if not TABLE_NAME.fullmatch(name):
+        raise StoreError(f"{TABLE_PREFIX}{name}: not a plain SQL table name (letters, digits, _)")
+    host: Any = source
+    if not hasattr(host, "open_backup_table"):
+        raise StoreError(
+            f"{TABLE_PREFIX}{name}: a backup table lives in the database of an SQLite or "
+            f"PostgreSQL source, and {source.url} is not one; name a JSONL file instead"
+        )
+    found: BackupTableHost = host
+    return found
+
+
+def open_backup(backup: str, source: Source, *, resume: bool) -> BatchBackup:
+    """The backup ``backup`` names for a run over ``source``: ``table:NAME`` (a table in the
+    source's database, created unless ``resume``), else a JSONL file (new unless ``resume``)."""
+    if backup.startswith(TABLE_PREFIX):
+        name = backup.removeprefix(TABLE_PREFIX)
+        return _table_host(source, name).open_backup_table(name, resume=resume)
+    return Backup(Path(backup), source.url, resume=resume)
 
 
 def _encode(name: str, data: bytes) -> dict[str, str]:
@@ -127,6 +191,14 @@ class Backup:
         """Put the originals on disk (fsynced) before the batch is written to the source."""
         self._append([{"key": r.key, **_encode("old", r.old), **_encode("new", r.new)} for r in batch])
 
+    def write(self, source: Source, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
+        """Save the originals, write the batch, then commit ``last_key``."""
+        self.save(batch)
+        outcomes = source.write(batch)
+        if last_key is not None:
+            self.commit(last_key)
+        return outcomes
+
     def commit(self, key: str) -> None:
         """Record that the run got through ``key``: everything up to it is written."""
         self._append([{"committed": key}])
@@ -145,13 +217,38 @@ class RestoreResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def restore(path: Path, source: Source, *, batch_size: int = 500) -> RestoreResult:
-    """Put every original in the backup back, byte for byte, where the store still holds what
-    the repair wrote; anything else (changed since, never written, gone) is skipped and named."""
-    result = RestoreResult()
-    pending: list[Replacement] = []
+def _file_originals(path: Path, batch_size: int) -> Iterator[list[tuple[str, bytes, bytes]]]:
+    read_backup(path)  # a header first, or one clear line
+    page: list[tuple[str, bytes, bytes]] = []
+    for row in _rows(path):
+        if "key" not in row:
+            continue
+        try:
+            original, written = _decode(row, "old"), _decode(row, "new")
+        except (KeyError, ValueError):
+            raise StoreError(f"backup {path}: a record for {row['key']!r} is damaged") from None
+        page.append((str(row["key"]), original, written))
+        if len(page) >= batch_size:
+            yield page
+            page = []
+    if page:
+        yield page
 
-    def flush() -> None:
+
+def restore(backup: Path | str, source: Source, *, batch_size: int = 500) -> RestoreResult:
+    """Put every original in the backup (a file, or ``table:NAME`` in the source's database) back,
+    byte for byte, where the store still holds what the repair wrote; anything else (changed since,
+    never written, gone) is skipped and named."""
+    text = str(backup)
+    originals: Iterable[list[tuple[str, bytes, bytes]]]
+    if isinstance(backup, str) and text.startswith(TABLE_PREFIX):
+        name = text.removeprefix(TABLE_PREFIX)
+        originals = _table_host(source, name).backup_originals(name, batch_size=batch_size)
+    else:
+        originals = _file_originals(Path(backup), batch_size)
+    result = RestoreResult()
+    for page in originals:
+        pending = [Replacement(key, old=written, new=original) for key, original, written in page]
         outcomes = source.write(pending)
         different = []
         for item, outcome in zip(pending, outcomes, strict=True):
@@ -169,19 +266,4 @@ def restore(path: Path, source: Source, *, batch_size: int = 500) -> RestoreResu
                     result.already += 1
                 else:
                     result.skipped.append((item.key, "changed since the repair wrote it: left as it is"))
-        pending.clear()
-
-    read_backup(path)  # a header first, or one clear line
-    for row in _rows(path):
-        if "key" not in row:
-            continue
-        try:
-            original, written = _decode(row, "old"), _decode(row, "new")
-        except (KeyError, ValueError):
-            raise StoreError(f"backup {path}: a record for {row['key']!r} is damaged") from None
-        pending.append(Replacement(str(row["key"]), old=written, new=original))
-        if len(pending) >= batch_size:
-            flush()
-    if pending:
-        flush()
     return result

@@ -21,7 +21,8 @@ what was read>``: for ``bytea``, ``text`` and ``json`` a SHA-256 of the stored b
 hash of what was read (32 bytes back to the server instead of the whole history); for ``jsonb``
 the text form of the stored value against the text form the server gives what was read, since
 the server normalises what histfix writes (so a later restore can name the value histfix wrote
-and still match it).
+and still match it). A backup table (``--backup table:NAME``, :class:`PostgresBackupTable`) lives
+in the same database and gets each batch's originals in the batch's own transaction.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -40,11 +41,22 @@ from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["PostgresSource", "open_postgres"]
+__all__ = ["PostgresBackupTable", "PostgresSource", "open_postgres"]
+
+_T = TypeVar("_T")
 
 #: Seconds to wait for the server to answer a connection (libpq waits forever by default); a
 #: ``connect_timeout`` in the URL wins.
 CONNECT_TIMEOUT = 10
+
+
+#: A backup table (``--backup table:NAME``): ``seq`` orders its rows; ``kind`` is 'source' (``key``
+#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written) or 'committed'.
+BACKUP_COLUMNS = (
+    "seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind text NOT NULL, key text, old bytea, new bytea"
+)
+#: What an existing backup table must look like: each column's name and type, in order.
+BACKUP_SHAPE = [("seq", "bigint"), ("kind", "text"), ("key", "text"), ("old", "bytea"), ("new", "bytea")]
 
 
 def _sha256(raw: bytes) -> bytes:
@@ -213,6 +225,7 @@ class PostgresSource:
             "first_page": select + sql.SQL("WHERE {key} IS NOT NULL").format(key=table.key) + order,
             "next_page": select + sql.SQL("WHERE ") + after + order,
             "count_all": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NOT NULL").format(**names),
+            "null_keys": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NULL").format(**names),
             "count_after": sql.SQL("SELECT count(*) FROM {table} WHERE ").format(**names) + after,
             "update": sql.SQL("UPDATE {table} SET {col} = {write} WHERE ").format(
                 write=sql.SQL(kind.write), **names
@@ -262,33 +275,100 @@ class PostgresSource:
             raise self._lost("cannot count its rows", error) from None
         return int(row[0]) if row else 0
 
+    def null_keys(self) -> int:
+        """How many rows have a NULL key (a unique index allows them): never read, since each row
+        is found and written by its key."""
+        try:
+            row = self._conn.execute(self._statements["null_keys"]).fetchone()
+        except psycopg.Error as error:
+            raise self._lost("cannot count its rows", error) from None
+        return int(row[0]) if row else 0
+
+    def _write_rows(self, cursor: psycopg.Cursor[Any], batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        """The batch's compare-and-swap UPDATEs, inside a transaction the caller holds."""
+        kind = self._table.kind
+        params = [(item.new, item.key, kind.expected(item.old)) for item in batch]
+        cursor.executemany(self._statements["update"], params, returning=True)
+        written = []
+        while True:  # one result per UPDATE, in order
+            written.append(cursor.fetchone() is not None)
+            if not cursor.nextset():
+                break
+        outcomes: list[WriteOutcome] = []
+        for item, done in zip(batch, written, strict=True):
+            if done:
+                outcomes.append(WriteOutcome.WRITTEN)
+                continue
+            cursor.execute(self._statements["exists"], (item.key,))
+            exists = cursor.fetchone() is not None
+            outcomes.append(WriteOutcome.CHANGED_SINCE_READ if exists else WriteOutcome.GONE)
+        return outcomes
+
+    def transaction(self, doing: str, body: Callable[[psycopg.Cursor[Any]], _T]) -> _T:
+        """Run ``body`` in one transaction: committed whole, or rolled back whole (StoreError)."""
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cursor:
+                return body(cursor)
+        except psycopg.Error as error:
+            raise self._lost(doing, error) from None
+
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
         """One transaction; each UPDATE writes only if the stored value is still what was read."""
         if not batch:
             return []
-        kind = self._table.kind
-        params = [(item.new, item.key, kind.expected(item.old)) for item in batch]
-        outcomes: list[WriteOutcome] = []
+        doing = f"cannot write a batch of {len(batch)} (written whole or not at all)"
+        return self.transaction(doing, lambda cursor: self._write_rows(cursor, batch))
+
+    def open_backup_table(self, name: str, *, resume: bool) -> PostgresBackupTable:
+        """A backup table ``name`` in this database (``--backup table:NAME``), created unless ``resume``."""
+        return PostgresBackupTable(self, name, resume=resume)
+
+    def backup_originals(self, name: str, *, batch_size: int) -> Iterator[list[tuple[str, bytes, bytes]]]:
+        """(key, original, written) from backup table ``name``, in the order they were saved."""
+        table = self._backup_table(name, must_exist=True)
+        assert table is not None
+        query = sql.SQL(
+            "SELECT seq, key, old, new FROM {table} WHERE kind = 'original' AND seq > %s ORDER BY seq LIMIT %s"
+        ).format(table=table)
+        last = 0
+        while True:
+            try:
+                rows = self._conn.execute(query, (last, batch_size)).fetchall()
+            except psycopg.Error as error:
+                raise self._lost(f"cannot read backup table {name!r}", error) from None
+            if not rows:
+                return
+            yield [(str(key), bytes(old), bytes(new)) for _, key, old, new in rows]
+            last = rows[-1][0]
+
+    def _backup_table(self, name: str, *, must_exist: bool) -> sql.Composable | None:
+        """Backup table ``name`` (``schema.table`` or on the search_path) if it exists, else None;
+        StoreError if it has another shape (or is missing when ``must_exist``)."""
+        identifier = sql.Identifier(*name.split("."))
         try:
-            with self._conn.transaction(), self._conn.cursor() as cursor:
-                cursor.executemany(self._statements["update"], params, returning=True)
-                written = []
-                while True:  # one result per UPDATE, in order
-                    written.append(cursor.fetchone() is not None)
-                    if not cursor.nextset():
-                        break
-                for item, done in zip(batch, written, strict=True):
-                    if done:
-                        outcomes.append(WriteOutcome.WRITTEN)
-                        continue
-                    cursor.execute(self._statements["exists"], (item.key,))
-                    exists = cursor.fetchone() is not None
-                    outcomes.append(WriteOutcome.CHANGED_SINCE_READ if exists else WriteOutcome.GONE)
+            found = self._conn.execute(
+                "SELECT to_regclass(%s::text)::oid", (identifier.as_string(self._conn),)
+            ).fetchone()
+            oid = found[0] if found else None
+            shape = []
+            if oid is not None:
+                shape = self._conn.execute(
+                    "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    (oid,),
+                ).fetchall()
         except psycopg.Error as error:
-            raise self._lost(
-                f"cannot write a batch of {len(batch)} (written whole or not at all)", error
-            ) from None
-        return outcomes
+            raise self._lost(f"cannot look up backup table {name!r}", error) from None
+        if oid is None:
+            if must_exist:
+                raise StoreError(f"{self.url}: no backup table {name!r}")
+            return None
+        if [tuple(column) for column in shape] != BACKUP_SHAPE:
+            have = ", ".join(f"{column} {kind}" for column, kind in shape)
+            raise StoreError(
+                f"{self.url}: table {name!r} is not a histfix backup table (it has {have}); name another table"
+            )
+        return identifier
 
     def close(self) -> None:
         self._conn.close()
@@ -298,6 +378,90 @@ class PostgresSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PostgresBackupTable:
+    """``--backup table:NAME`` in the source's own database: a row per original (``kind``
+    'original': key, original bytes, bytes written), a 'source' row naming the store and a
+    'committed' row per batch, each batch's rows in the same transaction as its writes."""
+
+    def __init__(self, source: PostgresSource, name: str, *, resume: bool) -> None:
+        self._source, self.name = source, name
+        self.last_committed: str | None = None
+        found = source._backup_table(name, must_exist=resume)
+        self._table: sql.Composable = sql.Identifier(*name.split("."))
+        self._insert = sql.SQL("INSERT INTO {table} (kind, key, old, new) VALUES (%s, %s, %s, %s)").format(
+            table=self._table
+        )
+        if resume:
+            self._resume()
+        elif found is not None:
+            raise StoreError(
+                f"{source.url}: backup table {name!r} already exists; --resume continues that run, "
+                "or name a new backup"
+            )
+        else:
+            create = sql.SQL("CREATE TABLE {table} (" + BACKUP_COLUMNS + ")").format(table=self._table)
+
+            def body(cursor: psycopg.Cursor[Any]) -> None:
+                cursor.execute(create)
+                cursor.execute(self._insert, ("source", source.url, None, None))
+
+            source.transaction(f"cannot create backup table {name!r}", body)
+
+    def _resume(self) -> None:
+        def body(cursor: psycopg.Cursor[Any]) -> tuple[Any, Any]:
+            select = "SELECT key FROM {table} WHERE kind = %s ORDER BY seq {order} LIMIT 1"
+            header = cursor.execute(
+                sql.SQL(select).format(table=self._table, order=sql.SQL("ASC")), ("source",)
+            ).fetchone()
+            last = cursor.execute(
+                sql.SQL(select).format(table=self._table, order=sql.SQL("DESC")), ("committed",)
+            ).fetchone()
+            return header, last
+
+        header, last = self._source.transaction(f"cannot read backup table {self.name!r}", body)
+        if header is None:
+            raise StoreError(
+                f"{self._source.url}: backup table {self.name!r} names no source (not a histfix backup)"
+            )
+        if header[0] != self._source.url:
+            raise StoreError(f"backup table {self.name!r}: made from {header[0]}, not {self._source.url}")
+        self.last_committed = None if last is None else str(last[0])
+
+    def write(self, source: object, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
+        """The batch, the originals of what it wrote and ``last_key``: one transaction."""
+        if source is not self._source:
+            raise ValueError("a backup table backs up the source it was opened from")
+
+        def body(cursor: psycopg.Cursor[Any]) -> list[WriteOutcome]:
+            outcomes = self._source._write_rows(cursor, batch)
+            saved: list[tuple[str, str, bytes | None, bytes | None]] = [
+                ("original", item.key, item.old, item.new)
+                for item, outcome in zip(batch, outcomes, strict=True)
+                if outcome is WriteOutcome.WRITTEN
+            ]
+            if last_key is not None:
+                saved.append(("committed", last_key, None, None))
+            if saved:
+                cursor.executemany(self._insert, saved)
+            return outcomes
+
+        doing = f"cannot write a batch of {len(batch)} with its backup (written whole or not at all)"
+        outcomes = self._source.transaction(doing, body)
+        if last_key is not None:
+            self.last_committed = last_key
+        return outcomes
+
+    def commit(self, key: str) -> None:
+        self._source.transaction(
+            f"cannot write backup table {self.name!r}",
+            lambda cursor: cursor.execute(self._insert, ("committed", key, None, None)),
+        )
+        self.last_committed = key
+
+    def close(self) -> None:
+        """Nothing to close: the table lives on the source's connection."""
 
 
 def open_postgres(spec: TableSpec) -> PostgresSource:

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice
 
-from ._backup import Backup
+from ._backup import BatchBackup
 from ._record import Options, Record, examine
 from ._source import Replacement, Source, Stored, WriteOutcome
 
@@ -115,6 +115,8 @@ class RepairResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: the last key everything up to which is written (what --resume continues after)
     committed: str | None = None
+    #: rows whose key is NULL (SQL sources): never read, so neither examined nor repaired
+    null_keys: int = 0
 
 
 _REASONS = {
@@ -127,19 +129,27 @@ def repair_source(
     source: Source,
     options: Options,
     *,
-    backup: Backup | None,
+    backup: BatchBackup | None,
     jobs: int = 1,
     batch_size: int = 500,
     after: str | None = None,
     on_record: Callable[[Record], None] = lambda record: None,
+    on_null_keys: Callable[[int], None] = lambda count: None,
 ) -> RepairResult:
     """Examine every history in ``source`` and, with a backup, write each repair back.
 
     Without a backup nothing is written (a dry run). With one, each batch's originals are saved
-    (fsynced) first, then the batch is written (one transaction, or one atomic replace per file;
-    a whole-store rewrite gathers batches), then its last key is committed in the backup.
+    first (fsynced to a file, or in the batch's own transaction to a backup table), the batch is
+    written (one transaction, or one atomic replace per file; a whole-store rewrite gathers
+    batches), and its last key is committed in the backup. ``on_null_keys`` hears, before the
+    first record, how many rows an SQL source cannot read for a NULL key.
     """
     result = RepairResult(committed=after)
+    # A row without a key cannot be paged to or written back; counted so the report says so.
+    null_keys = getattr(source, "null_keys", None)
+    if null_keys is not None:
+        result.null_keys = null_keys()
+        on_null_keys(result.null_keys)
     pending: list[Replacement] = []
     pending_bytes = 0
     last_key: str | None = after
@@ -149,8 +159,7 @@ def repair_source(
         if backup is None:
             return
         if pending:
-            backup.save(pending)
-            outcomes = source.write(pending)
+            outcomes = backup.write(source, pending, last_key)
             for item, outcome in zip(pending, outcomes, strict=True):
                 if outcome is WriteOutcome.WRITTEN:
                     result.written += 1
@@ -158,9 +167,9 @@ def repair_source(
                     result.skipped.append((item.key, _REASONS[outcome]))
             pending.clear()
             pending_bytes = 0
-        if last_key is not None and last_key != result.committed:
+        elif last_key is not None and last_key != result.committed:
             backup.commit(last_key)
-            result.committed = last_key
+        result.committed = last_key
 
     wanted = Options(options.provider, options.include_pending, want_new=backup is not None)
     for batch, records in examine_batches(source.read(after=after, batch_size=batch_size), wanted, jobs=jobs):

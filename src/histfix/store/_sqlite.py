@@ -3,22 +3,34 @@
 Three slashes and a relative path, four for an absolute one (``sqlite:////data/app.db``). The
 column may hold TEXT or BLOB; values are read as their exact bytes (``CAST(c AS BLOB)``), so
 invalid UTF-8 is reported rather than replaced, and written back as the type they had. Each batch
-is one transaction whose UPDATE compares the stored bytes in its WHERE clause.
+is one transaction whose UPDATE compares the stored bytes in its WHERE clause. A backup table
+(``--backup table:NAME``, :class:`SQLiteBackupTable`) lives in the same file and is written in
+that same transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
 from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
-__all__ = ["SQLiteSource"]
+__all__ = ["SQLiteBackupTable", "SQLiteSource"]
+
+_T = TypeVar("_T")
 
 #: How long a write waits for another connection's lock before the batch fails (seconds).
 BUSY_TIMEOUT = 30.0
+
+
+#: A backup table (``--backup table:NAME``): ``seq`` orders its rows; ``kind`` is 'source' (``key``
+#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written) or 'committed'.
+BACKUP_COLUMNS = "seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT, old BLOB, new BLOB"
+#: What an existing backup table must look like: each column's name and declared type, in order.
+BACKUP_SHAPE = [("seq", "INTEGER"), ("kind", "TEXT"), ("key", "TEXT"), ("old", "BLOB"), ("new", "BLOB")]
 
 
 def _quote(name: str) -> str:
@@ -65,6 +77,7 @@ class SQLiteSource:
             f"WHERE {key} IS NOT NULL{{after}} ORDER BY {key} LIMIT ?"
         )
         self._count = f"SELECT count(*) FROM {table} WHERE {key} IS NOT NULL{{after}}"
+        self._null_keys = f"SELECT count(*) FROM {table} WHERE {key} IS NULL"
         self._update = (
             f"UPDATE {table} SET {column} = CASE WHEN typeof({column}) = 'text' THEN CAST(? AS TEXT) "
             f"ELSE ? END WHERE {key} = ? AND CAST({column} AS BLOB) = ?"
@@ -110,20 +123,26 @@ class SQLiteSource:
             raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
         return int(row[0])
 
-    def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
+    def _write_rows(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        """The batch's compare-and-swap UPDATEs, inside a transaction the caller holds."""
         outcomes = []
+        for item in batch:
+            key = self._key(item.key)
+            cursor = self._db.execute(self._update, (item.new, item.new, key, item.old))
+            if cursor.rowcount == 1:
+                outcomes.append(WriteOutcome.WRITTEN)
+            elif self._db.execute(self._exists, (key,)).fetchone() is None:
+                outcomes.append(WriteOutcome.GONE)
+            else:
+                outcomes.append(WriteOutcome.CHANGED_SINCE_READ)
+        return outcomes
+
+    def transaction(self, body: Callable[[], _T]) -> _T:
+        """Run ``body`` in one write transaction: committed whole, or rolled back whole."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for item in batch:
-                    key = self._key(item.key)
-                    cursor = self._db.execute(self._update, (item.new, item.new, key, item.old))
-                    if cursor.rowcount == 1:
-                        outcomes.append(WriteOutcome.WRITTEN)
-                    elif self._db.execute(self._exists, (key,)).fetchone() is None:
-                        outcomes.append(WriteOutcome.GONE)
-                    else:
-                        outcomes.append(WriteOutcome.CHANGED_SINCE_READ)
+                done = body()
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
@@ -131,7 +150,59 @@ class SQLiteSource:
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot write it ({_one_line(exc)})") from exc
-        return outcomes
+        return done
+
+    def null_keys(self) -> int:
+        """How many rows have a NULL key: never read, since each row is found and written by its key."""
+        try:
+            return int(self._db.execute(self._null_keys).fetchone()[0])
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+
+    def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        return self.transaction(lambda: self._write_rows(batch))
+
+    def open_backup_table(self, name: str, *, resume: bool) -> SQLiteBackupTable:
+        """A backup table ``name`` in this database (``--backup table:NAME``), created unless ``resume``."""
+        return SQLiteBackupTable(self, name, resume=resume)
+
+    def backup_originals(self, name: str, *, batch_size: int) -> Iterator[list[tuple[str, bytes, bytes]]]:
+        """(key, original, written) from backup table ``name``, in the order they were saved."""
+        table = _quote(name)
+        self._check_backup_table(name, must_exist=True)
+        query = (
+            f"SELECT seq, key, old, new FROM {table} WHERE kind = 'original' AND seq > ? ORDER BY seq LIMIT ?"
+        )
+        last = 0
+        while True:
+            try:
+                rows = self._db.execute(query, (last, batch_size)).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.url}: cannot read backup table {name!r} ({_one_line(exc)})") from exc
+            if not rows:
+                return
+            yield [(str(key), bytes(old), bytes(new)) for _, key, old, new in rows]
+            last = rows[-1][0]
+
+    def _check_backup_table(self, name: str, *, must_exist: bool) -> bool:
+        """Whether backup table ``name`` exists; StoreError if it has another shape (or is missing
+        when ``must_exist``)."""
+        try:
+            info = self._db.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.url}: cannot read backup table {name!r} ({_one_line(exc)})") from exc
+        if not info:
+            if must_exist:
+                raise StoreError(f"{self.url}: no backup table {name!r}")
+            return False
+        shape = [(row[1], str(row[2]).upper()) for row in info]
+        if shape != BACKUP_SHAPE:
+            have = ", ".join(f"{column} {kind}" for column, kind in shape)
+            raise StoreError(
+                f"{self.url}: table {name!r} is not a histfix backup table (it has {have}); "
+                "name another table"
+            )
+        return True
 
     def close(self) -> None:
         self._db.close()
@@ -141,3 +212,78 @@ class SQLiteSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SQLiteBackupTable:
+    """``--backup table:NAME`` in the source's own SQLite file: a row per original (``kind``
+    'original': key, original bytes, bytes written), a 'source' row naming the store and a
+    'committed' row per batch, each batch's rows in the same transaction as its writes."""
+
+    def __init__(self, source: SQLiteSource, name: str, *, resume: bool) -> None:
+        self._source, self._db, self.name = source, source._db, name
+        self._table = _quote(name)
+        self.last_committed: str | None = None
+        exists = source._check_backup_table(name, must_exist=resume)
+        try:
+            if resume:
+                self._resume()
+            elif exists:
+                raise StoreError(
+                    f"{source.url}: backup table {name!r} already exists; --resume continues that run, "
+                    "or name a new backup"
+                )
+            else:
+
+                def create() -> None:
+                    self._db.execute(f"CREATE TABLE {self._table} ({BACKUP_COLUMNS})")
+                    self._insert("source", source.url)
+
+                source.transaction(create)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{source.url}: cannot use backup table {name!r} ({_one_line(exc)})") from exc
+
+    def _resume(self) -> None:
+        header = self._db.execute(
+            f"SELECT key FROM {self._table} WHERE kind = 'source' ORDER BY seq LIMIT 1"
+        ).fetchone()
+        if header is None:
+            raise StoreError(
+                f"{self._source.url}: backup table {self.name!r} names no source (not a histfix backup)"
+            )
+        if header[0] != self._source.url:
+            raise StoreError(f"backup table {self.name!r}: made from {header[0]}, not {self._source.url}")
+        last = self._db.execute(
+            f"SELECT key FROM {self._table} WHERE kind = 'committed' ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        self.last_committed = None if last is None else str(last[0])
+
+    def _insert(self, kind: str, key: str, old: bytes | None = None, new: bytes | None = None) -> None:
+        self._db.execute(
+            f"INSERT INTO {self._table} (kind, key, old, new) VALUES (?, ?, ?, ?)", (kind, key, old, new)
+        )
+
+    def write(self, source: object, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
+        """The batch, the originals of what it wrote and ``last_key``: one transaction."""
+        if source is not self._source:
+            raise ValueError("a backup table backs up the source it was opened from")
+
+        def body() -> list[WriteOutcome]:
+            outcomes = self._source._write_rows(batch)
+            for item, outcome in zip(batch, outcomes, strict=True):
+                if outcome is WriteOutcome.WRITTEN:
+                    self._insert("original", item.key, item.old, item.new)
+            if last_key is not None:
+                self._insert("committed", last_key)
+            return outcomes
+
+        outcomes = self._source.transaction(body)
+        if last_key is not None:
+            self.last_committed = last_key
+        return outcomes
+
+    def commit(self, key: str) -> None:
+        self._source.transaction(lambda: self._insert("committed", key))
+        self.last_committed = key
+
+    def close(self) -> None:
+        """Nothing to close: the table lives on the source's connection."""

@@ -13,12 +13,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._source import Source, StoreError, TableSpec
 
-__all__ = ["open_source", "parse_table_url"]
+__all__ = ["TABLE_NAME", "open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 def _mask(url: str) -> str:
@@ -41,7 +41,7 @@ def parse_table_url(url: str) -> TableSpec:
     if missing:
         raise ValueError(f"{masked}: needs ?table=T&key=K&column=C (missing {', '.join(missing)})")
     table, key, column = query.pop("table"), query.pop("key"), query.pop("column")
-    if not _TABLE.fullmatch(table):
+    if not TABLE_NAME.fullmatch(table):
         raise ValueError(f"{masked}: table {table!r} is not a plain SQL name (letters, digits, _)")
     for what, name in (("key", key), ("column", column)):
         if not _IDENTIFIER.fullmatch(name):
