@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from typing import Any
 
 import pytest
 from pydantic_ai import messages as pai
@@ -119,12 +120,24 @@ def test_an_empty_prompt_is_dropped_and_reported() -> None:
     assert "its content was: ''" in str(change)
 
 
-def test_whitespace_text_is_dropped_for_bedrock_only() -> None:
+def test_whitespace_text_is_dropped_for_anthropic_and_bedrock_only() -> None:
     history = load([req(user("hi")), real(text("  "), text("ok"), at=4), req(user("next"))])
-    assert histfix.repair(history, provider="anthropic") == histfix.repair(history)  # Anthropic accepts it
-    for api in ("bedrock", "any"):
+    for api in ("openai-chat", "openai-responses", "gemini", "mistral"):
+        assert histfix.repair(history, provider=api) == histfix.repair(history), api  # they accept it
+    for api in ("anthropic", "bedrock", "any"):
         fixed = histfix.repair(history, provider=api)
-        assert [p.content for p in fixed[1].parts] == ["ok"]
+        assert [p.content for p in fixed[1].parts] == ["ok"], api
+
+
+@pytest.mark.uses_sdk("anthropic")
+def test_anthropic_refuses_whitespace_text_and_accepts_its_profile(provider_bench: Any) -> None:
+    history = load([req(user("hi")), real(text(" \n"), text("ok"), at=4), req(user("next"))])
+    seconds: dict[str, float] = {"anthropic": 0.0}
+    assert provider_bench.send("anthropic", histfix.repair(history), seconds).label() == (
+        "rejected:anthropic.whitespace_text"
+    )
+    fixed = histfix.repair(history, provider="anthropic")
+    assert provider_bench.send("anthropic", fixed, seconds).kind == "accepted"
 
 
 def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> None:
@@ -139,6 +152,77 @@ def test_an_empty_last_request_is_dropped_with_its_instructions_reported() -> No
 def test_an_empty_last_request_stays_where_gemini_is_not_a_target(api: str) -> None:
     history = load([req(user("hi")), real(text("hello"), at=4), req(instructions="Be brief")])
     assert histfix.repair_report(history, provider=api).changes == ()
+
+
+#: A response, then a request of only a tool-availability delta, which MistralModel does not send (the
+#: long campaign's 2.68.0 seed 499454440374382): the response would be the last message on the wire.
+DELTA_LAST = [
+    real(thinking("th1"), at=1),
+    req({"part_kind": "tool-availability-delta", "tools_added": ["get"], "tool_call_id": None}),
+]
+needs_delta = pytest.mark.skipif(
+    _compat.TOOL_AVAILABILITY_DELTA is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
+)
+
+
+@needs_delta
+def test_a_last_request_of_only_deltas_is_dropped_for_mistral_and_reported() -> None:
+    history = load(DELTA_LAST)
+    before = copy.deepcopy(history)
+    report = histfix.repair_report(history, provider="mistral")
+    assert history == before
+    assert report.messages == history[:1]
+    (change,) = report.changes
+    assert change.kind == "dropped_empty" and change.preview == "tools added: get"
+    assert histfix.repair(report.messages, provider="mistral") == report.messages
+    (found,) = histfix.check(history, provider="mistral")
+    assert found.kind == "empty_message" and found.rejected_by == ("mistral",)
+    assert "only tool-availability deltas" in found.description
+    assert histfix.check(report.messages, provider="mistral") == []
+
+
+@needs_delta
+@pytest.mark.uses_sdk("mistral")
+def test_mistral_accepts_the_delta_last_history_after_its_profile(provider_bench: Any) -> None:
+    history = load(DELTA_LAST)
+    seconds: dict[str, float] = {"mistral": 0.0}
+    assert provider_bench.send("mistral", histfix.repair(history), seconds).label() == (
+        "rejected:mistral.trailing_assistant"
+    )
+    assert (
+        provider_bench.send("mistral", histfix.repair(history, provider="mistral"), seconds).kind
+        == "accepted"
+    )
+
+
+#: The long campaign's seeds that found it (2.68.0, and 2.55.0 with instructions on the delta's request).
+FOUND_BY_THE_CAMPAIGN = (499454440374382, 106186746626257)
+
+
+@pytest.mark.uses_sdk("mistral")
+@pytest.mark.parametrize("seed", FOUND_BY_THE_CAMPAIGN)
+def test_the_campaigns_seeds_are_accepted_by_mistral(seed: int, provider_bench: Any) -> None:
+    from test_provider_generated import NOTHING_SENDABLE, generated_history, may_refuse
+
+    seconds: dict[str, float] = {"mistral": 0.0}
+    history = load(generated_history(seed))  # another history where the delta part does not load
+    for target in ("mistral", "any"):
+        try:
+            fixed = histfix.repair(history, provider=target)
+        except ValueError as exc:  # nothing sendable: only where nothing could be
+            assert NOTHING_SENDABLE in str(exc) and may_refuse(history), (seed, target)
+            continue
+        assert provider_bench.send("mistral", fixed, seconds).kind == "accepted", (seed, target)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat", "openai-responses"])
+def test_a_last_request_of_only_deltas_stays_where_mistral_is_not_a_target(api: str) -> None:
+    if _compat.TOOL_AVAILABILITY_DELTA is None:
+        pytest.skip(f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}")
+    history = load(DELTA_LAST)
+    assert [
+        c for c in histfix.repair_report(history, provider=api).changes if c.kind == "dropped_empty"
+    ] == []
 
 
 def test_dropping_an_empty_response_merges_the_requests_it_separated() -> None:
@@ -164,7 +248,9 @@ def test_check_reports_empty_content_in_the_providers_words() -> None:
     (found,) = shape.detect_no_empty_content(history, resolve_provider("gemini"), Scan())
     assert (found.kind, found.message_index) == ("empty_message", 2)
     assert found.provider_error == "Please ensure that the last turn is a user turn."
-    assert shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan()) == []
+    (found,) = shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan())
+    assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("anthropic",))
+    assert shape.detect_no_empty_content(history, resolve_provider("openai-responses"), Scan()) == []
 
 
 # --- results_first ----------------------------------------------------------------------------------
@@ -273,18 +359,35 @@ def test_the_starter_prompt_is_exported() -> None:
 RESULTS = [{"type": "web_search_result", "url": "https://ai.pydantic.dev", "title": "Pydantic AI"}]
 
 
-def test_a_native_call_without_its_result_is_dropped_and_reported() -> None:
+def test_a_code_execution_call_without_its_result_is_dropped_and_reported() -> None:
     history = load(
-        [req(user("search")), real(native_call("web_search", "n1", {"q": "pydantic"}), text("hm"), at=4)]
+        [req(user("run")), real(native_call("code_execution", "n1", {"code": "print(1)"}), text("hm"), at=4)]
     )
     report = histfix.repair_report(history, provider="anthropic")
     assert [p.part_kind for p in report.messages[1].parts] == ["text"]
     (change,) = report.changes
-    assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "pydantic" in str(change)
+    assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "print(1)" in str(change)
     (found,) = histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan())
     assert found.provider_error == (
-        "web_search tool use with id n1 was found without a corresponding web_search_tool_result block"
+        "code_execution tool use with id n1 was found without a corresponding code_execution_tool_result block"
     )
+
+
+IN_FLIGHT = [req(user("search")), real(native_call("web_search", "n1", {"q": "pydantic"}), text("hm"), at=4)]
+
+
+def test_another_server_tool_in_flight_is_kept_for_anthropic() -> None:
+    """The API takes a server tool call with no result yet (recorded: web_search under pause_turn)."""
+    history = load(IN_FLIGHT)
+    assert histfix.repair(history, provider="anthropic") == histfix.repair(history)
+    assert histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan()) == []
+
+
+@pytest.mark.uses_sdk("anthropic")
+def test_anthropic_accepts_a_server_tool_in_flight_after_its_profile(provider_bench: Any) -> None:
+    seconds: dict[str, float] = {"anthropic": 0.0}
+    fixed = histfix.repair(load(IN_FLIGHT), provider="anthropic")
+    assert provider_bench.send("anthropic", fixed, seconds).kind == "accepted"
 
 
 def test_a_native_pair_the_api_accepts_is_kept() -> None:

@@ -1136,3 +1136,45 @@ case(
     history=_FOREIGN_NATIVE_THEN_EMPTY,
     expected=_FOREIGN_NATIVE_THEN_EMPTY,
 )
+#: pydantic-ai#7430's history: thinking between a response's calls, a retry answering the first call.
+#: OpenAIResponsesModel sends the second thinking between the calls, before any output; a server that
+#: reads calls and outputs as one run (DeepSeek) refuses call-a ("No tool output found for tool call").
+_OWN_THINKING = {"signature": "enc", "provider_name": "openai"}
+_SPLIT_BY_THINKING = [
+    req(user("weather in three cities")),
+    real(
+        {"part_kind": "thinking", "content": "first two", "id": "rs_1", **_OWN_THINKING},
+        call("get", "call-a", {"city": "Paris"}),
+        call("get", "call-b", {"city": "Rome"}),
+        {"part_kind": "thinking", "content": "and one more", "id": "rs_2", **_OWN_THINKING},
+        call("get", "call-c", {"city": "Oslo"}),
+        at=10,
+        provider_name="openai",
+    ),
+    req(retry("bad city", name="get", id="call-a"), ret("get", "call-b"), ret("get", "call-c")),
+]
+case(
+    "X_calls_split_by_thinking",
+    "Thinking between a response's calls, every call answered (a retry for the first): nothing to "
+    "repair. Only a Responses-compatible server that groups calls with outputs refuses the wire split; "
+    "its profile (a model such as openai-responses:deepseek-v4-flash) moves the calls after the thinking.",
+    history=_SPLIT_BY_THINKING,
+    expected=_SPLIT_BY_THINKING,
+)
+#: pydantic-ai#7878's shape in a stored history: a request of only a tool reveal between a call and its
+#: result. AnthropicModel sends the reveal as a `system` entry, which between the tool_use and its
+#: tool_result the API refuses; the repair merges the requests (result first), as upstream's does.
+_REVEAL = {"part_kind": "tool-availability-delta", "tools_added": ["get"], "tool_call_id": None}
+case(
+    "X_reveal_between_call_and_result",
+    "A tool-availability delta alone in a request between a call and its result (2.23.0+): the requests "
+    "merge, the result first, so no system entry can go between the tool_use and its tool_result.",
+    history=[
+        req(user("hi")),
+        real(call("get", "g1", {"city": "x"}), at=10),
+        req(_REVEAL),
+        req(ret("get", "g1")),
+    ],
+    expected=[req(user("hi")), real(call("get", "g1", {"city": "x"}), at=10), req(ret("get", "g1"), _REVEAL)],
+    needs=frozenset({"tool_availability_delta"}),
+)

@@ -441,7 +441,7 @@ VIOLATIONS: list[Violation] = [
             "model": "deepseek-v4-flash",
             "input": [_HI, _fc("call-a"), {**_ASSISTANT, "id": None}, _fco("call-a"), _HI],
         },
-        expect="call-a",
+        expect="No tool output found for tool call call-a.",
     ),
     Violation(
         "openai-responses.reasoning_without_following_item",
@@ -488,6 +488,38 @@ VIOLATIONS: list[Violation] = [
     Violation(
         "anthropic.tool_use_without_result",  # answered across an intervening prompt and response
         _claude(_HI, _asst(_tool_use()), _HI, _asst(_TEXT), _user(_tool_result())),
+        expect="messages.1:",
+    ),
+    Violation(
+        "anthropic.whitespace_text",
+        _claude(_HI, _asst({"type": "text", "text": " \n"}, _TEXT), _HI),
+        expect="messages: text content blocks must contain non-whitespace text",
+    ),
+    Violation(  # pydantic-ai#7878: a reveal's system entry between a tool_use and its tool_result
+        "anthropic.tool_use_without_result",
+        _claude(
+            _HI,
+            _asst(_tool_use()),
+            {
+                "role": "system",
+                "content": [{"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}}],
+            },
+            _user(_tool_result()),
+        ),
+        expect="messages.1: tool_use ids were found without tool_result blocks immediately after",
+    ),
+    Violation(  # the same with the "." user turn 2.52.0-2.60.0 put before such an entry while mapping
+        "anthropic.tool_use_without_result",
+        _claude(
+            _HI,
+            _asst(_tool_use()),
+            _user({"type": "text", "text": "."}),
+            {
+                "role": "system",
+                "content": [{"type": "tool_addition", "tool": {"type": "tool_reference", "name": "f"}}],
+            },
+            _user(_tool_result()),
+        ),
         expect="messages.1:",
     ),
     Violation(

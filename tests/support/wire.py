@@ -143,6 +143,15 @@ def _openai(responses: bool, model_name: str = "gpt-4o") -> Client:
 REASONING_MODEL = "o3"
 
 
+def responses_client(model_name: str) -> Client | str:
+    """OpenAIResponsesModel for ``model_name`` (a model of a Responses-compatible server, say), or
+    why there is none (as ``client_for``)."""
+    try:
+        return _openai(responses=True, model_name=model_name)
+    except (ImportError, LookupError, AttributeError) as exc:
+        return f"openai-responses on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
+
+
 def reasoning_responses_client() -> Client | str:
     """OpenAIResponsesModel for ``REASONING_MODEL``, or why there is none (as ``client_for``)."""
     try:

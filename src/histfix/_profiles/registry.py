@@ -17,6 +17,7 @@ from typing import Literal
 
 from .rule import ProfileRule
 from .rules.bedrock_thinking import bedrock_thinking_rules
+from .rules.call_groups import call_group_rules
 from .rules.calls import call_rules
 from .rules.files import file_rules
 from .rules.instructions import instructions_rules
@@ -46,6 +47,10 @@ ORDER: tuple[tuple[str, str], ...] = (
     (
         "bedrock_thinking_signed",
         "after thinking_transfers (whose unsigned thinking it then sees); drops parts",
+    ),
+    (
+        "calls_grouped",
+        "reorders parts within responses only: before reasoning_followed, which must see the order",
     ),
     ("reasoning_followed", "after thinking_transfers; can drop parts, so before no_empty_content"),
     ("no_empty_content", "drops what the passes above emptied"),
@@ -79,6 +84,7 @@ def _registered() -> tuple[ProfileRule, ...]:
         *turn_rules(),
         *results_alone_rules(),
         *instructions_rules(),
+        *call_group_rules(),
     )
     by_name = {rule.name: rule for rule in every}
     names = [name for name, _ in ORDER]

@@ -35,6 +35,8 @@ OPENAI_CHAT: Final[Mapping[str, str]] = {
 }
 OPENAI_RESPONSES: Final[Mapping[str, str]] = {
     "no_output": "No tool output found for function call {call_id}.",
+    # DeepSeek's Responses-compatible server, which names a call "tool call"
+    "no_output_grouped": "No tool output found for tool call {call_id}.",
     "no_call": "No tool call found for function call output with call_id {call_id}.",
     # quoted through a gateway only: OpenAI's own reference does not word it
     "duplicate_output": "Duplicate function_call_output for call_id {call_id}.",

@@ -41,6 +41,8 @@ ProblemKind = Literal[
     "results_not_alone",  # tool results and other user content in one turn (Bedrock, non-Claude models)
     # provider profiles (bedrock_thinking rules):
     "unsigned_thinking",  # thinking without a signature, sent where one is required (Bedrock Claude, 1.0.0-1.0.2)
+    # provider profiles (call_groups rules):
+    "split_calls",  # text or thinking between a response's calls (Responses-compatible servers such as DeepSeek)
 ]
 
 #: What the default repair keeps by design, as upstream does (a second result for an answered call,

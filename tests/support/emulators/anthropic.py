@@ -9,6 +9,8 @@ Messages with the `system` role (mid-conversation instructions, tool additions) 
   string or list content (schema validation; wording in the API's schema-error style, not quoted).
 - tool_use_id_pattern: every `tool_use` id matches ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048).
 - empty_text: no text block with empty text, also inside tool_result content.
+- whitespace_text: no text block of a message that is only whitespace (anthropics/claude-code#23440;
+  the quote names message content, so text inside a tool_result is not judged by it).
 - multiple_results: one `tool_result` per `tool_use` id within a turn (hindsight#4250).
 - tool_use_without_result: every `tool_use` answered in the immediately next (user) turn.
 - unexpected_tool_result: every `tool_result` answers a `tool_use` of the previous assistant turn.
@@ -61,6 +63,9 @@ PATTERN = _rule(
     "messages.{n}.content.{m}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
 )
 EMPTY_TEXT = _rule("empty_text", True, "messages: text content blocks must be non-empty")
+WHITESPACE_TEXT = _rule(
+    "whitespace_text", True, "messages: text content blocks must contain non-whitespace text"
+)
 MULTIPLE = _rule(
     "multiple_results",
     True,
@@ -162,6 +167,23 @@ def check_empty_text(body: Mapping[str, Any], model: str) -> str | None:
         content = message.get("content") if isinstance(message, Mapping) else None
         if isinstance(content, list) and any(block.get("text") == "" for block in _texts(content)):
             return EMPTY_TEXT.message
+    return None
+
+
+def check_whitespace_text(body: Mapping[str, Any], model: str) -> str | None:
+    for message in _messages(body):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        blocks = (
+            [block for block in content if isinstance(block, Mapping)] if isinstance(content, list) else []
+        )
+        if any(
+            block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+            and block["text"]
+            and not block["text"].strip()
+            for block in blocks
+        ):
+            return WHITESPACE_TEXT.message
     return None
 
 
@@ -309,6 +331,7 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
     (SCHEMA, check_schema),
     (PATTERN, check_pattern),
     (EMPTY_TEXT, check_empty_text),
+    (WHITESPACE_TEXT, check_whitespace_text),
     (MULTIPLE, check_multiple),
     (NO_RESULT, check_no_result),
     (UNEXPECTED, check_unexpected),

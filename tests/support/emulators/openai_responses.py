@@ -49,7 +49,9 @@ def _rule(name: str, verified: bool, message: str) -> Rule:
 
 
 SCHEMA = _rule("request_schema", True, "Invalid type for 'input': {detail}")
-NO_OUTPUT = _rule("function_call_without_output", True, "No tool output found for function call {call_id}.")
+#: "function call" in OpenAI's words, "tool call" in DeepSeek's (recorded in pydantic-ai's
+#: test_deepseek_responses_rejects_interleaved_function_calls).
+NO_OUTPUT = _rule("function_call_without_output", True, "No tool output found for {kind} call {call_id}.")
 NO_CALL = _rule(
     "function_call_output_without_call",
     True,
@@ -121,7 +123,8 @@ def check_no_output(body: Mapping[str, Any], model: str) -> str | None:
             if not any(
                 o.get("type") == "function_call_output" and o.get("call_id") == call_id for o in later
             ):
-                return NO_OUTPUT.message.format(call_id=call_id)
+                kind = "tool" if model.startswith("deepseek") else "function"
+                return NO_OUTPUT.message.format(kind=kind, call_id=call_id)
     return None
 
 

@@ -54,7 +54,8 @@ def _anthropic(part: object) -> bool:
 def _unsendable_natives(response: ModelResponse) -> set[int]:
     """Indices of Anthropic native calls without a sendable result in the same response, and of those
     calls' returns: a result block needs a dict or list (Anthropic's result shapes; 1.0.9+ send
-    nothing else, so the call would go out alone)."""
+    nothing else, so the call would go out alone). A call with no return at all is in flight, which
+    the API refuses for code execution only (recorded: web_search under pause_turn got 200)."""
     parts: list[Any] = list(response.parts)  # native part classes differ by release: duck-typed
     returns: dict[str, list[int]] = {}
     for index, part in enumerate(parts):
@@ -65,6 +66,8 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
         if native_kind(part) != "builtin-tool-call" or not _anthropic(part):
             continue
         mine = returns.get(part.tool_call_id, [])
+        if not mine and "code_execution" not in str(part.tool_name):
+            continue  # in flight (no return yet): the API takes every server tool so but code execution
         if not any(isinstance(parts[r].content, (dict, list)) for r in mine):
             found.add(index)
             found.update(mine)
@@ -87,7 +90,8 @@ def native_calls_paired(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic server_tool_use_without_result (pydantic-ai#6401): releases up
     to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
-    the call goes, with any return it has that no release can send; before 1.0.9, a native return
+    a code execution call with no return goes, and any call with a return no release can send goes
+    with it (other server tools in flight are kept: the API accepts them); before 1.0.9, a native return
     is renamed to the wire name that release requires (it raises on the tool's own name)."""
     from pydantic_ai.messages import ModelResponse
 
@@ -269,9 +273,9 @@ def native_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "native_calls_paired",
             NATIVE_CALLS_APIS,
-            "Anthropic: a native tool call without its result block in the same response "
-            "(pydantic-ai#6401); before 1.0.9 AnthropicModel sends a return only under its wire "
-            "name (models/anthropic.py)",
+            "Anthropic: a code execution call without its result block in the same response "
+            "(pydantic-ai#6401; other server tools in flight are accepted); before 1.0.9 "
+            "AnthropicModel sends a return only under its wire name (models/anthropic.py)",
             "after",
             native_calls_paired,
             detect_native_calls_paired,

@@ -33,6 +33,7 @@ from ..rule import ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
+from .call_groups import only_grouping_servers
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -65,8 +66,8 @@ def _wire(target: ProviderTarget) -> _Wire | None:
     release sends no reasoning items."""
     from ..._release import switches as _compat
 
-    if not REASONING_APIS & set(target.apis):
-        return None
+    if not REASONING_APIS & set(target.apis) or only_grouping_servers(target):
+        return None  # the rule is OpenAI's: compatible servers take reasoning items in a row
     mode = _compat.responses_reasoning_items()
     return None if mode == "none" else _Wire(mode, _compat.responses_native_calls_sent())
 

@@ -205,9 +205,14 @@ def detect_agent_accepts_opening(
 # --- no_empty_content ---------------------------------------------------------------------------------
 
 
+#: The APIs that refuse text of only whitespace too: "messages: text content blocks must contain
+#: non-whitespace text" (Anthropic, verified: anthropics/claude-code#23440; Bedrock's Converse likewise).
+WHITESPACE_APIS = frozenset({"anthropic", "bedrock"})
+
+
 def _blank(text: str, target: ProviderTarget) -> bool:
-    """Empty text (Anthropic, Gemini, OpenAI Chat); whitespace-only counts too where Bedrock is a target."""
-    return not text.strip() if "bedrock" in target.apis else text == ""
+    """Empty text (Gemini, OpenAI Chat); whitespace-only counts too where Anthropic or Bedrock is a target."""
+    return not text.strip() if WHITESPACE_APIS & set(target.apis) else text == ""
 
 
 def _request_without_blanks(request: ModelRequest, target: ProviderTarget) -> tuple[list[Any], list[str]]:
@@ -252,12 +257,29 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
     return kept, removed
 
 
+def _only_deltas(message: ModelMessage) -> bool:
+    """A request of tool-availability deltas alone, which MistralModel sends nothing of: as the last
+    request it leaves the response before it last on the wire, as an empty one does."""
+    from ..._release import switches as _compat
+
+    delta = _compat.TOOL_AVAILABILITY_DELTA
+    parts = message.parts
+    return (
+        message.kind == "request"
+        and bool(parts)
+        and delta is not None
+        and all(isinstance(p, delta) for p in parts)
+    )
+
+
 def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> bool:
     """The cheap early exit: a message without parts, or a text part or user prompt that is blank
     (the strings tested at C speed, multimodal prompts' strings too)."""
 
     found = scan.survey(history)
     if found.empty_message:
+        return True
+    if "mistral" in target.apis and history and _only_deltas(history[-1]):
         return True
     if "bedrock" in target.apis and found.empty_instructions():
         return True
@@ -269,7 +291,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
         for content in contents:
             if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
-    if "bedrock" in target.apis:
+    if WHITESPACE_APIS & set(target.apis):
         return "" in map(str.strip, strings)
     return "" in strings
 
@@ -289,14 +311,18 @@ def no_empty_content(
     ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
     if not set(EMPTY_WORDING) & set(target.apis):  # Mistral: empty text is not refused, only the end
         last = history[-1]
-        if len(history) < 2 or not isinstance(last, ModelRequest) or last.parts:
+        if len(history) < 2 or not isinstance(last, ModelRequest) or (last.parts and not _only_deltas(last)):
             return history, []
         history = history[:-1]
+        # the parts are tool-availability deltas (_only_deltas), which name the tools they add
+        notes = [f"tools added: {', '.join(getattr(part, 'tools_added', ()))}" for part in last.parts]
+        if last.instructions:
+            notes.append(f"instructions: {last.instructions}")
         dropped = Change(
             "dropped_empty",
             len(history),
             f"dropped the request at messages[{len(history)}]: nothing in it can be sent",
-            preview=f"instructions: {preview(last.instructions)}" if last.instructions else None,
+            preview=preview("; ".join(notes)) if notes else None,
         )
         return history, [dropped]
     fixed: list[ModelMessage] = []
@@ -354,7 +380,7 @@ def detect_no_empty_content(
     for index, message in enumerate(history):
         if not blank_text and index != last:
             continue  # Mistral: only an empty last request matters
-        if not message.parts:
+        if not message.parts or (not blank_text and _only_deltas(message)):
             if (
                 index == last
                 and isinstance(message, ModelRequest)
@@ -368,7 +394,10 @@ def detect_no_empty_content(
                     target,
                     at=index,
                     apis=ENDS_ON_USER_APIS if index == last and isinstance(message, ModelRequest) else None,
-                    description=f"the {message.kind} has no parts: the provider gets an empty message, or none",
+                    description=f"the {message.kind} has no parts: the provider gets an empty message, or none"
+                    if not message.parts
+                    else "the last request holds only tool-availability deltas, which the model class does not "
+                    "send: the response before it is the last message",
                     n=index,
                 )
             )
@@ -540,9 +569,10 @@ def shape_rules() -> tuple[ProfileRule, ...]:
         ProfileRule(
             "no_empty_content",
             NO_EMPTY_CONTENT_APIS,
-            "empty text or messages: Anthropic (anthropics/claude-code#23440), Bedrock "
-            "(hermes#63983), Gemini (contents.parts must not be empty), OpenAI Chat "
-            "(vercel/ai#13744), Mistral a trailing assistant message (0xPlaygrounds/rig#1130)",
+            "empty or whitespace-only text or messages: Anthropic (anthropics/claude-code#23440), "
+            "Bedrock (hermes#63983), Gemini (contents.parts must not be empty), OpenAI Chat "
+            "(vercel/ai#13744), Mistral a trailing assistant message, also after a last request of "
+            "only tool-availability deltas (0xPlaygrounds/rig#1130)",
             "after",
             no_empty_content,
             detect_no_empty_content,
