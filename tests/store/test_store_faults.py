@@ -310,3 +310,23 @@ def test_a_store_on_a_read_only_file_system_is_one_line_and_unchanged(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and ("read-only" in err.lower() or "readonly" in err), err
         assert store.snapshot() == before
+
+
+def test_a_store_command_leaves_the_failure_to_its_own_line_not_the_driver_s_cleanup_warning(
+    tmp_path: Path,
+) -> None:
+    """psycopg warns through logging while it cleans up after a lost server ("error ignored
+    terminating ..."); with logging unconfigured (a real process, not pytest's) that reaches stderr
+    beside the command's one line."""
+    store = tmp_path / "empty"
+    store.mkdir()
+    code = (
+        "import logging, sys\n"
+        "from histfix._cli.commands import main\n"
+        f"status = main(['scan', {str(store)!r}])\n"
+        "logging.getLogger('psycopg').warning('error ignored terminating <psycopg.Pipeline [BAD]>: gone')\n"
+        "sys.exit(status)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "error ignored" not in done.stderr

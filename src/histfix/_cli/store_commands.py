@@ -278,9 +278,20 @@ def _resume_hint(backup: BatchBackup | None) -> str:
     return f"; written through {backup.last_committed!r}, --resume continues after it"
 
 
+def _quiet_driver_logs() -> None:
+    """The command reports a store's failure in one line itself; a database driver's own warning
+    about cleaning up after it (psycopg's "error ignored terminating ...", printed by logging's
+    last-resort handler when nothing is configured) would be a second, confusing one."""
+    import logging
+
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+
 def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     import json
     import time
+
+    _quiet_driver_logs()
 
     from ..store import StoreError, open_source
     from ..store._backup import open_backup
@@ -412,6 +423,8 @@ def run_store_repair(argv: Sequence[str]) -> int:
 def _restore(args: argparse.Namespace) -> int:
     from ..store import open_source
     from ..store._backup import restore
+
+    _quiet_driver_logs()
 
     try:
         with open_source(args.source) as source:
