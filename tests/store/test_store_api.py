@@ -96,3 +96,19 @@ def test_workers_read_ahead_a_bounded_number_of_batches_whatever_the_store_size(
     results.close()
     # in flight at most 2 batches per worker, plus the one being handed out
     assert produced <= 3 + 2 * 2
+
+
+def test_an_sqlite_table_named_with_its_schema_opens_and_reads(tmp_path: Path) -> None:
+    """``table=main.T`` (or an attached database's name): the table's columns are looked up in
+    that schema, where SQLite wants the schema named (before the pragma, not in its argument)."""
+    import sqlite3
+
+    from histfix.store import open_source
+
+    path = tmp_path / "store.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE chats (id TEXT PRIMARY KEY, messages TEXT)")
+        db.execute("INSERT INTO chats VALUES ('a', '[]')")
+    db.close()
+    with open_source(f"sqlite:///{path}?table=main.chats&key=id&column=messages") as source:
+        assert [(s.key, s.raw) for batch in source.read() for s in batch] == [("a", b"[]")]

@@ -327,6 +327,8 @@ def test_a_store_command_leaves_the_failure_to_its_own_line_not_the_driver_s_cle
         "logging.getLogger('psycopg').warning('error ignored terminating <psycopg.Pipeline [BAD]>: gone')\n"
         "sys.exit(status)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "error ignored" not in done.stderr

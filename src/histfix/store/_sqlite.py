@@ -37,6 +37,14 @@ def _quote(name: str) -> str:
     return ".".join(f'"{part}"' for part in name.split("."))
 
 
+def _table_info_sql(name: str) -> str:
+    """``PRAGMA table_info`` for ``table`` or ``schema.table``: SQLite takes the schema before the
+    pragma's name (``PRAGMA "s".table_info("t")``), not inside its argument."""
+    schema, _, table = name.rpartition(".")
+    prefix = f'"{schema}".' if schema else ""
+    return f'PRAGMA {prefix}table_info("{table}")'
+
+
 def _one_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -59,7 +67,7 @@ class SQLiteSource:
                 isolation_level=None,
                 timeout=BUSY_TIMEOUT,
             )
-            info = self._db.execute(f"PRAGMA table_info({_quote(spec.table)})").fetchall()
+            info = self._db.execute(_table_info_sql(spec.table)).fetchall()
             columns = {row[1]: str(row[2]).upper() for row in info}
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot open it ({_one_line(exc)})") from exc
@@ -188,7 +196,7 @@ class SQLiteSource:
         """Whether backup table ``name`` exists; StoreError if it has another shape (or is missing
         when ``must_exist``)."""
         try:
-            info = self._db.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+            info = self._db.execute(_table_info_sql(name)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot read backup table {name!r} ({_one_line(exc)})") from exc
         if not info:
