@@ -20,7 +20,7 @@ from pathlib import Path
 from ._record import KEY_FIELDS
 from ._source import Replacement, Stored, StoreError, WriteOutcome
 
-__all__ = ["DirectorySource", "JSONLSource", "read_regular"]
+__all__ = ["DirectorySource", "JSONLSource", "jsonl_entry", "read_regular"]
 
 
 class _NotRegular(OSError):
@@ -89,15 +89,24 @@ class DirectorySource:
             elif entry.name.endswith(".json") and (after is None or key > after):
                 yield key, entry
 
+    def keys(self, *, after: str | None = None) -> Iterator[str]:
+        """Every key ``read(after=...)`` yields, in order, without reading a file."""
+        for key, _ in self._walk(self.root, "", after):
+            yield key
+
+    def read_key(self, key: str) -> Stored:
+        """The history stored under ``key``, or a Stored with the reason it is none."""
+        try:
+            return Stored(key, read_regular(self.root / key))
+        except _NotRegular as exc:
+            return Stored(key, b"", error=f"skipped: {exc.strerror}")
+        except OSError as exc:
+            return Stored(key, b"", error=f"cannot read it ({_reason(exc)})")
+
     def read(self, *, after: str | None = None, batch_size: int = 500) -> Iterator[list[Stored]]:
         batch: list[Stored] = []
-        for key, entry in self._walk(self.root, "", after):
-            try:
-                batch.append(Stored(key, read_regular(Path(entry.path))))
-            except _NotRegular as exc:
-                batch.append(Stored(key, b"", error=f"skipped: {exc.strerror}"))
-            except OSError as exc:
-                batch.append(Stored(key, b"", error=f"cannot read it ({_reason(exc)})"))
+        for key in self.keys(after=after):
+            batch.append(self.read_key(key))
             if len(batch) >= batch_size:
                 yield batch
                 batch = []
@@ -105,7 +114,7 @@ class DirectorySource:
             yield batch
 
     def count(self, *, after: str | None = None) -> int | None:
-        return sum(1 for _ in self._walk(self.root, "", after))
+        return sum(1 for _ in self.keys(after=after))
 
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
         from histfix._atomic_write import write_atomically
@@ -167,6 +176,16 @@ def _line_key(line: bytes, number: int) -> str:
     return str(number)
 
 
+def jsonl_entry(body: bytes, number: int) -> Stored | None:
+    """Line ``number`` (from 1) of a JSONL store, its newline taken off; None for a blank line.
+
+    The one reading of a JSONL line, shared by the file source and the Dask reader.
+    """
+    if not body.strip():
+        return None
+    return Stored(_line_key(body, number), body)
+
+
 class JSONLSource:
     """A JSONL file, one history per line: a bare message list, or an envelope object with a
     key field (``key``, ``id``, ``conversation_id``, ``session_id``, ``thread_id``) and a messages
@@ -207,14 +226,13 @@ class JSONLSource:
         batch: list[Stored] = []
         skipping = after is not None
         for number, line in self._lines():
-            body = line.rstrip(b"\n")
-            if not body.strip():
+            stored = jsonl_entry(line.rstrip(b"\n"), number)
+            if stored is None:
                 continue
-            key = _line_key(body, number)
             if skipping:
-                skipping = key != after
+                skipping = stored.key != after
                 continue
-            batch.append(Stored(key, body))
+            batch.append(stored)
             if len(batch) >= batch_size:
                 yield batch
                 batch = []

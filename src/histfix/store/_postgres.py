@@ -217,6 +217,9 @@ class PostgresSource:
         select = sql.SQL("SELECT {key}::text AS histfix_key, {read} FROM {table} ").format(
             read=sql.SQL(kind.read).format(col=table.column), **names
         )
+        upto = sql.SQL(" AND {key} <= CAST(%s::text AS {key_type})").format(
+            key=table.key, key_type=sql.SQL(table.key_type)
+        )
         order = sql.SQL(" ORDER BY {key} LIMIT %s").format(key=table.key)
         where_key = sql.SQL("{key} = CAST(%s::text AS {key_type})").format(
             key=table.key, key_type=sql.SQL(table.key_type)
@@ -224,6 +227,18 @@ class PostgresSource:
         return {
             "first_page": select + sql.SQL("WHERE {key} IS NOT NULL").format(key=table.key) + order,
             "next_page": select + sql.SQL("WHERE ") + after + order,
+            "first_page_upto": select
+            + sql.SQL("WHERE {key} IS NOT NULL").format(key=table.key)
+            + upto
+            + order,
+            "next_page_upto": select + sql.SQL("WHERE ") + after + upto + order,
+            # the last key of each of %s equal tiles in key order, but the last tile's
+            "split_points": sql.SQL(
+                "SELECT {key}::text AS histfix_key FROM (SELECT {key}, tile, lead(tile) OVER (ORDER BY {key}) "
+                "AS next_tile "
+                "FROM (SELECT {key}, ntile(%s) OVER (ORDER BY {key}) AS tile FROM {table} "
+                "WHERE {key} IS NOT NULL) AS tiles) AS ends WHERE next_tile <> tile ORDER BY {key}"
+            ).format(**names),
             "count_all": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NOT NULL").format(**names),
             "null_keys": sql.SQL("SELECT count(*) FROM {table} WHERE {key} IS NULL").format(**names),
             "count_after": sql.SQL("SELECT count(*) FROM {table} WHERE ").format(**names) + after,
@@ -240,20 +255,25 @@ class PostgresSource:
     def _lost(self, doing: str, error: psycopg.Error) -> StoreError:
         return StoreError(f"{self.url}: {doing}: {_one_line(error)}")
 
-    def read(self, *, after: str | None = None, batch_size: int = 500) -> Iterator[list[Stored]]:
-        """Every row in key order, ``batch_size`` at a time; a NULL value is a Stored with ``error``."""
+    def read(
+        self, *, after: str | None = None, upto: str | None = None, batch_size: int = 500
+    ) -> Iterator[list[Stored]]:
+        """Every row with a key after ``after`` and up to ``upto`` (inclusive), in key order,
+        ``batch_size`` at a time; a NULL value is a Stored with ``error``."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         last = after
         null = f"NULL in column {self._table.column_name!r}: not a history"
+        bounded = "_upto" if upto is not None else ""
+        through = (upto,) if upto is not None else ()
         while True:
             try:
                 # Binary results: bytea arrives as raw bytes, not hex text to decode.
                 with self._conn.cursor(binary=True) as cursor:
                     if last is None:
-                        cursor.execute(self._statements["first_page"], (batch_size,))
+                        cursor.execute(self._statements["first_page" + bounded], (*through, batch_size))
                     else:
-                        cursor.execute(self._statements["next_page"], (last, batch_size))
+                        cursor.execute(self._statements["next_page" + bounded], (last, *through, batch_size))
                     rows: list[tuple[str, bytes | None]] = cursor.fetchall()
             except psycopg.Error as error:
                 raise self._lost("cannot read it", error) from None
@@ -263,6 +283,15 @@ class PostgresSource:
             if len(rows) < batch_size:
                 return
             last = rows[-1][0]
+
+    def split_points(self, parts: int) -> list[str]:
+        """Up to ``parts - 1`` keys that cut the table into ``parts`` key ranges of nearly equal
+        row counts (``read(after=a, upto=b)`` between neighbours), from one pass over the key's index."""
+        try:
+            rows = self._conn.execute(self._statements["split_points"], (parts,)).fetchall()
+        except psycopg.Error as error:
+            raise self._lost("cannot read its keys", error) from None
+        return [str(row[0]) for row in rows]
 
     def count(self, *, after: str | None = None) -> int | None:
         """The rows ``read(after=...)`` yields (one count over the key's index)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Replacement", "Source", "StoreError", "Stored", "TableSpec", "WriteOutcome"]
+__all__ = ["RangeSource", "Replacement", "Source", "StoreError", "Stored", "TableSpec", "WriteOutcome"]
 
 
 class StoreError(ValueError):
@@ -101,3 +101,19 @@ class Source(Protocol):
     def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+class RangeSource(Source, Protocol):
+    """A source that also reads one range of its keys (the SQL tables): a partitioned read, on
+    Dask say, cuts the table at ``split_points`` and reads each range on its own."""
+
+    def read(
+        self, *, after: str | None = None, upto: str | None = None, batch_size: int = 500
+    ) -> Iterator[list[Stored]]:
+        """The histories with a key after ``after`` and up to ``upto`` (inclusive), in key order."""
+        ...
+
+    def split_points(self, parts: int) -> list[str]:
+        """At most ``parts - 1`` ascending keys cutting the keys into ``parts`` ranges of nearly
+        equal row counts."""
+        ...

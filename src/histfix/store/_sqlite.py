@@ -45,6 +45,16 @@ def _table_info_sql(name: str) -> str:
     return f'PRAGMA {prefix}table_info("{table}")'
 
 
+def _split_points_sql(table: str, key: str) -> str:
+    """The last key of each of ``?`` equal tiles of the keys in order, but the last tile's (SQL both
+    SQLite and PostgreSQL run; ``table`` and ``key`` quoted, the tile count a parameter)."""
+    return (
+        f"SELECT {key} FROM (SELECT {key}, tile, lead(tile) OVER (ORDER BY {key}) AS next_tile FROM "
+        f"(SELECT {key}, ntile(?) OVER (ORDER BY {key}) AS tile FROM {table} WHERE {key} IS NOT NULL) "
+        f"AS tiles) AS ends WHERE next_tile <> tile ORDER BY {key}"
+    )
+
+
 def _one_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -82,8 +92,9 @@ class SQLiteSource:
         table, key, column = _quote(spec.table), _quote(spec.key), _quote(spec.column)
         self._select = (
             f"SELECT {key}, typeof({column}), CAST({column} AS BLOB) FROM {table} "
-            f"WHERE {key} IS NOT NULL{{after}} ORDER BY {key} LIMIT ?"
+            f"WHERE {key} IS NOT NULL{{after}}{{upto}} ORDER BY {key} LIMIT ?"
         )
+        self._split_points = _split_points_sql(table, key)
         self._count = f"SELECT count(*) FROM {table} WHERE {key} IS NOT NULL{{after}}"
         self._null_keys = f"SELECT count(*) FROM {table} WHERE {key} IS NULL"
         self._update = (
@@ -95,18 +106,24 @@ class SQLiteSource:
     def _key(self, text: str) -> str | int:
         return int(text) if self._integer_keys else text
 
-    def _page(self, last: str | int | None, size: int) -> list[tuple[object, str, bytes | None]]:
-        if last is None:
-            return self._db.execute(self._select.format(after=""), (size,)).fetchall()
-        query = self._select.format(after=f" AND {self._key_name} > ?")
-        return self._db.execute(query, (last, size)).fetchall()
+    def _page(
+        self, last: str | int | None, upto: str | int | None, size: int
+    ) -> list[tuple[object, str, bytes | None]]:
+        after = "" if last is None else f" AND {self._key_name} > ?"
+        through = "" if upto is None else f" AND {self._key_name} <= ?"
+        params = [value for value in (last, upto) if value is not None]
+        return self._db.execute(self._select.format(after=after, upto=through), (*params, size)).fetchall()
 
-    def read(self, *, after: str | None = None, batch_size: int = 500) -> Iterator[list[Stored]]:
+    def read(
+        self, *, after: str | None = None, upto: str | None = None, batch_size: int = 500
+    ) -> Iterator[list[Stored]]:
+        """Rows with a key after ``after`` and up to ``upto`` (inclusive), in key order."""
         # Keyset pages: no read transaction stays open between batches, so writers are never blocked.
         last: str | int | None = self._key(after) if after is not None else None
+        through = self._key(upto) if upto is not None else None
         while True:
             try:
-                rows = self._page(last, batch_size)
+                rows = self._page(last, through, batch_size)
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
             if not rows:
@@ -119,6 +136,15 @@ class SQLiteSource:
                     batch.append(Stored(str(key), bytes(raw)))
             last = rows[-1][0]  # type: ignore[assignment]
             yield batch
+
+    def split_points(self, parts: int) -> list[str]:
+        """Up to ``parts - 1`` keys that cut the table into ``parts`` key ranges of nearly equal
+        row counts (``read(after=a, upto=b)`` between neighbours), from one pass over the keys."""
+        try:
+            rows = self._db.execute(self._split_points, (parts,)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+        return [str(row[0]) for row in rows]
 
     def count(self, *, after: str | None = None) -> int | None:
         try:

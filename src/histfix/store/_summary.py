@@ -1,8 +1,11 @@
-"""What a scan or repair run found, gathered record by record in bounded memory."""
+"""What a scan or repair run found, gathered record by record in bounded memory.
+
+Summaries of consecutive runs of records merge (:meth:`Summary.merge`) into exactly the summary of
+all of them, so a scan split into partitions (on Dask, say) reports what one pass would.
+"""
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -12,6 +15,19 @@ __all__ = ["Summary"]
 
 #: How many keys the summary keeps per list (worst, not loaded); --jsonl has every one.
 KEPT_KEYS = 10
+
+
+def _heaviest(entries: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The KEPT_KEYS heaviest (weight, key) entries, ties to the earlier, kept in read order.
+
+    Selecting by (weight, read position) is a total order, so keeping the best of each part and
+    then the best of those gives what one pass over everything gives.
+    """
+    if len(entries) <= KEPT_KEYS:
+        return entries
+    # sorted() is stable: among equal weights the earlier entry comes first
+    chosen = sorted(range(len(entries)), key=lambda i: -entries[i][0])[:KEPT_KEYS]
+    return [entries[i] for i in sorted(chosen)]
 
 
 @dataclass
@@ -25,8 +41,9 @@ class Summary:
     by_rejected: Counter[str] = field(default_factory=Counter)
     by_change: Counter[str] = field(default_factory=Counter)
     removed: int = 0
-    #: (problem count, key) min-heap of the KEPT_KEYS histories with the most problems
+    #: (problem count, key) of the KEPT_KEYS histories with the most problems, in read order
     _worst: list[tuple[int, str]] = field(default_factory=list)
+    #: (key, error) of the first KEPT_KEYS histories that do not load, in read order
     not_loaded: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, record: Record) -> None:
@@ -42,12 +59,23 @@ class Summary:
             self.not_loaded.append((record.key, record.error))
         weight = len(record.problems) + len(record.rejected)
         if weight:
-            # only a strictly heavier history displaces one: on ties the earlier key stays
-            entry = (weight, record.key)
-            if len(self._worst) < KEPT_KEYS:
-                heapq.heappush(self._worst, entry)
-            elif entry[0] > self._worst[0][0]:
-                heapq.heapreplace(self._worst, entry)
+            self._worst.append((weight, record.key))
+            self._worst = _heaviest(self._worst)
+
+    def merge(self, later: Summary) -> Summary:
+        """This summary followed by ``later``'s records, as one summary (neither is changed)."""
+        merged = Summary(
+            total=self.total + later.total,
+            by_action=self.by_action + later.by_action,
+            by_kind=self.by_kind + later.by_kind,
+            by_problem=self.by_problem + later.by_problem,
+            by_rejected=self.by_rejected + later.by_rejected,
+            by_change=self.by_change + later.by_change,
+            removed=self.removed + later.removed,
+            not_loaded=(self.not_loaded + later.not_loaded)[:KEPT_KEYS],
+        )
+        merged._worst = _heaviest(self._worst + later._worst)
+        return merged
 
     @property
     def worst(self) -> list[tuple[str, int]]:

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._source import Source, StoreError, TableSpec
 
-__all__ = ["TABLE_NAME", "open_source", "parse_table_url"]
+__all__ = ["TABLE_NAME", "mask_password", "open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
@@ -21,7 +21,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
-def _mask(url: str) -> str:
+def mask_password(url: str) -> str:
+    """``url`` with its password, if any, shown as ``***``."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -35,7 +36,7 @@ def _mask(url: str) -> str:
 def parse_table_url(url: str) -> TableSpec:
     """``scheme://...?table=T&key=K&column=C`` taken apart; ValueError naming what is wrong."""
     parts = urlsplit(url)
-    masked = _mask(url)
+    masked = mask_password(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     missing = [name for name in ("table", "key", "column") if not query.get(name)]
     if missing:
@@ -65,14 +66,13 @@ def open_source(url: str) -> Source:
             import psycopg  # noqa: F401
         except ImportError:
             raise StoreError("PostgreSQL sources need psycopg 3: pip install 'histfix[postgres]'") from None
-        # built on its own branch; the ignore keeps mypy green before and after it lands
-        from ._postgres import open_postgres  # type: ignore[import-not-found,unused-ignore]
+        from ._postgres import open_postgres
 
         source: Source = open_postgres(spec)
         return source
     if scheme:
         raise ValueError(
-            f"{_mask(url)}: unknown store scheme {scheme!r} (expected sqlite:// or postgresql://)"
+            f"{mask_password(url)}: unknown store scheme {scheme!r} (expected sqlite:// or postgresql://)"
         )
     path = Path(url)
     if path.is_dir():
