@@ -20,12 +20,14 @@ if TYPE_CHECKING:
     from ..store._backup import BatchBackup
     from ..store._record import Record
     from ..store._runner import RepairResult
-    from ..store._source import Source
     from ..store._summary import Summary
 
 __all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
 
 EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_BATCH_SIZE = 500
+#: Seconds ``--dask ADDRESS`` waits for the scheduler to answer.
+DASK_CONNECT_TIMEOUT = 10
 
 SOURCE_HELP = (
     "a store: DIR (every *.json below it), FILE.jsonl, sqlite:///PATH.db?table=T&key=K&column=C "
@@ -64,7 +66,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     add_provider(parser, "check (and repair) for what this provider rejects")
     parser.add_argument("--jobs", type=positive, metavar="N", help="worker processes (default: every core)")
     parser.add_argument(
-        "--batch-size", type=positive, default=500, metavar="N", help="histories per batch (500)"
+        "--batch-size",
+        type=positive,
+        default=DEFAULT_BATCH_SIZE,
+        metavar="N",
+        help=f"histories per batch ({DEFAULT_BATCH_SIZE})",
     )
     parser.add_argument(
         "--include-pending",
@@ -89,6 +95,7 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     )
     _add_run_options(scan)
     _add_upgrade_options(scan)
+    _add_dask_options(scan)
     scan.set_defaults(run=_scan)
 
     restore = command(
@@ -124,6 +131,20 @@ def _add_upgrade_options(scan: argparse.ArgumentParser) -> None:
         "--cache-dir",
         metavar="DIR",
         help="where the environments live (default: $HISTFIX_COMPARE_CACHE or the user cache)",
+    )
+
+
+def _add_dask_options(scan: argparse.ArgumentParser) -> None:
+    group = scan.add_argument_group(
+        "on Dask (needs histfix[dask])",
+        "--dask runs the scan's per-history work on a Dask cluster: the same records and summary "
+        "(docs/dask.md). SOURCE may then also be JSONL on any fsspec path (s3://BUCKET/chats.jsonl).",
+    )
+    group.add_argument(
+        "--dask",
+        metavar="ADDRESS|local",
+        help="the scheduler's address (tcp://HOST:8786), or `local` for a cluster of --jobs worker "
+        "processes on this machine",
     )
 
 
@@ -178,7 +199,7 @@ class _Progress:
     """A progress bar with rate and ETA on stderr when it is a terminal and tqdm is installed
     (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
 
-    def __init__(self, source: Source, after: str | None) -> None:
+    def __init__(self, count: Callable[[], int | None]) -> None:
         self._bar: Any = None
         if not sys.stderr.isatty():
             return
@@ -186,7 +207,8 @@ class _Progress:
             from tqdm import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError:
             return
-        self._bar = tqdm(total=source.count(after=after), unit=" histories", file=sys.stderr)
+        # counted only for a bar: a count can be a pass over the whole store
+        self._bar = tqdm(total=count(), unit=" histories", file=sys.stderr)
 
     def step(self) -> None:
         if self._bar is not None:
@@ -315,7 +337,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
             if write:
                 backup = open_backup(args.backup, source, resume=args.resume)
                 after = backup.last_committed
-            progress = _Progress(source, after)
+            progress = _Progress(lambda: source.count(after=after))
             bar = progress
 
             def on_record(record: Record) -> None:
@@ -354,6 +376,90 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     return _finish(args, summary, result, time.perf_counter() - started, source.url, write=write)
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _null_keys(url: str) -> int:
+    """Rows of an SQL source whose key is NULL (never read, as in the local scan); 0 otherwise."""
+    if "://" not in url or url.split("://", 1)[0] not in ("sqlite", "postgresql", "postgres"):
+        return 0
+    from ..store import open_source
+
+    with open_source(url) as source:
+        count = getattr(source, "null_keys", None)
+        return int(count()) if count is not None else 0
+
+
+def _run_dask(args: argparse.Namespace) -> int:
+    """``histfix scan SOURCE --dask ADDRESS``: the per-history work on a Dask cluster, the records
+    and summary as the local scan prints them. A cluster that loses the scan's work ends the run
+    with one line and no summary, so nothing partial is shown as complete."""
+    import json
+    import time
+
+    _quiet_driver_logs()
+    started = time.perf_counter()
+    try:
+        _checked_provider(args.provider)
+        from ..store import dask as on_dask
+    except ImportError:
+        return _fail("--dask needs Dask: pip install 'histfix[dask]'")
+    except ValueError as exc:
+        return _fail(str(exc))
+    from distributed import KilledWorker
+
+    from ..store._runner import RepairResult
+    from ..store._summary import Summary
+
+    summary = Summary()
+    progress: _Progress | None = None
+    client: Any = None
+    stream: Any = None
+    null_keys = 0
+    try:
+        try:
+            client = on_dask.connect(args.dask, workers=args.jobs, timeout=DASK_CONNECT_TIMEOUT)
+        except ValueError as exc:
+            return _fail(f"--dask {exc}")
+        on_dask.check_workers(client)
+        null_keys = _null_keys(args.source)
+        if null_keys and args.jsonl:
+            print(json.dumps(_null_keys_record(null_keys)))
+        records = on_dask.examine_bag(
+            on_dask.read_source(args.source), provider=args.provider, include_pending=args.include_pending
+        )
+        progress = _Progress(lambda: None)
+        stream = on_dask.iter_records(records, client)
+        for record in stream:
+            progress.step()
+            _emit(record, summary, args.jsonl, report=False)
+    except ValueError as exc:  # StoreError too
+        return _fail(str(exc))
+    except KilledWorker as exc:
+        return _fail(
+            f"the Dask cluster lost the workers running this scan ({_first_line(exc)}); "
+            "it did not complete, so nothing is summarized"
+        )
+    except (OSError, TimeoutError) as exc:
+        return _fail(f"the Dask cluster went away ({_first_line(exc)}); the scan did not complete")
+    except KeyboardInterrupt:
+        print("histfix: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if progress is not None:
+            progress.close()
+        if stream is not None:
+            stream.close()  # cancels what the cluster still has of the scan, while it is connected
+        if client is not None:
+            on_dask.disconnect(client)
+    from ..store._url import mask_password
+
+    result = RepairResult(null_keys=null_keys)
+    seconds = time.perf_counter() - started
+    return _finish(args, summary, result, seconds, mask_password(args.source), write=False)
+
+
 def _finish(
     args: argparse.Namespace,
     summary: Summary,
@@ -386,9 +492,18 @@ def _finish(
 
 
 def _scan(args: argparse.Namespace) -> int:
+    if args.dask is not None:
+        if args.against is not None:
+            return _fail("--dask and --against do not go together: the upgrade check runs on this machine")
+        if args.jobs is not None and args.dask != "local":
+            return _fail("--jobs applies to --dask local only: a running cluster has its own workers")
+        if args.batch_size != DEFAULT_BATCH_SIZE:
+            return _fail("--batch-size does not apply with --dask: its partitions are blocks of the store")
     if args.against is None:
         if args.find_links is not None or args.cache_dir is not None:
             return _fail("--find-links and --cache-dir only apply with --against")
+        if args.dask is not None:
+            return _run_dask(args)
         return _run(args, write=False, report=False)
     if args.jobs is not None or args.include_pending:
         return _fail("--jobs and --include-pending do not apply with --against")
