@@ -6,8 +6,9 @@ nox.options.parallel below), one `tests` session per pinned release, `tools` (th
 release-independent tests: the programs in tools/, the provider emulators' selftests and
 tests/once/ (`histfix compare` and `histfix scan --against` in environments of their own, every
 store kind included), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
-the store commands on real directories, JSONL, SQLite and a PostgreSQL server the tests start, on the
-newest and the oldest release only, and left out of every `tests` session), `lint`, `typecheck` and
+the store commands on real directories, JSONL, SQLite, a PostgreSQL server and (on the newest) a
+Dask LocalCluster the tests start, on the newest and the oldest release only, and left out of every
+`tests` session), `lint`, `typecheck` and
 `docs` (the documentation site, built with `mkdocs build --strict`), and last `compat_matrix`, which
 rebuilds compat-matrix.md from the measured results and fails when the committed file differs. Once
 the wheelhouse is built, every session installs from it alone
@@ -66,6 +67,17 @@ STORE_TEST_TOOLS = ["pytest-postgresql"]
 STORE_EXTRAS = ["postgres", "progress"]
 #: The releases `stores` runs on: the newest and the oldest pinned.
 STORE_RELEASES = [NEWEST, PYDANTIC_AI_RELEASES[0]]
+#: What `stores` on the newest release adds, and `typecheck` checks: the Dask scan's extra
+#: (tests/store/test_dask.py runs it on a real LocalCluster; it skips without it). The work each
+#: Dask task runs is the local scan's record, which `stores` tests on both releases.
+DASK_EXTRA = "dask"
+
+
+def store_extras(release: str) -> list[str]:
+    """The histfix extras `stores` installs on ``release``."""
+    return [*STORE_EXTRAS, DASK_EXTRA] if release == NEWEST else list(STORE_EXTRAS)
+
+
 LINT_TOOLS = ["ruff"]
 TYPECHECK_TOOLS = ["mypy"]
 #: mkdocs-material and mkdocstrings, which reads src/ without importing it (so no pydantic-ai);
@@ -210,11 +222,14 @@ def requirement_sets() -> dict[str, list[str]]:
     pyproject = nox.project.load_toml(ROOT / "pyproject.toml")
     project = list(pyproject["project"]["dependencies"])
     sets = {f"tests-{r}": [*project, *test_requirements(r, *TEST_TOOLS)] for r in PYDANTIC_AI_RELEASES}
-    extras = [r for name in STORE_EXTRAS for r in pyproject["project"]["optional-dependencies"][name]]
+    optional = pyproject["project"]["optional-dependencies"]
+    extras = [r for name in STORE_EXTRAS for r in optional[name]]
     for release in STORE_RELEASES:
-        sets[f"stores-{release}"] = [*project, *extras, *store_requirements(release)]
+        with_extras = [r for name in store_extras(release) for r in optional[name]]
+        sets[f"stores-{release}"] = [*project, *with_extras, *store_requirements(release)]
     sets["tools"] = [*project, *extras, *test_requirements(NEWEST, *TEST_TOOLS, *STORE_TEST_TOOLS)]
-    sets["typecheck"] = [*project, *extras, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
+    typed = [r for name in [*STORE_EXTRAS, DASK_EXTRA] for r in optional[name]]
+    sets["typecheck"] = [*project, *typed, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
     sets["docs"] = list(DOCS_TOOLS)
     # `-e .` builds with the backend, which asks for `editables` too (get_requires_for_build_editable).
@@ -388,7 +403,7 @@ def stores(session: nox.Session, pydantic_ai: str) -> None:
     Needs PostgreSQL's server programs (Debian's `postgresql` package: .ci/run installs it); the
     tests start their own server in a temporary directory (tests/support/postgres_server.py).
     """
-    install(session, "-e", f".[{','.join(STORE_EXTRAS)}]", *store_requirements(pydantic_ai))
+    install(session, "-e", f".[{','.join(store_extras(pydantic_ai))}]", *store_requirements(pydantic_ai))
     workers = SERIAL if session.parallel else PARALLEL
     session.run("python", "-m", "pytest", STORE_TESTS, *workers, *session.posargs)
 
@@ -403,8 +418,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/ against the newest pinned release (and psycopg, for the PostgreSQL source)."""
-    install(session, "-e", f".[{','.join(STORE_EXTRAS)}]", *release_requirements(NEWEST, *TYPECHECK_TOOLS))
+    """mypy --strict on src/ against the newest pinned release (with psycopg and Dask, for the store's extras)."""
+    extras = ",".join([*STORE_EXTRAS, DASK_EXTRA])
+    install(session, "-e", f".[{extras}]", *release_requirements(NEWEST, *TYPECHECK_TOOLS))
     session.run("mypy")
 
 

@@ -18,6 +18,7 @@ The table of profile passes in docs/providers.md is generated from the code:
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 import shutil
@@ -82,8 +83,25 @@ def test_the_pages_have_examples() -> None:
     assert [b.page for b in CONSOLE].count("README.md") == 1
 
 
+#: Optional extras a block may import: such a block runs where the extra is installed (the Dask
+#: page's in the `stores` session, through tests/store/test_dask.py) and is skipped elsewhere.
+EXTRA_MODULES = ("distributed", "dask")
+
+
+def missing_extra(block: Block) -> str | None:
+    """The first optional module the block imports that is not installed here, if any."""
+    for module in EXTRA_MODULES:
+        imports = re.search(rf"^\s*(?:from|import) {module}\b", block.code, flags=re.MULTILINE)
+        if imports and importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
 @pytest.mark.parametrize("block", PYTHON, ids=str)
 def test_python_block_runs_as_written(block: Block, in_examples_copy: Path) -> None:
+    missing = missing_extra(block)
+    if missing is not None:
+        pytest.skip(f"{block} imports {missing}, not installed here (an extra)")
     namespace: dict[str, Any] = {"__name__": "__docs__"}
     exec(compile(block.code, str(block), "exec"), namespace)
     runs = [v for v in namespace.values() if callable(getattr(v, "all_messages", None))]
