@@ -54,9 +54,9 @@ from dsl import Json, call, req, resp, ret, user
 from generate import random_conversation
 
 
-def conversation(rng: random.Random, number: int) -> list[Json]:
-    """A valid conversation of 3 to 300 messages (log-uniform), ending on a final answer."""
-    target = int(math.exp(rng.uniform(math.log(3), math.log(300))))
+def conversation(rng: random.Random, number: int, longest: int = 300) -> list[Json]:
+    """A valid conversation of 3 to ``longest`` messages (log-uniform), ending on a final answer."""
+    target = int(math.exp(rng.uniform(math.log(3), math.log(longest))))
     messages: list[Json] = []
     part = 0
     while len(messages) < target:
@@ -94,15 +94,18 @@ def broken(rng: random.Random, messages: list[Json]) -> list[Json]:
     ]
 
 
-def build(count: int, seed: int = 7) -> list[bytes]:
+def histories(count: int, seed: int = 7, longest: int = 300) -> Iterator[bytes]:
+    """``count`` stored histories, a tenth broken, one at a time (a million need not fit in memory)."""
     rng = random.Random(seed)
-    stored = []
     for number in range(count):
-        messages = conversation(rng, number)
+        messages = conversation(rng, number, longest)
         if number % 10 == 9:
             messages = broken(rng, messages)
-        stored.append(json.dumps(messages).encode())
-    return stored
+        yield json.dumps(messages).encode()
+
+
+def build(count: int, seed: int = 7) -> list[bytes]:
+    return list(histories(count, seed))
 
 
 def timed(run: object) -> float:
