@@ -13,22 +13,12 @@ import pytest
 from packaging.version import Version
 
 from histfix._check.strict import strict_provider_errors
-from histfix._cli import compare as _compare
 from histfix._cli.commands import main
-from histfix._cli.compare_probe import CONTINUE, PLAIN, probe, prompt_for
-from histfix._cli.compare_probe import REPAIRED as HISTFIX
-from histfix._cli.compare_render import (
-    Outcome,
-    Style,
-    as_json,
-    changed,
-    describe,
-    describe_part,
-    diff_lines,
-    label,
-    render,
-    render_table,
-)
+from histfix._cli.compare_render import Style, as_json, changed, diff_lines, label, render, render_table
+from histfix._compare import environments as _compare
+from histfix._compare.outcome import Outcome, describe, describe_part
+from histfix._compare.probe import CONTINUE, PLAIN, probe, prompt_for
+from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.installed import NEWEST_TESTED
 from histfix._release.pinned import NEWEST, PINNED_RELEASES
 from test_agent_e2e import ABORTED

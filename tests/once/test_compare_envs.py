@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from histfix._cli import compare as _compare
-from histfix._cli.compare_probe import PLAIN
-from histfix._cli.compare_probe import REPAIRED as HISTFIX
+from histfix._compare import environments as _compare
+from histfix._compare.probe import PLAIN
+from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST
 
 from conftest import PYDANTIC_AI

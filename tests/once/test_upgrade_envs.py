@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 import histfix
-from histfix._cli import compare as _compare
 from histfix._cli.commands import main
-from histfix._cli.compare_probe import PLAIN
-from histfix._cli.compare_probe import REPAIRED as HISTFIX
+from histfix._compare import environments as _compare
+from histfix._compare.probe import PLAIN
+from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
 from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade, pair
@@ -85,8 +85,8 @@ OFFLINE = {"cache": CACHE, "find_links": WHEELHOUSE}
 
 _COMPARE_EACH = """
 import base64, json, sys
-from histfix._cli.compare_probe import PLAIN, REPAIRED, probe, prompt_for
-from histfix._cli.compare_render import Outcome
+from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
+from histfix._compare.outcome import Outcome
 said = {}
 for key, encoded in json.load(sys.stdin):
     raw = base64.b64decode(encoded)
@@ -102,14 +102,14 @@ def compare_says(histories_: dict[str, bytes], scratch: Path) -> dict[str, dict[
     each release's environment, one process per release for all the histories, side by side (a
     process per history and release, as the command runs, would take minutes; the command itself
     is run on one history below, to tie the two)."""
-    path_entry = _compare._histfix_on_a_path(scratch)
+    path_entry = _compare.histfix_on_a_path(scratch)
     variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     variables["PYTHONPATH"] = str(path_entry)
     items = json.dumps([[key, base64.b64encode(raw).decode()] for key, raw in histories_.items()])
     running = {}
     for release in AGAINST:
         env, _ = _compare.environment(release, settings())
-        python = str(_compare._python_in(env))
+        python = str(_compare.python_in(env))
         running[release] = subprocess.Popen(
             [python, "-c", _COMPARE_EACH],
             stdin=subprocess.PIPE,

@@ -1,1 +1,1 @@
-"""The command line: the commands, their file I/O and rendering, the store commands and ``compare``."""
+"""The command line: the commands, their file I/O and rendering, the store commands, and ``compare``'s tables."""

@@ -446,9 +446,9 @@ def _compare(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from .._compare import environments as compare
+    from .._compare.probe import prompt_for
     from .._jsonerrors import describe_json_error
-    from . import compare
-    from .compare_probe import prompt_for
     from .compare_render import Style, as_json, render
 
     raw = _read(args.file)

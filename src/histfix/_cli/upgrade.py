@@ -99,9 +99,9 @@ def _print_summary(result: UpgradeResult, url: str, seconds: float) -> None:
 
 def run_upgrade_scan(args: argparse.Namespace) -> int:
     """``histfix scan SOURCE --against R[,R...]``, its options already parsed."""
+    from .._compare import environments as compare
     from ..store import StoreError, open_source
     from ..store._upgrade import check_upgrade
-    from . import compare
 
     started = time.perf_counter()
     try:

@@ -27,9 +27,16 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
-from .._cli.compare import CompareError, Settings, default_cache, environment, find_uv, parse_releases
-from .._cli.compare import _histfix_on_a_path as histfix_on_a_path
-from .._cli.compare import _python_in as python_in
+from .._compare.environments import (
+    CompareError,
+    Settings,
+    default_cache,
+    environment,
+    find_uv,
+    histfix_on_a_path,
+    parse_releases,
+    python_in,
+)
 from ._record import _unwrap
 from ._source import Source, Stored
 from ._upgrade_probe import loader_error, observe

@@ -47,8 +47,8 @@ def _sent_verdict(history: bytes, parsed: object, provider: str | None) -> Json:
 
     import histfix
 
-    from .._cli.compare_probe import PLAIN, REPAIRED, probe, prompt_for
-    from .._cli.compare_render import Outcome
+    from .._compare.outcome import Outcome
+    from .._compare.probe import PLAIN, REPAIRED, probe, prompt_for
 
     observation = probe(history, prompt_for(parsed, None))
     verdict: Json = {

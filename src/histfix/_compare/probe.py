@@ -1,6 +1,6 @@
 """One release's side of ``histfix compare``: run inside that release's environment.
 
-``python -m histfix._cli.compare_probe [--prompt TEXT] < history.json`` prints, as JSON, what the
+``python -m histfix._compare.probe [--prompt TEXT] < history.json`` prints, as JSON, what the
 installed pydantic-ai does with the stored history (its own ``ModelMessagesTypeAdapter``, then a
 plain ``Agent`` whose model is a capturing ``FunctionModel``: no provider, no network) and what
 ``histfix.repair`` returns (loaded with ``histfix.load_json``). Both sides are judged by the same
@@ -112,7 +112,7 @@ def probe(raw: bytes, prompt: str | None) -> Json:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m histfix._cli.compare_probe")
+    parser = argparse.ArgumentParser(prog="python -m histfix._compare.probe")
     parser.add_argument("--prompt", default=None)
     args = parser.parse_args(argv)
     json.dump(probe(sys.stdin.buffer.read(), args.prompt), sys.stdout)

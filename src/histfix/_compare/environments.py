@@ -91,7 +91,7 @@ class Settings:
     find_links: Path | None = None  # offline: install from this folder alone (no index)
 
 
-def _python_in(folder: Path) -> Path:
+def python_in(folder: Path) -> Path:
     return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
@@ -122,7 +122,7 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
     wanted = {"python": f"{sys.base_prefix} {sys.version}", "requirements": requirements}
     stamp = folder / _STAMP
     try:
-        if json.loads(stamp.read_text()) == wanted and _python_in(folder).exists():
+        if json.loads(stamp.read_text()) == wanted and python_in(folder).exists():
             return folder, True
     except (OSError, ValueError):
         pass
@@ -146,7 +146,7 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
         "--quiet",
         "--compile-bytecode",
         "--python",
-        str(_python_in(folder)),
+        str(python_in(folder)),
         *source,
     ]
     done = _run([*install, *requirements], _INSTALL_TIMEOUT, what)
@@ -158,9 +158,11 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
     return folder, False
 
 
-def _histfix_on_a_path(folder: Path) -> Path:
+def histfix_on_a_path(folder: Path) -> Path:
     """A folder holding only this histfix package (a link to it), for the probe's PYTHONPATH."""
-    package = Path(__file__).resolve().parent.parent  # histfix/ (this module is histfix/_cli/compare.py)
+    package = (
+        Path(__file__).resolve().parent.parent
+    )  # histfix/ (this module is histfix/_compare/environments.py)
     link = folder / "histfix"
     try:
         link.symlink_to(package, target_is_directory=True)
@@ -171,7 +173,7 @@ def _histfix_on_a_path(folder: Path) -> Path:
 
 def probe(release: str, env: Path, raw: bytes, prompt: str | None, path_entry: Path) -> dict[str, Any]:
     """Run the probe in ``env`` on ``raw``; its observation, checked to come from ``release``."""
-    argv = [str(_python_in(env)), "-m", "histfix._cli.compare_probe"]
+    argv = [str(python_in(env)), "-m", "histfix._compare.probe"]
     if prompt is not None:
         argv += ["--prompt", prompt]
     variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
@@ -198,7 +200,7 @@ def compare(
     """One observation per release, oldest first; ``progress`` gets one line per release."""
     observations = []
     with tempfile.TemporaryDirectory(prefix="histfix-compare-") as scratch:
-        path_entry = _histfix_on_a_path(Path(scratch))
+        path_entry = histfix_on_a_path(Path(scratch))
         for number, release in enumerate(releases, 1):
             start = time.perf_counter()
             env, cached = environment(release, settings)
