@@ -57,9 +57,9 @@ __all__ = [
     "summarize",
 ]
 
-#: Bytes of JSONL per partition: large enough that a task's overhead is noise, small enough that
-#: a few blocks per worker fit in memory.
-JSONL_BLOCKSIZE = 64 << 20
+#: Bytes of JSONL per partition: a task of a second or more (a task costs Dask about a
+#: millisecond), while a worker holds the block, its lines and their records a few times over.
+JSONL_BLOCKSIZE = 16 << 20
 #: Files, or table rows, per partition.
 FILES_PER_PARTITION = 1_000
 ROWS_PER_PARTITION = 10_000
