@@ -21,6 +21,7 @@ summary equal the local scan's (``histfix scan`` without ``--dask``) on the same
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Iterable, Iterator
@@ -30,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 try:
     import dask.bag as db
-    from dask.bytes.core import read_bytes
     from dask.delayed import delayed
+    from fsspec.core import OpenFile, get_fs_token_paths  # type: ignore[import-untyped]
+    from fsspec.utils import infer_compression, read_block  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("histfix.store.dask needs Dask: pip install 'histfix[dask]'") from exc
 
@@ -68,13 +70,25 @@ ROWS_PER_PARTITION = 10_000
 # --- reading -------------------------------------------------------------------------------------
 
 
-def _newlines(block: bytes) -> int:
-    return block.count(b"\n")
+def _block(file: OpenFile, start: int, length: int | None) -> bytes:
+    """The whole lines of ``file`` that start in ``[start, start + length)`` (fsspec's
+    ``read_block``, the cut Dask's own ``read_bytes`` makes); the whole file when ``length`` is None."""
+    with copy.copy(file) as opened:  # each task opens its own handle
+        if length is None:
+            data: bytes = opened.read()
+            return data
+        cut: bytes = read_block(opened, start, length, b"\n")
+        return cut
 
 
-def _after(offset: int, block: bytes) -> int:
-    """The line number the next block starts after."""
-    return offset + _newlines(block)
+def _line_count(file: OpenFile, start: int, length: int | None) -> int:
+    """The lines of one block (each ends with a newline, but perhaps the file's last)."""
+    return _block(file, start, length).count(b"\n")
+
+
+def _lines_before(counts: list[int]) -> list[int]:
+    """The line count before each block of a file."""
+    return list(itertools.accumulate(counts, initial=0))[:-1]
 
 
 def _jsonl_block(block: bytes, offset: int, path: str | None) -> list[Stored]:
@@ -90,6 +104,20 @@ def _jsonl_block(block: bytes, offset: int, path: str | None) -> list[Stored]:
     return found
 
 
+def _jsonl_part(
+    file: OpenFile, cut: tuple[int, int | None], before: list[int], index: int, path: str | None
+) -> list[Stored]:
+    """Block ``index`` of ``file`` (its ``cut``), its lines numbered after the ``before[index]`` before it."""
+    return _jsonl_block(_block(file, *cut), before[index], path)
+
+
+def _cuts(size: int, blocksize: int | None) -> list[tuple[int, int | None]]:
+    """(start, length) of each block of a file of ``size`` bytes."""
+    if blocksize is None:
+        return [(0, None)]
+    return [(start, min(blocksize, size - start)) for start in range(0, size, blocksize)]
+
+
 def read_jsonl(
     urlpath: str | list[str],
     *,
@@ -101,15 +129,18 @@ def read_jsonl(
     """The histories of JSONL files on any fsspec path (``s3://...``, ``gs://...``, a local path or
     glob), as a bag of :class:`~histfix.store.Stored`, in file order.
 
-    Each file is split into blocks of whole lines, read once each. A key is what the local JSONL
-    source gives (the line's key field, else its line number from 1), so several files repeat
-    keys; ``include_path`` makes them ``PATH:KEY``. A compressed file (``.gz``, ``.bz2``, ...,
+    Each file is split into blocks of whole lines. A key is what the local JSONL source gives (the
+    line's key field, else its line number from 1), so several files repeat keys;
+    ``include_path`` makes them ``PATH:KEY``. Line numbers need the lines before each block: a
+    file of several blocks is read twice, once to count its lines block by block and once to
+    examine them, so that no task holds a block while it waits for another (memory stays one
+    block per task, whatever the file's size). A compressed file (``.gz``, ``.bz2``, ...,
     inferred from the name unless ``compression`` says) is one block: it cannot be split.
     """
+    if blocksize is not None:
+        _positive("blocksize", blocksize)
+    names = [urlpath] if isinstance(urlpath, str) else list(urlpath)
     if compression == "infer":
-        from fsspec.utils import infer_compression  # type: ignore[import-untyped]
-
-        names = [urlpath] if isinstance(urlpath, str) else urlpath
         found = {infer_compression(name) for name in names}
         if len(found) > 1:
             raise ValueError(f"{urlpath}: files of several compressions; read each kind on its own")
@@ -117,24 +148,24 @@ def read_jsonl(
     if compression is not None:
         blocksize = None
     try:
-        _, blocks, paths = read_bytes(
-            urlpath,
-            delimiter=b"\n",
-            blocksize=blocksize,
-            sample=False,
-            compression=compression,
-            include_path=True,
-            **(storage_options or {}),
-        )
+        fs, _, paths = get_fs_token_paths(names, mode="rb", storage_options=storage_options)
+        if not paths:
+            raise FileNotFoundError(f"no file matches {urlpath}")
+        sizes = [None if blocksize is None else fs.info(path)["size"] for path in paths]
     except (OSError, ValueError) as exc:
         raise StoreError(f"{urlpath}: cannot read it ({exc})") from exc
     parts = []
-    for path, file_blocks in zip(paths, blocks, strict=True):
-        offset: Any = 0
-        for block in file_blocks:
-            parts.append(delayed(_jsonl_block, pure=True)(block, offset, path if include_path else None))
-            # a chain of line counts: each block's numbers wait only for the counts before it
-            offset = delayed(_after, pure=True)(offset, block)
+    for path, size in zip(paths, sizes, strict=True):
+        file = OpenFile(fs, path, compression=compression)
+        cuts = _cuts(size or 0, blocksize) if size != 0 else []
+        named = path if include_path else None
+        if len(cuts) == 1:  # one block: its first line is line 1, nothing to count
+            parts.append(delayed(_jsonl_part, pure=True)(file, cuts[0], [0], 0, named))
+            continue
+        counts = [delayed(_line_count, pure=True)(file, start, length) for start, length in cuts]
+        before = delayed(_lines_before, pure=True)(counts)
+        for index, cut in enumerate(cuts):
+            parts.append(delayed(_jsonl_part, pure=True)(file, cut, before, index, named))
     if not parts:
         return db.from_sequence([], npartitions=1)
     return db.from_delayed(parts)
