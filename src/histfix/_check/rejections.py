@@ -168,6 +168,14 @@ def _worded(wording: dict[str, str]) -> str:
     return "; ".join(f"{api}: {wording[api]}" for api in apis)
 
 
+def _marked(problem: Problem, wording: dict[str, str]) -> Problem:
+    """``problem`` rejected by the APIs of ``wording``, in their words (itself when it says so already)."""
+    rejected_by, error = ordered_apis(wording), _worded(wording)
+    if problem.rejected_by == rejected_by and problem.provider_error == error:
+        return problem  # frozen: sharing it is safe, and a rule's findings mostly are already so
+    return dataclasses.replace(problem, rejected_by=rejected_by, provider_error=error)
+
+
 def _rule_wording(problem: Problem, rule_wording: dict[str, str], apis: tuple[str, ...]) -> dict[str, str]:
     if len(apis) == 1 and problem.provider_error:
         return {apis[0]: problem.provider_error}
@@ -208,13 +216,11 @@ def _check_for(
         for rule in rules_for(target, stage):
             if rule.detect is None:
                 continue
+            rule_wording = dict(rule.wording)
             for problem in rule.detect(history, target, scan):
-                apis = ordered_apis(wanted & set(problem.rejected_by or rule.apis))
+                apis = ordered_apis(wanted.intersection(problem.rejected_by or rule.apis))
                 if apis:
-                    add(problem, _rule_wording(problem, dict(rule.wording), apis))
-    marked = [
-        dataclasses.replace(problem, rejected_by=ordered_apis(wording), provider_error=_worded(wording))
-        for problem, wording in found.values()
-    ]
+                    add(problem, _rule_wording(problem, rule_wording, apis))
+    marked = [_marked(problem, wording) for problem, wording in found.values()]
     marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
     return marked

@@ -8,6 +8,7 @@ API of its models, a wrapper to what it wraps). Nothing here imports pydantic-ai
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -143,8 +144,13 @@ def unknown_provider(name: str, *, models: bool = True) -> ValueError:
 
 def ordered_apis(apis: Iterable[str]) -> tuple[str, ...]:
     """``apis`` once each, in :data:`PROVIDER_APIS` order (how every list of APIs is shown)."""
-    wanted = set(apis)
-    return tuple(api for api in PROVIDER_APIS if api in wanted)
+    return _in_order(frozenset(apis))
+
+
+@functools.lru_cache(maxsize=256)
+def _in_order(apis: frozenset[str]) -> tuple[str, ...]:
+    # a check can ask this once per problem, thousands of times, for a handful of distinct sets
+    return tuple(api for api in PROVIDER_APIS if api in apis)
 
 
 def _models_of(model: Any, seen: set[int]) -> list[tuple[str, str | None]]:
