@@ -5,8 +5,9 @@ runs the per-history record (``examine``) over it, writing repairs with a backup
 (``open_backup``: a ``Backup`` file or a table in an SQL source's database);
 ``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
 releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
-pairs, for a store histfix has no source for. Imported only when asked for (``import histfix``
-does not import it).
+pairs, for a store histfix has no source for; ``histfix.store.dask`` runs the same scan on a
+Dask cluster (``histfix[dask]``). Imported only when asked for (``import histfix`` does not
+import it).
 """
 
 from __future__ import annotations
