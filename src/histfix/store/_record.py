@@ -128,6 +128,10 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     """
     import histfix
 
+    from .._check.history import check_history
+    from .._check.rejections import check_for, mark_rejections
+    from .._profiles.targets import resolve_provider
+
     size = len(raw)
     if error is not None:
         return Record(key=key, size=size, action="not_loaded", error=error)
@@ -142,11 +146,14 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     pending = state.kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
-    problems = histfix.check(history, repair_last_response=last)
+    # histfix.check twice (without and with the provider) would run the validator twice: its
+    # findings are computed once and marked both ways, exactly as check does.
+    found = check_history(history, last)
+    problems = mark_rejections(history, found)
     rejected = [p.kind for p in problems if p.rejected_by]
     provider_problems = []
     if options.provider is not None:
-        provider_problems = histfix.check(history, provider=options.provider, repair_last_response=last)
+        provider_problems = check_for(history, resolve_provider(options.provider), found)
         rejected = [p.kind for p in provider_problems]
     base = Record(
         key=key,
