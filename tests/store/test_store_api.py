@@ -112,3 +112,29 @@ def test_an_sqlite_table_named_with_its_schema_opens_and_reads(tmp_path: Path) -
     db.close()
     with open_source(f"sqlite:///{path}?table=main.chats&key=id&column=messages") as source:
         assert [(s.key, s.raw) for batch in source.read() for s in batch] == [("a", b"[]")]
+
+
+@pytest.mark.parametrize("provider", [None, "mistral", "any", "openai-responses"])
+def test_the_record_reports_what_check_reports(provider: str | None) -> None:
+    """The record's problems are ``check``'s and its rejected kinds ``check(provider=...)``'s (or,
+    without one, those some provider rejects), on every corpus history this release loads."""
+    import histfix
+    from histfix.store._record import PENDING_KINDS
+
+    compared = 0
+    for key, raw in histories().items():
+        try:
+            history = histfix.load_json(raw.decode())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        record = examine(key, raw, Options(provider=provider))
+        last = histfix.classify(history).kind not in PENDING_KINDS
+        found = histfix.check(history, repair_last_response=last)
+        assert record.problems == tuple(p.kind for p in found), key
+        if provider is None:
+            assert record.rejected == tuple(p.kind for p in found if p.rejected_by), key
+        else:
+            marked = histfix.check(history, provider=provider, repair_last_response=last)
+            assert record.rejected == tuple(p.kind for p in marked), key
+        compared += 1
+    assert compared > 50
