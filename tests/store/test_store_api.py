@@ -116,8 +116,9 @@ def test_an_sqlite_table_named_with_its_schema_opens_and_reads(tmp_path: Path) -
 
 @pytest.mark.parametrize("provider", [None, "mistral", "any", "openai-responses"])
 def test_the_record_reports_what_check_reports(provider: str | None) -> None:
-    """The record's problems are ``check``'s and its rejected kinds ``check(provider=...)``'s (or,
-    without one, those some provider rejects), on every corpus history this release loads."""
+    """The record's kind is ``classify``'s, its problems ``check``'s and its rejected kinds
+    ``check(provider=...)``'s (or, without one, those some provider rejects), on every corpus
+    history this release loads."""
     import histfix
     from histfix.store._record import PENDING_KINDS
 
@@ -128,7 +129,9 @@ def test_the_record_reports_what_check_reports(provider: str | None) -> None:
         except (ValueError, UnicodeDecodeError):
             continue
         record = examine(key, raw, Options(provider=provider))
-        last = histfix.classify(history).kind not in PENDING_KINDS
+        kind = histfix.classify(history).kind
+        assert record.kind == kind, key
+        last = kind not in PENDING_KINDS
         found = histfix.check(history, repair_last_response=last)
         assert record.problems == tuple(p.kind for p in found), key
         if provider is None:

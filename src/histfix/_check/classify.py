@@ -50,13 +50,20 @@ def _late_only_by_a_split(messages: Sequence[ModelMessage], problem: Problem) ->
     )
 
 
-def classify_history(messages: Sequence[ModelMessage]) -> HistoryState:
-    """The state of ``messages``; raises ``TypeError`` for an element that is not a message."""
+def classify_history(
+    messages: Sequence[ModelMessage], found: Sequence[Problem] | None = None
+) -> HistoryState:
+    """The state of ``messages``; raises ``TypeError`` for an element that is not a message.
+
+    ``found``: ``check_history(messages, repair_last_response=True)`` when the caller has it already.
+    """
+    if found is None:
+        found = check_history(messages, repair_last_response=True)
     problems = mark_rejections(  # the same records check() returns: with the APIs that reject each
         messages,
         [
             p
-            for p in check_history(messages, repair_last_response=True)
+            for p in found
             if p.kind not in _MERGES_ONLY
             and not (p.kind == "late_result" and _late_only_by_a_split(messages, p))
         ],

@@ -128,6 +128,7 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     """
     import histfix
 
+    from .._check.classify import classify_history
     from .._check.history import check_history
     from .._check.rejections import check_for, mark_rejections
     from .._profiles.targets import resolve_provider
@@ -142,13 +143,15 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         return Record(key=key, size=size, action="not_loaded", error=f"not UTF-8 text ({exc.reason})")
     except (ValueError, TypeError) as exc:
         return Record(key=key, size=size, action="not_loaded", error=str(exc).splitlines()[0])
-    state = histfix.classify(history)
+    # The validator runs once for classify, check and check(provider=) alike (each would run it
+    # again), and once more only for a resumable history, whose open calls are then left alone.
+    found = check_history(history, True)
+    state = classify_history(history, found)
     pending = state.kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
-    # histfix.check twice (without and with the provider) would run the validator twice: its
-    # findings are computed once and marked both ways, exactly as check does.
-    found = check_history(history, last)
+    if not last:
+        found = check_history(history, last)
     problems = mark_rejections(history, found)
     rejected = [p.kind for p in problems if p.rejected_by]
     provider_problems = []
