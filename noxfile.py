@@ -73,6 +73,10 @@ STORE_RELEASES = [NEWEST, PYDANTIC_AI_RELEASES[0]]
 DASK_EXTRA = "dask"
 
 
+#: What `typecheck` installs: every store extra, so mypy checks the modules that import them.
+TYPECHECK_EXTRAS = [*STORE_EXTRAS, DASK_EXTRA]
+
+
 def store_extras(release: str) -> list[str]:
     """The histfix extras `stores` installs on ``release``."""
     return [*STORE_EXTRAS, DASK_EXTRA] if release == NEWEST else list(STORE_EXTRAS)
@@ -228,7 +232,7 @@ def requirement_sets() -> dict[str, list[str]]:
         with_extras = [r for name in store_extras(release) for r in optional[name]]
         sets[f"stores-{release}"] = [*project, *with_extras, *store_requirements(release)]
     sets["tools"] = [*project, *extras, *test_requirements(NEWEST, *TEST_TOOLS, *STORE_TEST_TOOLS)]
-    typed = [r for name in [*STORE_EXTRAS, DASK_EXTRA] for r in optional[name]]
+    typed = [r for name in TYPECHECK_EXTRAS for r in optional[name]]
     sets["typecheck"] = [*project, *typed, *release_requirements(NEWEST, *TYPECHECK_TOOLS)]
     sets["lint"] = list(LINT_TOOLS)
     sets["docs"] = list(DOCS_TOOLS)
@@ -419,8 +423,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ against the newest pinned release (with psycopg and Dask, for the store's extras)."""
-    extras = ",".join([*STORE_EXTRAS, DASK_EXTRA])
-    install(session, "-e", f".[{extras}]", *release_requirements(NEWEST, *TYPECHECK_TOOLS))
+    install(
+        session, "-e", f".[{','.join(TYPECHECK_EXTRAS)}]", *release_requirements(NEWEST, *TYPECHECK_TOOLS)
+    )
     session.run("mypy")
 
 

@@ -376,15 +376,12 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     return _finish(args, summary, result, time.perf_counter() - started, source.url, write=write)
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
 def _null_keys(url: str) -> int:
     """Rows of an SQL source whose key is NULL (never read, as in the local scan); 0 otherwise."""
-    if "://" not in url or url.split("://", 1)[0] not in ("sqlite", "postgresql", "postgres"):
+    from ..store._url import names_table, open_source
+
+    if not names_table(url):
         return 0
-    from ..store import open_source
 
     with open_source(url) as source:
         count = getattr(source, "null_keys", None)
@@ -410,6 +407,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     from distributed import KilledWorker
 
     from ..store._runner import RepairResult
+    from ..store._source import first_line
     from ..store._summary import Summary
 
     summary = Summary()
@@ -438,11 +436,11 @@ def _run_dask(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except KilledWorker as exc:
         return _fail(
-            f"the Dask cluster lost the workers running this scan ({_first_line(exc)}); "
+            f"the Dask cluster lost the workers running this scan ({first_line(exc)}); "
             "it did not complete, so nothing is summarized"
         )
     except (OSError, TimeoutError) as exc:
-        return _fail(f"the Dask cluster went away ({_first_line(exc)}); the scan did not complete")
+        return _fail(f"the Dask cluster went away ({first_line(exc)}); the scan did not complete")
     except KeyboardInterrupt:
         print("histfix: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -145,13 +145,13 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         return Record(key=key, size=size, action="not_loaded", error=str(exc).splitlines()[0])
     # The validator runs once for classify, check and check(provider=) alike (each would run it
     # again), and once more only for a resumable history, whose open calls are then left alone.
-    found = check_history(history, True)
+    found = check_history(history, repair_last_response=True)
     state = classify_history(history, found)
     pending = state.kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
     if not last:
-        found = check_history(history, last)
+        found = check_history(history, repair_last_response=False)
     problems = mark_rejections(history, found)
     rejected = [p.kind for p in problems if p.rejected_by]
     provider_problems = []

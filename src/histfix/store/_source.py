@@ -16,7 +16,21 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["RangeSource", "Replacement", "Source", "StoreError", "Stored", "TableSpec", "WriteOutcome"]
+__all__ = [
+    "RangeSource",
+    "Replacement",
+    "Source",
+    "StoreError",
+    "Stored",
+    "TableSpec",
+    "WriteOutcome",
+    "first_line",
+]
+
+
+def first_line(exc: BaseException) -> str:
+    """An error as the one line a store message quotes: its first line, else its type's name."""
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 class StoreError(ValueError):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
+from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome, first_line
 
 __all__ = ["SQLiteBackupTable", "SQLiteSource"]
 
@@ -55,10 +55,6 @@ def _split_points_sql(table: str, key: str) -> str:
     )
 
 
-def _one_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
 class SQLiteSource:
     rewrites_whole_store = False
 
@@ -80,7 +76,7 @@ class SQLiteSource:
             info = self._db.execute(_table_info_sql(spec.table)).fetchall()
             columns = {row[1]: str(row[2]).upper() for row in info}
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot open it ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot open it ({first_line(exc)})") from exc
         if not columns:
             raise StoreError(f"{self.url}: no table {spec.table!r}")
         for what, name in (("key", spec.key), ("column", spec.column)):
@@ -125,7 +121,7 @@ class SQLiteSource:
             try:
                 rows = self._page(last, through, batch_size)
             except sqlite3.Error as exc:
-                raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+                raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
             if not rows:
                 return
             batch = []
@@ -143,7 +139,7 @@ class SQLiteSource:
         try:
             rows = self._db.execute(self._split_points, (parts,)).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
         return [str(row[0]) for row in rows]
 
     def count(self, *, after: str | None = None) -> int | None:
@@ -154,7 +150,7 @@ class SQLiteSource:
                 query = self._count.format(after=f" AND {self._key_name} > ?")
                 row = self._db.execute(query, (self._key(after),)).fetchone()
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
         return int(row[0])
 
     def _write_rows(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
@@ -183,7 +179,7 @@ class SQLiteSource:
                     self._db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot write it ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot write it ({first_line(exc)})") from exc
         return done
 
     def null_keys(self) -> int:
@@ -191,7 +187,7 @@ class SQLiteSource:
         try:
             return int(self._db.execute(self._null_keys).fetchone()[0])
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot read it ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
 
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
         return self.transaction(lambda: self._write_rows(batch))
@@ -212,7 +208,9 @@ class SQLiteSource:
             try:
                 rows = self._db.execute(query, (last, batch_size)).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"{self.url}: cannot read backup table {name!r} ({_one_line(exc)})") from exc
+                raise StoreError(
+                    f"{self.url}: cannot read backup table {name!r} ({first_line(exc)})"
+                ) from exc
             if not rows:
                 return
             yield [(str(key), bytes(old), bytes(new)) for _, key, old, new in rows]
@@ -224,7 +222,7 @@ class SQLiteSource:
         try:
             info = self._db.execute(_table_info_sql(name)).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.url}: cannot read backup table {name!r} ({_one_line(exc)})") from exc
+            raise StoreError(f"{self.url}: cannot read backup table {name!r} ({first_line(exc)})") from exc
         if not info:
             if must_exist:
                 raise StoreError(f"{self.url}: no backup table {name!r}")
@@ -274,7 +272,7 @@ class SQLiteBackupTable:
 
                 source.transaction(create)
         except sqlite3.Error as exc:
-            raise StoreError(f"{source.url}: cannot use backup table {name!r} ({_one_line(exc)})") from exc
+            raise StoreError(f"{source.url}: cannot use backup table {name!r} ({first_line(exc)})") from exc
 
     def _resume(self) -> None:
         header = self._db.execute(

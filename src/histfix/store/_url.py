@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._source import Source, StoreError, TableSpec
 
-__all__ = ["TABLE_NAME", "mask_password", "open_source", "parse_table_url"]
+__all__ = ["TABLE_NAME", "mask_password", "names_table", "open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
@@ -53,9 +53,18 @@ def parse_table_url(url: str) -> TableSpec:
     return TableSpec(connect=connect, masked=masked, table=table, key=key, column=column)
 
 
+def _scheme(url: str) -> str:
+    return urlsplit(url).scheme if "://" in url else ""
+
+
+def names_table(url: str) -> bool:
+    """Whether ``url`` names an SQL table (``sqlite://``, ``postgresql://``) rather than files."""
+    return _scheme(url) in SQL_SCHEMES
+
+
 def open_source(url: str) -> Source:
     """The source ``url`` names, open; ValueError (StoreError) with one clear line if it cannot be."""
-    scheme = urlsplit(url).scheme if "://" in url else ""
+    scheme = _scheme(url)
     if scheme == "sqlite":
         from ._sqlite import SQLiteSource
 

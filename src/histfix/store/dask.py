@@ -39,9 +39,9 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 
 from ._files import DirectorySource, jsonl_entry
 from ._record import Options, Record, examine
-from ._source import RangeSource, Stored, StoreError
+from ._source import RangeSource, Stored, StoreError, first_line
 from ._summary import Summary
-from ._url import open_source
+from ._url import names_table, open_source
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -111,9 +111,10 @@ def _jsonl_part(
     return _jsonl_block(_block(file, *cut), before[index], path)
 
 
-def _cuts(size: int, blocksize: int | None) -> list[tuple[int, int | None]]:
-    """(start, length) of each block of a file of ``size`` bytes."""
-    if blocksize is None:
+def _cuts(size: int | None, blocksize: int | None) -> list[tuple[int, int | None]]:
+    """(start, length) of each block of a file of ``size`` bytes (none for an empty file); the
+    whole file as one block without a ``blocksize`` (a compressed file, whose size is not asked)."""
+    if size is None or blocksize is None:
         return [(0, None)]
     return [(start, min(blocksize, size - start)) for start in range(0, size, blocksize)]
 
@@ -157,7 +158,7 @@ def read_jsonl(
     parts = []
     for path, size in zip(paths, sizes, strict=True):
         file = OpenFile(fs, path, compression=compression)
-        cuts = _cuts(size or 0, blocksize) if size != 0 else []
+        cuts = _cuts(size, blocksize)
         named = path if include_path else None
         if len(cuts) == 1:  # one block: its first line is line 1, nothing to count
             parts.append(delayed(_jsonl_part, pure=True)(file, cuts[0], [0], 0, named))
@@ -234,10 +235,9 @@ def read_source(url: str, **options: Any) -> db.Bag:
     """The store ``url`` names, as a bag of :class:`~histfix.store.Stored`: a table URL
     (:func:`read_table`), a local directory (:func:`read_directory`), else JSONL on any fsspec
     path (:func:`read_jsonl`). ``options`` go to that function."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme in ("sqlite", "postgresql", "postgres"):
+    if names_table(url):
         return read_table(url, **options)
-    if not scheme and Path(url).is_dir():
+    if "://" not in url and Path(url).is_dir():
         return read_directory(url, **options)
     return read_jsonl(url, **options)
 
@@ -362,8 +362,7 @@ def connect(address: str, *, workers: int | None = None, timeout: float = 10) ->
     try:
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"{address}: cannot reach the Dask scheduler ({reason})") from None
+        raise ValueError(f"{address}: cannot reach the Dask scheduler ({first_line(exc)})") from None
 
 
 def disconnect(client: Client) -> None:
