@@ -262,6 +262,35 @@ def test_wording_is_the_emulators_wording() -> None:
                 assert answered(api, text_), (rule.name, api, text_)
 
 
+#: a placeholder of the wording tables left unfilled in a text check() returns
+_UNFILLED = re.compile(r"\{(n|m|id|ids|call_id|count|name|role|error)\}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_several_apis_are_each_worded_as_each_alone_words_it(case: Case) -> None:
+    """check(provider="any") words a problem for every API that rejects it exactly as checking for
+    that API alone does, its placeholders filled."""
+    history = load_history(case)
+    alone = {
+        api: {
+            (p.kind, p.message_index, p.part_index, p.tool_call_id): p
+            for p in histfix.check(history, provider=api)
+        }
+        for api in PROVIDER_APIS
+    }
+    for problem in histfix.check(history, provider="any"):
+        assert not _UNFILLED.search(problem.provider_error or ""), problem
+        place = (problem.kind, problem.message_index, problem.part_index, problem.tool_call_id)
+        said = [alone[api].get(place) for api in problem.rejected_by]
+        if len(problem.rejected_by) < 2 or None in said:
+            continue  # several APIs together can reject what none rejects alone (and the reverse)
+        assert problem.provider_error == "; ".join(
+            f"{api}: {one.provider_error}"
+            for api, one in zip(problem.rejected_by, said, strict=True)
+            if one is not None
+        ), case.name
+
+
 def _pattern(template: str) -> re.Pattern[str]:
     """An emulator message template as a pattern: each ``{placeholder}`` stands for any text."""
     pieces = re.split(r"\{[^{}]*\}", template)

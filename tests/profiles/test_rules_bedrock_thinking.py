@@ -99,7 +99,7 @@ def test_check_words_each_refusal_as_bedrock_does() -> None:
     if not SENDS_EVERY_THINKING:
         assert unsigned == foreign == []
         return
-    (missing,) = unsigned
+    ((missing, _),) = unsigned
     assert (missing.kind, missing.message_index, missing.rejected_by) == (
         "unsigned_thinking",
         1,
@@ -108,7 +108,7 @@ def test_check_words_each_refusal_as_bedrock_does() -> None:
     assert missing.provider_error == (
         "The model returned the following errors: messages.1.content.0.thinking.signature: Field required"
     )
-    (invalid,) = foreign
+    ((invalid, _),) = foreign
     assert invalid.kind == "foreign_signature"
     assert invalid.provider_error == "messages.1.content.0: Invalid signature in thinking block"
     assert detect_bedrock_thinking_signed(_history(None, "bedrock"), resolve_provider(LLAMA), Scan()) == []

@@ -308,7 +308,7 @@ def test_truncated_args_are_kept_whole_where_the_release_cannot_send_them() -> N
 def detected(history: list[pai.ModelMessage], provider: str, rule: str) -> list[histfix.Problem]:
     found = RULES[rule].detect
     assert found is not None
-    return found(history, resolve_provider(provider), Scan())
+    return [finding.problem for finding in found(history, resolve_provider(provider), Scan())]
 
 
 def test_detect_words_problems_as_the_emulators_do() -> None:

@@ -100,12 +100,14 @@ def test_a_history_opening_on_a_user_turn_is_left_alone() -> None:
 
 def test_check_names_the_first_user_rule_in_the_providers_words() -> None:
     history = load([real(text("hello"), at=4), req(user("hi"))])
-    (found,) = shape.detect_starts_with_user(history, resolve_provider("bedrock"), Scan())
+    ((found, _),) = shape.detect_starts_with_user(history, resolve_provider("bedrock"), Scan())
     assert found.kind == "starts_with_response" and found.rejected_by == ("bedrock",)
     assert found.provider_error == shape.FIRST_USER_WORDING["bedrock"]
-    (found,) = shape.detect_starts_with_user(history, resolve_provider("any"), Scan())
-    assert found.rejected_by == ("anthropic", "gemini", "bedrock")
-    assert found.provider_error == 'messages: first message must use the "user" role'
+    ((found, words),) = shape.detect_starts_with_user(history, resolve_provider("any"), Scan())
+    assert found.rejected_by == ("anthropic", "gemini", "bedrock") == tuple(words)
+    assert found.provider_error == "; ".join(f"{api}: {shape.FIRST_USER_WORDING[api]}" for api in words)
+    (checked,) = histfix.check(history, provider="any")
+    assert checked.provider_error == found.provider_error
 
 
 # --- no_empty_content -------------------------------------------------------------------------------
@@ -242,13 +244,13 @@ def test_apis_that_accept_empty_content_keep_it(api: str) -> None:
 
 def test_check_reports_empty_content_in_the_providers_words() -> None:
     history = load([req(user("hi")), real(text(" "), at=4), req()])
-    (found,) = shape.detect_no_empty_content(history, resolve_provider("bedrock"), Scan())
+    ((found, _),) = shape.detect_no_empty_content(history, resolve_provider("bedrock"), Scan())
     assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("bedrock",))
     assert found.provider_error == shape.EMPTY_WORDING["bedrock"]
-    (found,) = shape.detect_no_empty_content(history, resolve_provider("gemini"), Scan())
+    ((found, _),) = shape.detect_no_empty_content(history, resolve_provider("gemini"), Scan())
     assert (found.kind, found.message_index) == ("empty_message", 2)
     assert found.provider_error == "Please ensure that the last turn is a user turn."
-    (found,) = shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan())
+    ((found, _),) = shape.detect_no_empty_content(history, resolve_provider("anthropic"), Scan())
     assert (found.kind, found.message_index, found.rejected_by) == ("empty_text", 1, ("anthropic",))
     assert shape.detect_no_empty_content(history, resolve_provider("openai-responses"), Scan()) == []
 
@@ -280,7 +282,7 @@ def test_results_first_is_only_for_the_apis_that_need_it(api: str) -> None:
 
 def test_check_reports_results_not_first() -> None:
     history = histfix.repair(load(USER_BEFORE_RESULTS))
-    (found,) = shape.detect_results_first(history, resolve_provider("mistral"), Scan())
+    ((found, _),) = shape.detect_results_first(history, resolve_provider("mistral"), Scan())
     assert found.kind == "results_not_first" and found.message_index == 2
     assert found.provider_error == "Unexpected role 'tool' after role 'user'"
 
@@ -307,14 +309,14 @@ def test_other_apis_keep_two_responses_in_a_row() -> None:
 
 
 def test_check_reports_consecutive_responses_for_bedrock() -> None:
-    (found,) = shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("bedrock"), Scan())
+    ((found, _),) = shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("bedrock"), Scan())
     assert found.kind == "consecutive_responses" and found.rejected_by == ("bedrock",)
     assert found.provider_error == shape.ALTERNATION_WORDING["bedrock"]
     assert shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("anthropic"), Scan()) == []
     # Gemini refuses only a function call turn that follows the model's own turn
     assert shape.detect_alternating_roles(load(TWO_RESPONSES), resolve_provider("gemini"), Scan()) == []
     calling = load([req(user("q")), resp(text("a")), resp(call("f", "c1")), req(ret("f", "c1"))])
-    (gemini,) = shape.detect_alternating_roles(calling, resolve_provider("gemini"), Scan())
+    ((gemini, _),) = shape.detect_alternating_roles(calling, resolve_provider("gemini"), Scan())
     assert gemini.rejected_by == ("gemini",) and gemini.provider_error == shape.ALTERNATION_WORDING["gemini"]
 
 
@@ -367,7 +369,7 @@ def test_a_code_execution_call_without_its_result_is_dropped_and_reported() -> N
     assert [p.part_kind for p in report.messages[1].parts] == ["text"]
     (change,) = report.changes
     assert change.kind == "dropped_native" and change.tool_call_id == "n1" and "print(1)" in str(change)
-    (found,) = histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan())
+    ((found, _),) = histfix_native.detect_native_calls_paired(history, resolve_provider("anthropic"), Scan())
     assert found.provider_error == (
         "code_execution tool use with id n1 was found without a corresponding code_execution_tool_result block"
     )
@@ -446,7 +448,7 @@ def test_a_foreign_signature_goes_and_the_thinking_text_stays() -> None:
     (change,) = report.changes
     assert change.kind == "dropped_signature" and change.preview == "sig-x"
     assert histfix.repair(report.messages, provider="anthropic") == report.messages
-    (found,) = histfix_native.detect_thinking_transfers(
+    ((found, _),) = histfix_native.detect_thinking_transfers(
         _signed_by("openai"), resolve_provider("anthropic"), Scan()
     )
     assert found.provider_error == "messages.1.content.0: Invalid signature in thinking block"

@@ -102,7 +102,7 @@ def test_gemini_keeps_googles_own_native_parts() -> None:
         [req(user("q")), resp(native_call("code_execution", "g1", provider="google")), req(user("more"))]
     )
     assert turns.responses_send_something(history, resolve_provider("gemini"), Scan()) == (history, [])
-    (found,) = turns.detect_responses_send_something(history, resolve_provider("openai-chat"), Scan())
+    ((found, _),) = turns.detect_responses_send_something(history, resolve_provider("openai-chat"), Scan())
     assert found.kind == "empty_message" and found.rejected_by == ("openai-chat",)
     assert found.provider_error == "content or tool_calls must be set"
 
@@ -140,7 +140,9 @@ def test_a_later_request_of_system_prompts_joins_the_request_before_it_on_gemini
         ["tool-return"],
     ]
     assert kinds(report) == ["moved_parts", "merged_responses"]
-    (found,) = turns.detect_requests_send_something(load(LATE_SYSTEM), resolve_provider("gemini"), Scan())
+    ((found, _),) = turns.detect_requests_send_something(
+        load(LATE_SYSTEM), resolve_provider("gemini"), Scan()
+    )
     assert found.message_index == 2 and found.provider_error == turns.EMPTY_REQUEST_WORDING["gemini"]
     assert "moved_parts" not in kinds(histfix.repair_report(load(LATE_SYSTEM), provider="anthropic"))
 
@@ -183,7 +185,7 @@ def test_a_first_request_of_a_system_prompt_and_a_delta_gets_the_starter_prompt(
     assert "inserted_prompt" in kinds(report)
     first = report.messages[0].parts
     assert isinstance(first[-1], pai.UserPromptPart) and first[-1].content == histfix.STARTER_PROMPT
-    (found,) = turns.detect_opens_with_user_turn(history, resolve_provider(api), Scan())
+    ((found, _),) = turns.detect_opens_with_user_turn(history, resolve_provider(api), Scan())
     assert found.kind == "starts_with_response" and found.provider_error == turns.OPENING_WORDING[api]
     assert turns.opens_with_user_turn(report.messages, resolve_provider(api), Scan()) == (report.messages, [])
 
@@ -247,7 +249,7 @@ def test_no_response_is_left_with_only_unsent_parts(name: str) -> None:
             turns.detect_responses_send_something,
             turns.detect_requests_send_something,
         ):
-            assert [found for found in detect(fixed, target, Scan()) if found.rejected_by] == []
+            assert [found for found, _ in detect(fixed, target, Scan()) if found.rejected_by] == []
 
 
 def _texts(history: list[pai.ModelMessage]) -> list[Any]:

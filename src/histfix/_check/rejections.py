@@ -14,13 +14,13 @@ wire rejects it (the repair that fixes it is the same). ``check(provider=)`` add
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from .._profiles.registry import rules_for
 from .._profiles.scan import Scan
 from .._profiles.targets import ProviderTarget, ordered_apis
-from .._profiles.wording import BY_API
+from .._profiles.wording import BY_API, worded
 from .._records.parts import is_result
 from .._records.problems import Problem
 
@@ -161,25 +161,13 @@ def mark_rejections(history: Sequence[ModelMessage], problems: Sequence[Problem]
     ]
 
 
-def _worded(wording: dict[str, str]) -> str:
-    apis = ordered_apis(wording)
-    if len(apis) == 1:
-        return wording[apis[0]]
-    return "; ".join(f"{api}: {wording[api]}" for api in apis)
-
-
-def _marked(problem: Problem, wording: dict[str, str]) -> Problem:
+def _marked(problem: Problem, wording: Mapping[str, str]) -> Problem:
     """``problem`` rejected by the APIs of ``wording``, in their words (itself when it says so already)."""
-    rejected_by, error = ordered_apis(wording), _worded(wording)
+    rejected_by = ordered_apis(wording)
+    error = worded({api: wording[api] for api in rejected_by})
     if problem.rejected_by == rejected_by and problem.provider_error == error:
-        return problem  # frozen: sharing it is safe, and a rule's findings mostly are already so
+        return problem  # frozen: sharing it is safe
     return dataclasses.replace(problem, rejected_by=rejected_by, provider_error=error)
-
-
-def _rule_wording(problem: Problem, rule_wording: dict[str, str], apis: tuple[str, ...]) -> dict[str, str]:
-    if len(apis) == 1 and problem.provider_error:
-        return {apis[0]: problem.provider_error}
-    return {api: rule_wording.get(api) or problem.provider_error or problem.description for api in apis}
 
 
 def check_for(
@@ -199,28 +187,33 @@ def _check_for(
     history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem], scan: Scan
 ) -> list[Problem]:
     wanted = set(target.apis)
-    found: dict[tuple[object, ...], tuple[Problem, dict[str, str]]] = {}
+    # place -> the first finding there, and the words of every API that rejects it; a second
+    # finding of the same place only adds APIs (the first one's words are kept as they are)
+    found: dict[tuple[object, ...], tuple[Problem, Mapping[str, str]]] = {}
+    merged: set[tuple[object, ...]] = set()
 
-    def add(problem: Problem, wording: dict[str, str]) -> None:
+    def add(problem: Problem, words: Mapping[str, str]) -> None:
         key = (problem.kind, problem.message_index, problem.part_index, problem.tool_call_id)
-        if key in found:
-            found[key][1].update({api: text for api, text in wording.items() if api not in found[key][1]})
-        else:
-            found[key] = (problem, dict(wording))
+        if key not in found:
+            found[key] = (problem, words)
+            return
+        first, known = found[key]
+        found[key] = (first, {**words, **known})
+        merged.add(key)
 
     for problem in problems:
         wording = {api: text for api, text in rejections(history, problem).items() if api in wanted}
         if wording:
-            add(problem, wording)
+            add(_marked(problem, wording), wording)
     for stage in _STAGES:
         for rule in rules_for(target, stage):
             if rule.detect is None:
                 continue
-            rule_wording = dict(rule.wording)
-            for problem in rule.detect(history, target, scan):
-                apis = ordered_apis(wanted.intersection(problem.rejected_by or rule.apis))
-                if apis:
-                    add(problem, _rule_wording(problem, rule_wording, apis))
-    marked = [_marked(problem, wording) for problem, wording in found.values()]
+            for finding in rule.detect(history, target, scan):
+                if finding.problem.rejected_by:  # the rule worded it for the target's APIs that reject it
+                    add(*finding)
+    marked = [
+        _marked(problem, dict(words)) if key in merged else problem for key, (problem, words) in found.items()
+    ]
     marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
     return marked

@@ -8,14 +8,16 @@ what a pass removes, the fixed starter prompt, and the default repair's merges a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._records.changes import Change
 from .._records.problems import Problem, ProblemKind
 from .scan import Scan
 from .targets import PROVIDER_APIS, ProviderTarget
+from .wording import filled, worded
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STARTER_PROMPT",
     "Detect",
+    "Finding",
     "Fix",
     "ProfileRule",
     "preview",
@@ -36,8 +39,8 @@ __all__ = [
 #: nothing to do returns the list it was given (the same object) and no changes. The run's
 #: :class:`.scan.Scan` carries what earlier passes learned about the lists they handed on.
 Fix = Callable[["list[ModelMessage]", ProviderTarget, Scan], "tuple[list[ModelMessage], list[Change]]"]
-#: What a provider would reject in a history, one Problem per finding, worded as that provider words it.
-Detect = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], "list[Problem]"]
+#: What a provider would reject in a history, one :class:`Finding` each (made by :func:`problem`).
+Detect = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], "list[Finding]"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,14 @@ def preview(content: object) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+class Finding(NamedTuple):
+    """What a detect found: the Problem as the target's APIs that reject it word it, and each one's
+    own words (check merges two findings of one place by them)."""
+
+    problem: Problem
+    words: Mapping[str, str]
+
+
 def problem(
     kind: ProblemKind,
     wording: Mapping[str, str],
@@ -81,16 +92,34 @@ def problem(
     *,
     at: int,
     description: str,
-    apis: frozenset[str] | None = None,
+    part_index: int | None = None,
+    part: object = None,
+    apis: Collection[str] | None = None,
     **fill: object,
-) -> Problem:
-    """A Problem rejected by the target's APIs that enforce the rule (``apis``, by default the keys of
-    ``wording``), worded as the first of them (None where that API's wording is not documented)."""
-    enforcing = frozenset(wording) if apis is None else apis
-    rejected_by = tuple(api for api in PROVIDER_APIS if api in target.apis and api in enforcing)
-    found = wording.get(rejected_by[0]) if rejected_by else None
-    error = found.format(**fill) if found is not None else None
-    return Problem(kind, at, None, None, None, description, rejected_by, error)
+) -> Finding:
+    """The one way a rule words what it finds: rejected by the target's APIs among ``apis`` (by
+    default those ``wording`` has words for), each in its own words with ``fill`` in the
+    placeholders, or in ``description`` where its words are not documented. ``part`` gives the
+    call id and tool name of a finding about one call or result."""
+    rejected_by = _rejecting(target.apis, frozenset(wording if apis is None else apis))
+    words = {api: filled(wording[api], **fill) if api in wording else description for api in rejected_by}
+    found = Problem(
+        kind,
+        at,
+        part_index,
+        getattr(part, "tool_call_id", None),
+        getattr(part, "tool_name", None),
+        description,
+        rejected_by,
+        worded(words) if words else None,
+    )
+    return Finding(found, words)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rejecting(target_apis: tuple[str, ...], enforcing: frozenset[str]) -> tuple[str, ...]:
+    # asked once per finding, for a handful of distinct pairs
+    return tuple(api for api in PROVIDER_APIS if api in target_apis and api in enforcing)
 
 
 def replaced(message: Any, **changes: Any) -> Any:

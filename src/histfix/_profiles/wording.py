@@ -24,6 +24,7 @@ __all__ = [
     "PYDANTIC_AI",
     "filled",
     "said",
+    "worded",
 ]
 
 OPENAI_CHAT: Final[Mapping[str, str]] = {
@@ -115,14 +116,14 @@ BY_API: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
-class _Kept(dict[str, str]):
+class _Kept(dict[str, object]):
     """Placeholders not given stay as they are, for the finding to fill."""
 
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
 
-def filled(text: str, **values: str) -> str:
+def filled(text: str, **values: object) -> str:
     """``text`` with the placeholders in ``values`` filled and every other one kept."""
     return text.format_map(_Kept(values))
 
@@ -131,3 +132,11 @@ def said(keys: Mapping[str, str], **values: str) -> dict[str, str]:
     """A rule's wording: api -> the text its table holds under the key given for that API, with the
     placeholders in ``values`` filled (a rule whose findings name no index words it ``messages.N``)."""
     return {api: filled(BY_API[api][key], **values) for api, key in keys.items()}
+
+
+def worded(words: Mapping[str, str]) -> str:
+    """One finding's words as ``provider_error`` shows them: the text alone for one API, else each
+    API's text after its name, in the order given (``targets.PROVIDER_APIS`` order)."""
+    if len(words) == 1:
+        return next(iter(words.values()))
+    return "; ".join(f"{api}: {text}" for api, text in words.items())

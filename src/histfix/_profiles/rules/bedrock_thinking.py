@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..._records.problems import Problem
-from ..rule import ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
 from ..wording import said
@@ -121,7 +120,7 @@ def bedrock_thinking_signed(
 
 def detect_bedrock_thinking_signed(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Each thinking part Claude on Bedrock refuses as this release sends it."""
     if not _applies(target):
         return []

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..._records.problems import Problem
-from ..rule import ProfileRule, problem, replaced
+from ..rule import Finding, ProfileRule, problem, replaced
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -111,7 +110,7 @@ def calls_grouped(
 
 def detect_calls_grouped(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Each response the pass would reorder, named by its first call."""
     _, changes = calls_grouped(list(history), target, scan)
     return [

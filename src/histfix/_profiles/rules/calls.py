@@ -9,14 +9,14 @@ work on the default repair's output. Nothing here imports pydantic-ai until a ru
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
-from ..._records.problems import Problem, ProblemKind
-from ..rule import Detect, Fix, ProfileRule
+from ..._records.problems import ProblemKind
+from ..rule import Detect, Finding, Fix, ProfileRule, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import PYDANTIC_AI, said
@@ -82,64 +82,6 @@ LATE_WORDING = said(
 ARGS_WORDING = dict.fromkeys(("anthropic", "gemini", "bedrock"), PYDANTIC_AI["args_not_object"])
 
 
-def _problem(
-    kind: ProblemKind,
-    where: tuple[int, int | None],
-    part: object,
-    description: str,
-    *,
-    wording: Mapping[str, str],
-    target: ProviderTarget,
-    apis: Collection[str] | None = None,
-    **fill: str,
-) -> Problem:
-    """A Problem rejected by the target's APIs among ``apis`` (default: the wording's), in their
-    words (each prefixed with its API when there are several)."""
-    rejected, error = _words(
-        id(wording), target.apis, None if apis is None else frozenset(apis), tuple(fill.items())
-    )
-    return Problem(
-        kind,
-        where[0],
-        where[1],
-        getattr(part, "tool_call_id", None),
-        getattr(part, "tool_name", None),
-        description,
-        rejected_by=rejected,
-        provider_error=error,
-    )
-
-
-#: id() of each wording table (module constants, alive for good) -> the table.
-_WORDINGS = {
-    id(table): table
-    for table in (
-        UNIQUE_WORDING,
-        PRESENT_WORDING,
-        FORMAT_WORDING,
-        ONE_RESULT_WORDING,
-        LATE_WORDING,
-        ARGS_WORDING,
-    )
-}
-
-
-@functools.lru_cache(maxsize=4096)
-def _words(
-    wording_id: int,
-    target_apis: tuple[str, ...],
-    apis: frozenset[str] | None,
-    fill: tuple[tuple[str, str], ...],
-) -> tuple[tuple[str, ...], str]:
-    """The APIs that reject a finding and their words (one per distinct finding: a history of
-    51k reused ids is worded once, not 51k times)."""
-    wording = _WORDINGS[wording_id]
-    rejected = tuple(api for api in target_apis if api in (wording if apis is None else apis))
-    words = [f"{api}: {wording[api].format(**dict(fill))}" for api in rejected]
-    error = words[0].split(": ", 1)[1] if len(words) == 1 else " | ".join(words)
-    return rejected, error
-
-
 def _renamed(
     history: list[ModelMessage], renames: Renames, renamed: Renamed, why: str
 ) -> tuple[list[ModelMessage], list[Change]]:
@@ -185,7 +127,7 @@ def unique_call_ids(
 
 def detect_unique_call_ids(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     from ..._release import switches as _compat
@@ -198,7 +140,7 @@ def detect_unique_call_ids(
         else frozenset()
     )
     seen: set[str] = set()
-    found: list[Problem] = []
+    found: list[Finding] = []
     wanted = frozenset(target.apis)
     anthropic = frozenset({"anthropic"})
     for i, message in enumerate(history):
@@ -215,13 +157,14 @@ def detect_unique_call_ids(
             if apis & wanted:
                 description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
                 found.append(
-                    _problem(
+                    problem(
                         "reused_call_id",
-                        (i, j),
-                        part,
-                        description,
-                        wording=UNIQUE_WORDING,
-                        target=target,
+                        UNIQUE_WORDING,
+                        target,
+                        at=i,
+                        part_index=j,
+                        part=part,
+                        description=description,
                         apis=apis,
                         id=call_id,
                     )
@@ -258,18 +201,19 @@ def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]
 
 def detect_call_ids_present(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
-    found: list[Problem] = []
+) -> list[Finding]:
+    found: list[Finding] = []
     for i, j, part in _empty_ids(history):
         description = f"{getattr(part, 'part_kind', 'part')} ({getattr(part, 'tool_name', None)}) has an empty tool_call_id"
         found.append(
-            _problem(
+            problem(
                 "missing_call_id",
-                (i, j),
-                part,
-                description,
-                wording=PRESENT_WORDING,
-                target=target,
+                PRESENT_WORDING,
+                target,
+                at=i,
+                part_index=j,
+                part=part,
+                description=description,
                 id="(random)",
             )
         )
@@ -307,7 +251,7 @@ def call_id_format(
 
 def detect_call_id_format(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ToolCallPart
 
     from ..._records.parts import is_result
@@ -321,7 +265,7 @@ def detect_call_id_format(
         checks.append(("anthropic", ANTHROPIC_ID, False))
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
         checks.append(("mistral", MISTRAL_ID, True))
-    found: list[Problem] = []
+    found: list[Finding] = []
     for i, message in enumerate(history):
         for j, part in enumerate(message.parts):
             if isinstance(part, ToolCallPart):
@@ -338,13 +282,14 @@ def detect_call_id_format(
             if apis:
                 description = f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts"
                 found.append(
-                    _problem(
+                    problem(
                         "invalid_call_id",
-                        (i, j),
-                        part,
-                        description,
-                        wording=FORMAT_WORDING,
-                        target=target,
+                        FORMAT_WORDING,
+                        target,
+                        at=i,
+                        part_index=j,
+                        part=part,
+                        description=description,
                         apis=apis,
                         id=call_id,
                     )
@@ -440,7 +385,7 @@ def _detect_misplaced(
     scan: Scan,
     kinds: frozenset[str],
     wording: dict[str, str],
-) -> list[Problem]:
+) -> list[Finding]:
     from .call_results import misplaced_results
 
     facts = scan.pinned_survey(history)  # check's own list: both detects share one reading
@@ -449,7 +394,7 @@ def _detect_misplaced(
         if facts is None
         else facts.memo("misplaced", lambda: misplaced_results(history))
     )
-    found: list[Problem] = []
+    found: list[Finding] = []
     for m in misplaced:
         if m.kind not in kinds:
             continue
@@ -464,13 +409,14 @@ def _detect_misplaced(
                 f"another result for call {call_id!r} of messages[{m.call_index}], which is already answered"
             )
         found.append(
-            _problem(
+            problem(
                 kind,
-                (m.message_index, m.part_index),
-                part,
-                description,
-                wording=wording,
-                target=target,
+                wording,
+                target,
+                at=m.message_index,
+                part_index=m.part_index,
+                part=part,
+                description=description,
                 id=call_id,
             )
         )
@@ -479,13 +425,13 @@ def _detect_misplaced(
 
 def detect_one_result_per_call(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     return _detect_misplaced(history, target, scan, _duplicate_kinds(target), ONE_RESULT_WORDING)
 
 
 def detect_results_follow_their_call(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     return _detect_misplaced(history, target, scan, frozenset({"late", "late_duplicate"}), LATE_WORDING)
 
 
@@ -561,19 +507,20 @@ def tool_args_sendable(
 
 def detect_tool_args_sendable(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     found = []
     for i, j, error in _unsendable_args(history, scan):
         part = history[i].parts[j]
         description = f"call args are not a JSON object, which this release cannot send: {error}"
         found.append(
-            _problem(
+            problem(
                 "invalid_tool_args",
-                (i, j),
-                part,
-                description,
-                wording=ARGS_WORDING,
-                target=target,
+                ARGS_WORDING,
+                target,
+                at=i,
+                part_index=j,
+                part=part,
+                description=description,
                 error=error,
             )
         )
@@ -587,7 +534,7 @@ def _rule(
 
     def only_where_enforced(
         history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-    ) -> list[Problem]:
+    ) -> list[Finding]:
         return detect(history, target, scan) if apis & set(target.apis) else []
 
     only_where_enforced.__name__ = only_where_enforced.__qualname__ = detect.__name__

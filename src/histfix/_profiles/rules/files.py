@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..._records.problems import Problem
-from ..rule import ProfileRule, preview
+from ..rule import Finding, ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 
@@ -141,27 +140,26 @@ def files_only_responses_sent(
 
 def detect_response_files_sendable(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Each response file the installed BedrockConverseModel fails on (no provider wording: the
     request never leaves the process)."""
     file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
     if file_part is None:
         return []
-    problems = []
+    problems: list[Finding] = []
     for index in _files_at(history, file_part, scan):
         for part_index, part in enumerate(history[index].parts):
             if isinstance(part, file_part):
                 problems.append(
-                    Problem(
+                    problem(
                         "unsendable_file",
-                        index,
-                        part_index,
-                        None,
-                        None,
-                        "a file in the model's response: this release's BedrockConverseModel raises "
-                        "AssertionError on it before sending (1.80.0+ leaves it out)",
-                        ("bedrock",),
-                        None,
+                        {},
+                        target,
+                        at=index,
+                        part_index=part_index,
+                        apis=RESPONSE_FILES_APIS,
+                        description="a file in the model's response: this release's BedrockConverseModel "
+                        "raises AssertionError on it before sending (1.80.0+ leaves it out)",
                     )
                 )
     return problems

@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..._records.problems import Problem
-from ..rule import ProfileRule, preview
+from ..rule import Finding, ProfileRule, preview, problem
 from ..scan import Scan
-from ..targets import PROVIDER_APIS, ProviderTarget
+from ..targets import ProviderTarget
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -137,7 +136,7 @@ def instructions_placed(
 
 def detect_instructions_placed(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """The request whose system prompt would make the instructions land inside a tool exchange (no
     provider wording: the refusal names the call or role the instructions displace)."""
     if not _applies(target) or _misplaced(history, target) is None:
@@ -150,18 +149,15 @@ def detect_instructions_placed(
         ),
         0,
     )
-    apis = tuple(api for api in PROVIDER_APIS if api in INSTRUCTIONS_APIS and api in target.apis)
     return [
-        Problem(
+        problem(
             "misplaced_instructions",
-            later,
-            None,
-            None,
-            None,
-            "a system prompt after the first turn: this release's model class puts the instructions after as many "
-            "messages as there are system prompts, which lands them between a tool call and its results",
-            apis,
-            None,
+            {},
+            target,
+            at=later,
+            apis=INSTRUCTIONS_APIS,
+            description="a system prompt after the first turn: this release's model class puts the instructions "
+            "after as many messages as there are system prompts, which lands them between a tool call and its results",
         )
     ]
 

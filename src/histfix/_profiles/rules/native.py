@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..._records.problems import Problem
-from ..rule import ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -147,12 +146,12 @@ def native_calls_paired(
 
 def detect_native_calls_paired(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ModelResponse
 
     if not _any_native(history, scan):
         return []
-    found: list[Problem] = []
+    found: list[Finding] = []
     for index, message in enumerate(history):
         if not isinstance(message, ModelResponse):
             continue
@@ -245,7 +244,7 @@ def thinking_transfers(
 
 def detect_thinking_transfers(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
     return [

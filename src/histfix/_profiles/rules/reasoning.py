@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
-from ..._records.problems import Problem
-from ..rule import ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -195,7 +194,7 @@ def reasoning_followed(
 
 def detect_reasoning_followed(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Each reasoning item the installed OpenAIResponsesModel would send with nothing after it."""
     wire = _wire(target)
     if wire is None:

@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..._records.problems import Problem
-from ..rule import ProfileRule, problem
+from ..rule import Finding, ProfileRule, problem
 from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
 from ..wording import said
@@ -216,7 +215,7 @@ def tool_results_alone(
 
 def detect_tool_results_alone(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Each request the pass would change: its turn would hold tool results and something else."""
     _, changes = tool_results_alone(list(history), target, scan)
     return [

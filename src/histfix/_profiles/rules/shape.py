@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..._records.problems import Problem
 from ..rule import (
     STARTER_PROMPT,
+    Finding,
     ProfileRule,
     preview,
     problem,
@@ -155,7 +155,7 @@ def starts_with_user(
 
 def detect_starts_with_user(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     index = _opening_response(history)
     if index is None or not needs_user_first(target):
         return []
@@ -187,7 +187,7 @@ def agent_accepts_opening(
 
 def detect_agent_accepts_opening(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     if not _agent_refuses(history):
         return []
     return [
@@ -368,12 +368,12 @@ def no_empty_content(
 
 def detect_no_empty_content(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ModelRequest
 
     if not _has_blank(history, target, scan):
         return []
-    found: list[Problem] = []
+    found: list[Finding] = []
     last = len(history) - 1
     ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
     blank_text = bool(set(EMPTY_WORDING) & set(target.apis))
@@ -466,12 +466,12 @@ def results_first(
 
 def detect_results_first(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     from pydantic_ai.messages import ModelRequest
 
     from ..._records.parts import is_result
 
-    found: list[Problem] = []
+    found: list[Finding] = []
     for index, message in enumerate(history):
         if not isinstance(message, ModelRequest) or not _results_late(message, is_result):
             continue
@@ -537,7 +537,7 @@ def _close_run(run: list[int], changes: list[Change]) -> None:
 
 def detect_alternating_roles(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     """Bedrock rejects any two responses in a row; Gemini only when the later one calls a tool (a
     function call turn must follow a user or function response turn)."""
     from pydantic_ai.messages import ModelResponse, ToolCallPart

@@ -21,8 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..._records.problems import Problem
-from ..rule import STARTER_PROMPT, ProfileRule, preview, problem, renormalized, replaced, with_starter_prompt
+from ..rule import (
+    STARTER_PROMPT,
+    Finding,
+    ProfileRule,
+    preview,
+    problem,
+    renormalized,
+    replaced,
+    with_starter_prompt,
+)
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -291,7 +299,7 @@ def _describe(part: object) -> str:
 
 def detect_responses_send_something(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     thinking_sent = _thinking_sent()
     maybe = _maybe_unsent(history, thinking_sent, scan)
     if not maybe:
@@ -404,7 +412,7 @@ def requests_send_something(
 
 def detect_requests_send_something(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     _, misplaced = _misplaced_requests(history, scan)
     return [
         problem(
@@ -468,7 +476,7 @@ def opens_with_user_turn(
 
 def detect_opens_with_user_turn(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Problem]:
+) -> list[Finding]:
     at = _opening(history)
     if at is None:
         return []
