@@ -101,8 +101,9 @@ def problem(
     default those ``wording`` has words for), each in its own words with ``fill`` in the
     placeholders, or in ``description`` where its words are not documented. ``part`` gives the
     call id and tool name of a finding about one call or result."""
-    rejected_by = _rejecting(target.apis, frozenset(wording if apis is None else apis))
-    words = {api: filled(wording[api], **fill) if api in wording else description for api in rejected_by}
+    enforcing = apis if isinstance(apis, frozenset) else frozenset(wording if apis is None else apis)
+    rejected_by = _rejecting(target.apis, enforcing)
+    words = {api: _filled(wording[api], fill) if api in wording else description for api in rejected_by}
     found = Problem(
         kind,
         at,
@@ -114,6 +115,15 @@ def problem(
         worded(words) if words else None,
     )
     return Finding(found, words)
+
+
+def _filled(text: str, fill: dict[str, object]) -> str:
+    # str.format is the common case and a third of the cost; a placeholder the finding does not
+    # fill (another API's words name more) is kept as it is
+    try:
+        return text.format(**fill)
+    except KeyError:
+        return filled(text, **fill)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -262,25 +262,26 @@ def detect_call_id_format(
     # release that fits ids to Mistral's format itself (2.59.0+) sends none that Mistral rejects.
     checks = []
     if "anthropic" in target.apis:
-        checks.append(("anthropic", ANTHROPIC_ID, False))
+        checks.append(("anthropic", ANTHROPIC_ID.match, False))
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
-        checks.append(("mistral", MISTRAL_ID, True))
+        checks.append(("mistral", MISTRAL_ID.match, True))
+    if not checks:
+        return []
+    enforcing: dict[tuple[str, ...], frozenset[str]] = {}  # each combination of APIs, made once
     found: list[Finding] = []
     for i, message in enumerate(history):
         for j, part in enumerate(message.parts):
             if isinstance(part, ToolCallPart):
-                call_id, is_call = part.tool_call_id, True
+                is_call = True
             elif is_result(part):
-                call_id, is_call = part.tool_call_id, False
+                is_call = False
             else:
                 continue
-            apis = [
-                a
-                for a, pattern, results in checks
-                if call_id and (is_call or results) and not pattern.match(call_id)
-            ]
+            call_id = part.tool_call_id
+            if not call_id:
+                continue  # an empty id is call_ids_present's finding
+            apis = tuple(api for api, fits, results in checks if (is_call or results) and not fits(call_id))
             if apis:
-                description = f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts"
                 found.append(
                     problem(
                         "invalid_call_id",
@@ -289,8 +290,8 @@ def detect_call_id_format(
                         at=i,
                         part_index=j,
                         part=part,
-                        description=description,
-                        apis=apis,
+                        description=f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts",
+                        apis=enforcing.get(apis) or enforcing.setdefault(apis, frozenset(apis)),
                         id=call_id,
                     )
                 )
