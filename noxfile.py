@@ -24,7 +24,6 @@ allows parallel runs, so nox says it ignores --parallel and runs them sequential
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
@@ -40,14 +39,14 @@ from nox.virtualenv import UV  # the uv nox itself uses (PATH, or the `uv` packa
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-# The one pinned list lives in the package (histfix compare --pinned uses it too), loaded by path so
-# the noxfile needs nothing but packaging: every behaviour boundary, and the newest release measured.
-_spec = importlib.util.spec_from_file_location(
-    "_histfix_releases", Path(__file__).parent / "src/histfix/_release/pinned.py"
-)
-assert _spec is not None and _spec.loader is not None
-_releases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_releases)
+# The one pinned list lives in the package (histfix compare --pinned uses it too), loaded from the
+# source tree so that the noxfile needs nothing but packaging: every behaviour boundary, and the
+# newest release measured. Importing it imports only histfix's lazy __init__ and two modules.
+sys.path.insert(0, str(Path(__file__).parent / "src"))
+try:
+    from histfix._release import pinned as _releases
+finally:
+    sys.path.pop(0)
 PYDANTIC_AI_RELEASES: list[str] = _releases.PINNED_RELEASES
 NEWEST: str = _releases.NEWEST
 release_pins = _releases.release_pins

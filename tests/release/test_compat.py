@@ -41,7 +41,7 @@ def test_every_declared_switch_is_detected_and_exported() -> None:
 def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.HAS_REPAIR_MESSAGES is HAS_UPSTREAM_REPAIR
     assert _compat.UPSTREAM_REPAIR_IS_CURRENT is (
-        HAS_UPSTREAM_REPAIR and PYDANTIC_AI >= UPSTREAM_CURRENT_SINCE
+        HAS_UPSTREAM_REPAIR and Version(UPSTREAM_CURRENT_SINCE) <= PYDANTIC_AI
     )
     assert _compat.TOOL_AVAILABILITY_DELTA is getattr(pai, "ToolAvailabilityDeltaPart", None)
     assert _compat.HAS_RETRY_FEEDBACK_PART is hasattr(pai, "RetryFeedbackPart")
@@ -164,8 +164,8 @@ def test_upstream_repair_is_current_needs_repair_messages_and_a_release_from_the
     """The detection itself (uncached) on the installed messages module, as if it were each release."""
     from histfix._release import detect as _detect
 
-    for release, current in (("2.59.0", False), ("2.60.0", True), ("2.68.0", True), (None, False)):
-        monkeypatch.setattr(_detect, "VERSION", None if release is None else Version(release))
+    for release, current in (("2.59.0", False), ("2.60.0", True), ("2.68.0", True), ("weird", False)):
+        monkeypatch.setattr(_detect, "VERSION_STRING", release)
         detected = _detect.switches.__wrapped__()
         assert detected["UPSTREAM_REPAIR_IS_CURRENT"] is (HAS_UPSTREAM_REPAIR and current), release
         assert detected["HAS_REPAIR_MESSAGES"] is HAS_UPSTREAM_REPAIR

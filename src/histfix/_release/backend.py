@@ -6,9 +6,8 @@ from the installed source without importing pydantic-ai.
 
 from __future__ import annotations
 
-from packaging.version import Version
-
-from .installed import NEWEST_TESTED, parse
+from .installed import NEWEST_TESTED
+from .versions import compare
 
 __all__ = ["UPSTREAM_CURRENT_SINCE", "choose_backend", "upstream_is_current"]
 
@@ -17,28 +16,28 @@ __all__ = ["UPSTREAM_CURRENT_SINCE", "choose_backend", "upstream_is_current"]
 #: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
 #: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
 #: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
-UPSTREAM_CURRENT_SINCE = Version("2.60.0")
+UPSTREAM_CURRENT_SINCE = "2.60.0"
 
 
-def upstream_is_current(version: Version | None, has_repair_messages: bool) -> bool:
-    """Whether the installed ``repair_messages`` behaves as the newest one: the rule ``auto`` follows."""
-    return has_repair_messages and version is not None and version >= UPSTREAM_CURRENT_SINCE
+def upstream_is_current(version: str, has_repair_messages: bool) -> bool:
+    """Whether the installed ``repair_messages`` behaves as the newest one: the rule ``auto`` follows
+    (never for a version that is not PEP 440)."""
+    order = compare(version, UPSTREAM_CURRENT_SINCE)
+    return has_repair_messages and order is not None and order >= 0
 
 
 def choose_backend(version_string: str, has_repair_messages: bool, forced: str = "") -> tuple[str, str]:
     """("upstream" | "histfix", why) for ``repair(..., backend="auto")``: the one decision rule."""
-    version = parse(version_string)
     if forced:
         return forced, f"forced by HISTFIX_BACKEND={forced}"
-    if upstream_is_current(version, has_repair_messages):
-        assert version is not None  # for mypy: upstream_is_current says so
+    if upstream_is_current(version_string, has_repair_messages):
         reason = f"pydantic-ai {version_string} has repair_messages with the newest behaviour (>= {UPSTREAM_CURRENT_SINCE})"
-        if version > NEWEST_TESTED:
+        if compare(version_string, NEWEST_TESTED) == 1:
             reason += f"; newer than the newest release histfix was measured on ({NEWEST_TESTED})"
         return "upstream", reason
     if not has_repair_messages:
         return "histfix", f"pydantic-ai {version_string} has no repair_messages (added in 2.53.0)"
-    if version is None:
+    if compare(version_string, UPSTREAM_CURRENT_SINCE) is None:
         return (
             "histfix",
             f"pydantic-ai version {version_string!r} is not PEP 440, so histfix's own walk runs to be safe",

@@ -8,7 +8,7 @@ import inspect
 from typing import Any
 
 from .backend import upstream_is_current
-from .installed import VERSION, pydantic_ai_messages
+from .installed import VERSION_STRING, pydantic_ai_messages
 from .probes import field_names, part_value_kept
 
 __all__ = ["features", "switches"]
@@ -26,7 +26,7 @@ def switches() -> dict[str, Any]:
     has_repair = callable(getattr(messages, "repair_messages", None))
     return {
         "HAS_REPAIR_MESSAGES": has_repair,
-        "UPSTREAM_REPAIR_IS_CURRENT": upstream_is_current(VERSION, has_repair),
+        "UPSTREAM_REPAIR_IS_CURRENT": upstream_is_current(VERSION_STRING, has_repair),
         "RETURN_HAS_OUTCOME": "outcome" in returns,
         "OUTCOME_INTERRUPTED": "interrupted" in outcomes,
         "RETURN_HAS_TOOL_KIND": "tool_kind" in returns,

@@ -10,11 +10,15 @@ import os
 import re
 import sys
 
-from packaging.version import InvalidVersion, Version
+from .pinned import NEWEST
 
-TYPE_CHECKING = False  # typing is not imported at run time: `histfix info` imports this module
+TYPE_CHECKING = (
+    False  # neither typing nor packaging is imported at run time: `histfix info` imports this module
+)
 if TYPE_CHECKING:
     from types import ModuleType
+
+    from packaging.version import Version
 
 __all__ = [
     "DISTRIBUTION",
@@ -32,7 +36,7 @@ __all__ = [
 #: The distributions that ship the ``pydantic_ai`` package, most specific first.
 _DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic-ai")
 #: The newest release histfix has been measured against (the test matrix's newest pin).
-NEWEST_TESTED = Version("2.68.0")
+NEWEST_TESTED = NEWEST
 
 
 def installed_release() -> tuple[str, str]:
@@ -96,6 +100,8 @@ def dist_info_version(distribution: str) -> str | None:
 
 def parse(version: str) -> Version | None:
     """The version, or None when it is not PEP 440."""
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(version)
     except InvalidVersion:
@@ -103,8 +109,17 @@ def parse(version: str) -> Version | None:
 
 
 DISTRIBUTION, VERSION_STRING = installed_release()
-#: The installed release, or None when its version string is not PEP 440.
-VERSION: Version | None = parse(VERSION_STRING)
+#: The installed release, or None when its version string is not PEP 440 (parsed on first use, by
+#: the module's ``__getattr__``: the command line's fast paths never need it).
+VERSION: Version | None
+
+
+def __getattr__(name: str) -> object:
+    if name == "VERSION":
+        global VERSION  # computed once, then an ordinary module attribute
+        VERSION = parse(VERSION_STRING)
+        return VERSION
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def source_defines(module: str, name: str) -> bool | None:
@@ -113,17 +128,27 @@ def source_defines(module: str, name: str) -> bool | None:
     Feature detection by reading the source instead of importing it, for fast paths only;
     the library itself detects features on the imported module.
     """
+    wanted = f"\ndef {name}(".encode()
+    for location in _package_folders():
+        path = os.path.join(location, f"{module}.py")
+        if os.path.exists(path):
+            with open(path, "rb") as source:  # bytes: decoding 400 kB would cost more than the search
+                return wanted in source.read()
+    return None
+
+
+def _package_folders() -> list[str]:
+    """Where ``import pydantic_ai`` finds its package: the first ``sys.path`` folder that holds it as a
+    regular package, as the path finder picks it, or else what ``importlib.util.find_spec`` says (an
+    editable install's finder, a namespace package, a zip)."""
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", "pydantic_ai")
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            return [folder]
     import importlib.util
 
     spec = importlib.util.find_spec("pydantic_ai")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, f"{module}.py")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as source:
-                return f"\ndef {name}(" in source.read()
-    return None
+    return list(spec.submodule_search_locations or ()) if spec is not None else []
 
 
 def pydantic_ai_messages() -> ModuleType:
@@ -162,10 +187,12 @@ def unmet_pins() -> list[tuple[str, str, str]]:
     (``pinned.release_pins``) that the environment does not satisfy. Reads metadata only."""
     from .pinned import release_pins
 
-    if VERSION is None:
+    try:
+        pins = release_pins(VERSION_STRING)
+    except ValueError:  # not PEP 440: no pin is known for it
         return []
     unmet = []
-    for pin in release_pins(str(VERSION)):
+    for pin in pins:
         # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
         from importlib import metadata
 

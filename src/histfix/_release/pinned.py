@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from packaging.version import Version
+from .versions import compare
 
 __all__ = ["NEWEST", "PINNED_RELEASES", "release_pins", "release_requirements"]
 
@@ -29,9 +29,11 @@ NEWEST = PINNED_RELEASES[-1]
 
 def release_pins(release: str) -> list[str]:
     """Extra requirements an old release needs to import with today's dependencies."""
-    version = Version(release)
+    order = compare(release, "1.32.0")
+    if order is None:
+        raise ValueError(f"{release!r} is not a PEP 440 version")
     pins = []
-    if version < Version("1.32.0"):
+    if order < 0:
         # 1.0.0-1.31.0 import opentelemetry._events, which opentelemetry-api 1.44.0 removed and
         # 1.39.0-1.43.0 deprecate (warning at import); 1.38.0 is the last quiet release.
         # Measured on all 223 releases 1.0.0-2.68.0: no other release needs any pin.
