@@ -150,7 +150,7 @@ def test_show_prints_before_and_after(capsys: pytest.CaptureFixture[str]) -> Non
     code, out, _ = run(capsys, "show", str(EXAMPLES / "parallel_call_crash.json"))
     assert code == 0
     assert "before (4 messages):" in out and "after (3 messages):" in out
-    assert "[synthesized]" in out
+    assert "  [synthesized" in out
 
 
 def test_info(capsys: pytest.CaptureFixture[str]) -> None:

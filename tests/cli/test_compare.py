@@ -16,7 +16,7 @@ from histfix._check.strict import strict_provider_errors
 from histfix._cli.commands import main
 from histfix._cli.compare_render import Style, as_json, changed, diff_lines, label, render, render_table
 from histfix._compare import environments as _compare
-from histfix._compare.outcome import Outcome, describe, describe_part
+from histfix._compare.outcome import Outcome, describe
 from histfix._compare.probe import CONTINUE, PLAIN, probe, prompt_for
 from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.installed import NEWEST_TESTED
@@ -58,22 +58,6 @@ OBSERVATIONS = [
     observation("2.10.0", REPAIRED, []),
     observation("2.11.0", None, [], raised="UserError: Cannot provide a new user prompt.\nmore"),
 ]
-
-
-def test_describe_part_shows_tool_id_and_marks() -> None:
-    part = {**REPAIRED[2]["parts"][0], "outcome": "interrupted", "timestamp": "2026-01-01T00:00:00Z"}
-    line = describe_part(part)
-    assert line.startswith("tool-return    get(c1) The tool call was interrupted")
-    assert line.endswith("…  [synthesized, outcome=interrupted]")
-    assert describe_part(
-        {
-            "part_kind": "tool-return",
-            "tool_name": "get",
-            "tool_call_id": "c1",
-            "content": 1,
-            "outcome": "success",
-        }
-    ) == ("tool-return    get(c1) 1")
 
 
 def test_describe_numbers_messages_and_leaves_out_timestamps() -> None:

@@ -1,39 +1,22 @@
-"""A compact, readable rendering of a history for terminals (used by ``histfix show``)."""
+"""``histfix show``'s view of a history: a title, then one line per part (:mod:`histfix._records.lines`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from .._records.synthesized import is_synthesized
-
 __all__ = ["render"]
 
+#: Characters of a value shown on a part's line: wider than ``compare``'s, which sets lines side by side.
 _WIDTH = 60
 
 
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
-
-
-def _describe_part(part: Any) -> str:
-    kind = getattr(part, "part_kind", type(part).__name__)
-    if hasattr(part, "tool_call_id") and hasattr(part, "tool_name"):
-        label = f"{part.tool_name}({part.tool_call_id})"
-        body = part.args if hasattr(part, "args") else getattr(part, "content", "")
-        return f"{kind:<14} {label} {_short(body)}" + ("  [synthesized]" if is_synthesized(part) else "")
-    return f"{kind:<14} {_short(getattr(part, 'content', ''))}"
-
-
 def render(title: str, messages: Sequence[Any]) -> str:
-    """One line per part, numbered by message: ``  2 request   tool-return    get(c1) 42``."""
-    lines = [f"{title} ({len(messages)} messages):"]
-    for index, message in enumerate(messages):
-        kind = getattr(message, "kind", "?")
-        parts = list(message.parts) or [None]
-        for n, part in enumerate(parts):
-            head = f"  {index:>3} {kind:<9}" if n == 0 else " " * 15
-            lines.append(f"{head} {'(no parts)' if part is None else _describe_part(part)}")
-    return "\n".join(lines)
+    """One line per part, numbered by message: ``    2 request   tool-return    get(c1) 42``."""
+    import json
+
+    from .._portable import dump_json
+    from .._records.lines import history_lines
+
+    lines = history_lines(json.loads(dump_json(messages)), _WIDTH)
+    return "\n".join([f"{title} ({len(messages)} messages):", *(f"  {line}" for line in lines)])

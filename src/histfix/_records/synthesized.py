@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["SYNTHESIZED_CONTENT", "SYNTHESIZED_TOOL_RETURN_METADATA_KEY", "is_synthesized"]
+__all__ = [
+    "SYNTHESIZED_CONTENT",
+    "SYNTHESIZED_TOOL_RETURN_METADATA_KEY",
+    "is_synthesized",
+    "is_synthesized_data",
+]
 
 #: The content of every synthesized return (upstream's ``INTERRUPTED_TOOL_RETURN_CONTENT``, 2.26.0+).
 SYNTHESIZED_CONTENT = "The tool call was interrupted before a result was produced."
@@ -25,7 +30,17 @@ def is_synthesized(part: object) -> bool:
     survives every release's JSON, and ``histfix.load_json`` keeps it). Any other object,
     including a native tool return or a real result, is False; never raises.
     """
-    if getattr(part, "part_kind", None) != "tool-return":
-        return False
-    metadata = getattr(part, "metadata", None)
-    return isinstance(metadata, Mapping) and metadata.get(SYNTHESIZED_TOOL_RETURN_METADATA_KEY) is True
+    return _marked(getattr(part, "part_kind", None), getattr(part, "metadata", None))
+
+
+def is_synthesized_data(part: Mapping[str, object]) -> bool:
+    """:func:`is_synthesized` for a part's JSON data (``dump_json``'s, on any release)."""
+    return _marked(part.get("part_kind"), part.get("metadata"))
+
+
+def _marked(part_kind: object, metadata: object) -> bool:
+    return (
+        part_kind == "tool-return"
+        and isinstance(metadata, Mapping)
+        and metadata.get(SYNTHESIZED_TOOL_RETURN_METADATA_KEY) is True
+    )
