@@ -22,7 +22,7 @@ from .._profiles.scan import Scan
 from .._profiles.targets import ProviderTarget, ordered_apis
 from .._profiles.wording import BY_API, worded
 from .._records.parts import is_result
-from .._records.problems import Problem
+from .._records.problems import KEPT_BY_REPAIR, Problem
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -177,10 +177,15 @@ def check_for(
     every finding of the profile rules that apply, each with ``rejected_by`` and ``provider_error``.
 
     A finding reported twice (by the validator and a rule, or by rules for several APIs) is listed
-    once, with every API that rejects it.
+    once, with every API that rejects it. ``problems`` are all the validator found in ``history``
+    (``check_history``, either way of its flag): where they hold no duplicate or late result, the
+    rules for those skip their walk.
     """
     history = list(history)  # the detects' own list: one survey serves them all
-    return _check_for(history, target, problems, Scan(pinned=history))
+    scan = Scan(pinned=history)
+    if not KEPT_BY_REPAIR.intersection(problem.kind for problem in problems):
+        scan.remember_results_in_place(history)  # the validator paired it as the repair does
+    return _check_for(history, target, problems, scan)
 
 
 def _check_for(

@@ -81,16 +81,6 @@ class Survey:
         """For every part, whether its class is one of ``kinds``."""
         return list(map(kinds.__contains__, self.types))
 
-    def in_responses(self) -> list[bool]:
-        """For every part, whether its message is a ``ModelResponse`` (needs ``plain``)."""
-        from pydantic_ai.messages import ModelResponse
-
-        def compute() -> list[bool]:
-            flags = map(is_, self.message_types, repeat(ModelResponse))
-            return list(chain.from_iterable(map(repeat, flags, self.lens)))
-
-        return self._once("in_responses", compute)
-
     def call_ids(self) -> list[str]:
         """The ids of every regular call (a ``ToolCallPart`` in a response), in order."""
         from pydantic_ai.messages import ModelResponse, ToolCallPart
@@ -104,10 +94,25 @@ class Survey:
                     for part in message.parts
                     if isinstance(part, ToolCallPart)
                 ]
-            chosen = map(and_, self.selected(self.classes(ToolCallPart)), self.in_responses())
-            return list(map(_ids_of, compress(self.flat, chosen)))
+            calls = self.classes(ToolCallPart)
+            if not calls:
+                return []
+            responses = compress(self.history, map(is_, self.message_types, repeat(ModelResponse)))
+            parts = list(chain.from_iterable(map(_parts_of, responses)))
+            return list(map(_ids_of, compress(parts, map(calls.__contains__, map(type, parts)))))
 
         return self._once("call_ids", compute)
+
+    def tool_call_ids(self) -> set[str]:
+        """The ``tool_call_id`` of every tool call, tool return and retry prompt part, in any message:
+        every id the id rules read, and more (their early exits need only a superset)."""
+        from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+
+        def compute() -> set[str]:
+            chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
+            return set(map(_ids_of, compress(self.flat, chosen)))
+
+        return self._once("tool_call_ids", compute)
 
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
@@ -228,9 +233,9 @@ class Scan:
         return facts.memo("call_id_facts", compute)
 
     def remember_results_in_place(self, repaired: Sequence[ModelMessage]) -> None:
-        """Note that the default repair's output ``repaired`` holds no duplicate or late result, so
-        the passes skip their walk of it: the runner says so when the repair's own pairing found none
-        in its input. The repair never makes one: it drops orphans, adds one return per dangling call
+        """Note that ``repaired`` holds no duplicate or late result, so the passes (and detects) skip
+        their walk of it: ``check`` says so of its list when the validator found none there, and the
+        runner of the default repair's output when the repair's own pairing found none in its input. The repair never makes one: it drops orphans, adds one return per dangling call
         in the request right after the call, and merges neighbours, which only ever brings a late
         result next to its call. The fact holds for any list of the same messages in the same order
         (the runner goes on with its input's copy when the repair changed nothing)."""

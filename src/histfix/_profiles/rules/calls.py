@@ -139,6 +139,8 @@ def detect_unique_call_ids(
         if _compat.run_repair_adds_surplus_results()
         else frozenset()
     )
+    if not scan.call_id_facts(history).reused:
+        return []  # every call has an id of its own
     seen: set[str] = set()
     found: list[Finding] = []
     wanted = frozenset(target.apis)
@@ -202,6 +204,8 @@ def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]
 def detect_call_ids_present(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> list[Finding]:
+    if "" not in scan.survey(history).tool_call_ids():
+        return []
     found: list[Finding] = []
     for i, j, part in _empty_ids(history):
         description = f"{getattr(part, 'part_kind', 'part')} ({getattr(part, 'tool_name', None)}) has an empty tool_call_id"
@@ -265,8 +269,9 @@ def detect_call_id_format(
         checks.append(("anthropic", ANTHROPIC_ID.match, False))
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
         checks.append(("mistral", MISTRAL_ID.match, True))
-    if not checks:
-        return []
+    ids = scan.survey(history).tool_call_ids()
+    if all(all(map(fits, ids)) for _, fits, _ in checks):
+        return []  # also where there is nothing to check
     enforcing: dict[tuple[str, ...], frozenset[str]] = {}  # each combination of APIs, made once
     found: list[Finding] = []
     for i, message in enumerate(history):
@@ -389,6 +394,8 @@ def _detect_misplaced(
 ) -> list[Finding]:
     from .call_results import misplaced_results
 
+    if scan.results_in_place(history):  # check found no duplicate or late result
+        return []
     facts = scan.pinned_survey(history)  # check's own list: both detects share one reading
     misplaced = (
         misplaced_results(history)
