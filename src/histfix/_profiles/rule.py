@@ -28,6 +28,7 @@ __all__ = [
     "Finding",
     "Fix",
     "ProfileRule",
+    "moved",
     "preview",
     "problem",
     "renormalized",
@@ -115,6 +116,25 @@ def problem(
         worded(words) if words else None,
     )
     return Finding(found, words)
+
+
+def moved(finding: Finding, *, at: int, part_index: int | None = None, part: object = None) -> Finding:
+    """The same finding about another place (a call's id, found again on its result), in the same
+    words: a detect that meets one finding many times words it once."""
+    found = finding.problem
+    return Finding(
+        Problem(
+            found.kind,
+            at,
+            part_index,
+            getattr(part, "tool_call_id", None),
+            getattr(part, "tool_name", None),
+            found.description,
+            found.rejected_by,
+            found.provider_error,
+        ),
+        finding.words,
+    )
 
 
 def _filled(text: str, fill: dict[str, object]) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
 from ..._records.problems import ProblemKind
-from ..rule import Detect, Finding, Fix, ProfileRule, problem
+from ..rule import Detect, Finding, Fix, ProfileRule, moved, problem
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import PYDANTIC_AI, said
@@ -269,10 +269,9 @@ def detect_call_id_format(
         checks.append(("anthropic", ANTHROPIC_ID.match, False))
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
         checks.append(("mistral", MISTRAL_ID.match, True))
-    ids = scan.survey(history).tool_call_ids()
-    if all(all(map(fits, ids)) for _, fits, _ in checks):
+    if all(all(map(fits, scan.survey(history).tool_call_ids())) for _, fits, _ in checks):
         return []  # also where there is nothing to check
-    enforcing: dict[tuple[str, ...], frozenset[str]] = {}  # each combination of APIs, made once
+    first: dict[tuple[str, tuple[str, ...]], Finding] = {}  # (id, APIs) -> its first finding
     found: list[Finding] = []
     for i, message in enumerate(history):
         for j, part in enumerate(message.parts):
@@ -286,20 +285,24 @@ def detect_call_id_format(
             if not call_id:
                 continue  # an empty id is call_ids_present's finding
             apis = tuple(api for api, fits, results in checks if (is_call or results) and not fits(call_id))
-            if apis:
-                found.append(
-                    problem(
-                        "invalid_call_id",
-                        FORMAT_WORDING,
-                        target,
-                        at=i,
-                        part_index=j,
-                        part=part,
-                        description=f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts",
-                        apis=enforcing.get(apis) or enforcing.setdefault(apis, frozenset(apis)),
-                        id=call_id,
-                    )
-                )
+            if not apis:
+                continue
+            known = first.get((call_id, apis))
+            if known is not None:  # a call's results (or a reused id) say what its first part said
+                found.append(moved(known, at=i, part_index=j, part=part))
+                continue
+            known = first[call_id, apis] = problem(
+                "invalid_call_id",
+                FORMAT_WORDING,
+                target,
+                at=i,
+                part_index=j,
+                part=part,
+                description=f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts",
+                apis=frozenset(apis),
+                id=call_id,
+            )
+            found.append(known)
     return found
 
 
