@@ -381,6 +381,11 @@ def test_detect_words_problems_as_the_emulators_do() -> None:
 
     empty = load([req(user("go")), real(call("f", ""), at=10), req(ret("f", ""))])
     assert [p.kind for p in detected(empty, "bedrock", "call_ids_present")] == ["missing_call_id"] * 2
+    # a part built by hand with no id at all is missing one too, and no id rule chokes on it
+    none = [*empty[:1], pai.ModelResponse([pai.ToolCallPart("f", {}, tool_call_id=None)])]  # type: ignore[arg-type]
+    none.append(pai.ModelRequest([pai.ToolReturnPart("f", "x", tool_call_id=None)]))  # type: ignore[arg-type]
+    for api in ("anthropic", "mistral", "any"):
+        assert [p.kind for p in histfix.check(none, provider=api)] == ["missing_call_id"] * 2, api
 
     truncated = load([req(user("go")), real(call("f", "c1", '{"q": "x'), at=10)])
     found = detected(truncated, "anthropic", "tool_args_sendable")

@@ -103,12 +103,13 @@ class Survey:
 
         return self._once("call_ids", compute)
 
-    def tool_call_ids(self) -> set[str]:
-        """The ``tool_call_id`` of every tool call, tool return and retry prompt part, in any message:
-        every id the id rules read, and more (their early exits need only a superset)."""
+    def tool_call_ids(self) -> set[object]:
+        """The ``tool_call_id`` of every tool call, tool return and retry prompt part, in any message,
+        as stored (a part built by hand may hold None): every id the id rules read, and more (their
+        early exits need only a superset)."""
         from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
 
-        def compute() -> set[str]:
+        def compute() -> set[object]:
             chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
             return set(map(_ids_of, compress(self.flat, chosen)))
 

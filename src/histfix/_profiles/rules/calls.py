@@ -143,6 +143,7 @@ def detect_unique_call_ids(
         return []  # every call has an id of its own
     seen: set[str] = set()
     found: list[Finding] = []
+    first: dict[tuple[str, str, frozenset[str]], Finding] = {}  # one id reused many times: worded once
     wanted = frozenset(target.apis)
     anthropic = frozenset({"anthropic"})
     for i, message in enumerate(history):
@@ -157,20 +158,22 @@ def detect_unique_call_ids(
             if call_id in here:
                 apis |= counting
             if apis & wanted:
-                description = f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call"
-                found.append(
-                    problem(
+                known = first.get((call_id, part.tool_name, apis))
+                if known is None:
+                    known = first[call_id, part.tool_name, apis] = problem(
                         "reused_call_id",
                         UNIQUE_WORDING,
                         target,
                         at=i,
                         part_index=j,
                         part=part,
-                        description=description,
+                        description=f"call {call_id!r} ({part.tool_name}) reuses the id of an earlier call",
                         apis=apis,
                         id=call_id,
                     )
-                )
+                    found.append(known)
+                else:
+                    found.append(moved(known, at=i, part_index=j, part=part))
             seen.add(call_id)
             here.add(call_id)
     return found
@@ -204,8 +207,8 @@ def _empty_ids(history: Sequence[ModelMessage]) -> list[tuple[int, int, object]]
 def detect_call_ids_present(
     history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> list[Finding]:
-    if "" not in scan.survey(history).tool_call_ids():
-        return []
+    if all(scan.survey(history).tool_call_ids()):
+        return []  # no id is empty
     found: list[Finding] = []
     for i, j, part in _empty_ids(history):
         description = f"{getattr(part, 'part_kind', 'part')} ({getattr(part, 'tool_name', None)}) has an empty tool_call_id"
@@ -269,7 +272,8 @@ def detect_call_id_format(
         checks.append(("anthropic", ANTHROPIC_ID.match, False))
     if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
         checks.append(("mistral", MISTRAL_ID.match, True))
-    if all(all(map(fits, scan.survey(history).tool_call_ids())) for _, fits, _ in checks):
+    ids = [i for i in scan.survey(history).tool_call_ids() if isinstance(i, str) and i]  # not an empty one
+    if all(all(map(fits, ids)) for _, fits, _ in checks):
         return []  # also where there is nothing to check
     first: dict[tuple[str, tuple[str, ...]], Finding] = {}  # (id, APIs) -> its first finding
     found: list[Finding] = []
@@ -406,6 +410,7 @@ def _detect_misplaced(
         else facts.memo("misplaced", lambda: misplaced_results(history))
     )
     found: list[Finding] = []
+    first: dict[tuple[str, str], Finding] = {}  # (kind, description) -> its first finding, worded once
     for m in misplaced:
         if m.kind not in kinds:
             continue
@@ -419,18 +424,21 @@ def _detect_misplaced(
             description = (
                 f"another result for call {call_id!r} of messages[{m.call_index}], which is already answered"
             )
-        found.append(
-            problem(
-                kind,
-                wording,
-                target,
-                at=m.message_index,
-                part_index=m.part_index,
-                part=part,
-                description=description,
-                id=call_id,
-            )
+        known = first.get((kind, description))
+        if known is not None:
+            found.append(moved(known, at=m.message_index, part_index=m.part_index, part=part))
+            continue
+        known = first[kind, description] = problem(
+            kind,
+            wording,
+            target,
+            at=m.message_index,
+            part_index=m.part_index,
+            part=part,
+            description=description,
+            id=call_id,
         )
+        found.append(known)
     return found
 
 
