@@ -41,7 +41,7 @@ from packaging.version import Version
 
 # The one pinned list lives in the package (histfix compare --pinned uses it too), loaded from the
 # source tree so that the noxfile needs nothing but packaging: every behaviour boundary, and the
-# newest release measured. Importing it imports only histfix's lazy __init__ and two modules.
+# newest release measured. It imports nothing outside histfix's lazy __init__ and its _release package.
 sys.path.insert(0, str(Path(__file__).parent / "src"))
 try:
     from histfix._release import pinned as _releases

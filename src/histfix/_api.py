@@ -98,7 +98,7 @@ def backend_info() -> BackendInfo:
         reason=reason,
         distribution=_release.DISTRIBUTION,
         version=_release.VERSION_STRING,
-        newest_tested=str(_release.NEWEST_TESTED),
+        newest_tested=_release.NEWEST_TESTED,
         features=features(),
     )
 

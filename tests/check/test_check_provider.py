@@ -284,11 +284,10 @@ def test_several_apis_are_each_worded_as_each_alone_words_it(case: Case) -> None
         said = [alone[api].get(place) for api in problem.rejected_by]
         if len(problem.rejected_by) < 2 or None in said:
             continue  # several APIs together can reject what none rejects alone (and the reverse)
-        assert problem.provider_error == "; ".join(
-            f"{api}: {one.provider_error}"
-            for api, one in zip(problem.rejected_by, said, strict=True)
-            if one is not None
-        ), case.name
+        words = [
+            f"{api}: {one.provider_error}" for api, one in zip(problem.rejected_by, said, strict=True) if one
+        ]
+        assert problem.provider_error == "; ".join(words), case.name
 
 
 def _pattern(template: str) -> re.Pattern[str]:

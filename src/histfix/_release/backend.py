@@ -16,7 +16,7 @@ __all__ = ["UPSTREAM_CURRENT_SINCE", "choose_backend", "upstream_is_current"]
 #: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
 #: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
 #: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
-UPSTREAM_CURRENT_SINCE = "2.60.0"
+UPSTREAM_CURRENT_SINCE = "2.60.0"  # a string, unlike the switches' releases: info orders it without packaging
 
 
 def upstream_is_current(version: str, has_repair_messages: bool) -> bool:

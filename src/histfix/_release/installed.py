@@ -12,9 +12,8 @@ import sys
 
 from .pinned import NEWEST
 
-TYPE_CHECKING = (
-    False  # neither typing nor packaging is imported at run time: `histfix info` imports this module
-)
+# Neither typing nor packaging is imported at run time: `histfix info` imports this module.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -145,6 +144,8 @@ def _package_folders() -> list[str]:
         folder = os.path.join(entry or ".", "pydantic_ai")
         if os.path.isfile(os.path.join(folder, "__init__.py")):
             return [folder]
+        if os.path.isfile(entry):  # a zip: the import system may find the package inside it
+            break
     import importlib.util
 
     spec = importlib.util.find_spec("pydantic_ai")
