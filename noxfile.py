@@ -598,7 +598,10 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["src/histfix/_release/switches.py", "src/histfix/_release/detect.py"],
         ["tests/release/test_compat.py"],
     ),
-    "backend": (["src/histfix/_release/backend.py"], ["tests/test_api.py"]),
+    "backend": (
+        ["src/histfix/_release/backend.py", "src/histfix/_release/versions.py"],
+        ["tests/release/test_versions.py", "tests/test_api.py"],
+    ),
     "profiles": (
         ["src/histfix/_profiles/registry.py"],
         [

@@ -11,6 +11,7 @@ import re
 import sys
 
 from .pinned import NEWEST
+from .versions import satisfies
 
 # Neither typing nor packaging is imported at run time: `histfix info` imports this module.
 TYPE_CHECKING = False
@@ -194,16 +195,21 @@ def unmet_pins() -> list[tuple[str, str, str]]:
         return []
     unmet = []
     for pin in pins:
-        # only here (most releases need no pin): importing packaging's parsers adds a third to info's time
-        from importlib import metadata
-
-        from packaging.specifiers import SpecifierSet
-
         name = re.split(r"[<>=!~]", pin, maxsplit=1)[0].strip()  # the pins are "name<version" and alike
-        try:
-            have = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue  # not installed: whatever needs it says so itself
-        if not SpecifierSet(pin[len(name) :]).contains(have, prereleases=True):
+        have = _installed_version(name)
+        if have is not None and not satisfies(have, pin[len(name) :]):
             unmet.append((pin, name, have))
     return unmet
+
+
+def _installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``, or None when it is not installed."""
+    found = dist_info_version(distribution)
+    if found is not None:
+        return found
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None  # not installed: whatever needs it says so itself

@@ -1,7 +1,7 @@
 """Ordering release strings as PEP 440 orders them, without packaging for plain final releases.
 
 ``histfix info`` and ``--version`` answer before anything else is imported, and packaging's
-``Version`` (with the ``typing`` it imports) is most of their own time. A plain final release
+``Version`` and specifiers (with the ``typing`` they import) are most of their own time. A plain final release
 ("2.60.0") orders by its numbers, trailing zeros dropped (PEP 440 pads the shorter release with
 zeros); every other version (a pre-, post- or dev release, a local or epoch part, a ``v``
 prefix) is left to packaging.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["compare"]
+__all__ = ["compare", "satisfies"]
 
 _PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 
@@ -38,3 +38,16 @@ def compare(version: str, other: str) -> int | None:
     except InvalidVersion:
         return None
     return (first > second) - (first < second)
+
+
+def satisfies(version: str, specifier: str) -> bool:
+    """Whether ``version`` meets ``specifier`` (such as ``"<1.39"``), pre-releases allowed, as
+    packaging's ``SpecifierSet.contains`` decides; a plain final release under a ``<`` bound is
+    ordered here."""
+    if specifier.startswith("<") and not specifier.startswith("<="):
+        mine, bound = _plain(version), _plain(specifier[1:].strip())
+        if mine is not None and bound is not None:
+            return mine < bound
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(specifier).contains(version, prereleases=True)
