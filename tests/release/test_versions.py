@@ -40,7 +40,7 @@ def test_compare_orders_as_packaging_does(first: str, second: str) -> None:
     assert compare(first, second) == _packaging(first, second)
 
 
-@given(_VERSION, st.sampled_from(["<", "<=", ">=", "==", "!="]), _VERSION)
+@given(_VERSION | _PLAIN, st.sampled_from(["<", "<=", ">", ">=", "==", "!=", "~="]), _VERSION | _PLAIN)
 def test_satisfies_is_what_packaging_specifiers_say(version: str, operator: str, bound: str) -> None:
     try:
         expected = SpecifierSet(operator + bound).contains(version, prereleases=True)
@@ -64,6 +64,37 @@ def test_satisfies_is_what_packaging_specifiers_say(version: str, operator: str,
 )
 def test_compare_on_the_boundaries_histfix_asks_about(first: str, second: str, order: int | None) -> None:
     assert compare(first, second) == order == _packaging(first, second)
+
+
+@pytest.mark.parametrize(
+    ("version", "specifier", "met"),
+    [
+        ("1.38.0", "<1.39", True),
+        ("1.39", "<1.39.0", False),
+        ("1.45.0", "<1.39", False),
+        ("9.0", "<10", True),  # numbers, not text; the bound is all that follows "<"
+        ("10.1", "<10", False),
+        ("1.39.0rc1", "<1.39", False),  # a pre-release of the bound is below it, yet not allowed
+        ("1.38.0", ">1.39", False),  # only "<" is ordered without packaging
+        ("1.39", "<=1.39", True),
+    ],
+)
+def test_satisfies_the_pins_histfix_writes(version: str, specifier: str, met: bool) -> None:
+    assert satisfies(version, specifier) is met is SpecifierSet(specifier).contains(version, prereleases=True)
+
+
+def test_plain_releases_are_ordered_without_packaging() -> None:
+    """What the fast paths rely on, on every release (the pin check itself runs only on old ones)."""
+    script = (
+        "import sys\n"
+        "from histfix._release.versions import compare, satisfies\n"
+        "assert compare('2.9.1', '2.10.0') == -1 and satisfies('1.38.0', '<1.39')\n"
+        "print('packaging' in sys.modules)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert found.stdout.strip() == "False"
 
 
 def test_release_pins_refuse_a_version_that_is_not_pep_440() -> None:
