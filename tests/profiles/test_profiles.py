@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from histfix._profiles.registry import RULES, rules_for
+from histfix._profiles.registry import RULES, in_pass_order, rules_for
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
 
 #: Passes that drop parts (or whole parts' content): they run before no_empty_content, which then
@@ -33,6 +33,28 @@ def test_each_rule_is_registered_once_under_its_pass_name() -> None:
         assert rule.fix.__name__ == rule.name
         assert rule.apis and rule.apis <= set(PROVIDER_APIS), rule.name
         assert set(rule.wording) <= rule.apis, rule.name
+
+
+def test_the_registry_takes_an_order_that_names_each_rule_once_and_nothing_else() -> None:
+    rules = RULES[:3]
+    order = [(rule.name, "why") for rule in reversed(rules)]
+    assert in_pass_order(order, rules) == tuple(reversed(rules))
+    faults = {
+        "not in ORDER ['" + rules[0].name + "'], no such rule [], named twice []": (order[:2], rules),
+        "not in ORDER [], no such rule ['gone'], named twice []": ([*order, ("gone", "why")], rules),
+        "not in ORDER [], no such rule [], named twice ['" + rules[1].name + "']": (
+            [*order, order[1]],
+            rules,
+        ),
+        "not in ORDER [], no such rule [], named twice ['" + rules[2].name + "']": (
+            order,
+            (*rules, rules[2]),
+        ),
+    }
+    for message, (bad_order, bad_rules) in faults.items():
+        with pytest.raises(RuntimeError) as raised:
+            in_pass_order(bad_order, bad_rules)
+        assert str(raised.value) == f"ORDER and the rule modules disagree: {message}"
 
 
 def test_every_pass_with_a_detect_in_a_rule_module_is_registered() -> None:

@@ -13,6 +13,8 @@ output. A rule's ``Change`` and ``Problem`` indices point into the history that 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Literal
 
 from .rule import ProfileRule
@@ -28,7 +30,7 @@ from .rules.shape import shape_rules
 from .rules.turns import turn_rules
 from .targets import ProviderTarget
 
-__all__ = ["ORDER", "RULES", "rules_for"]
+__all__ = ["ORDER", "RULES", "in_pass_order", "rules_for"]
 
 #: Every rule by name, in the order the passes run, each with why it stands there.
 ORDER: tuple[tuple[str, str], ...] = (
@@ -72,25 +74,39 @@ ORDER: tuple[tuple[str, str], ...] = (
 )
 
 
+def in_pass_order(order: Sequence[tuple[str, str]], rules: Sequence[ProfileRule]) -> tuple[ProfileRule, ...]:
+    """``rules`` in ``order``'s order; RuntimeError, naming each name at fault, unless ``order``
+    names every rule exactly once and nothing else."""
+    names = [name for name, _ in order]
+    counted = Counter(names), Counter(rule.name for rule in rules)
+    twice = sorted({name for count in counted for name, seen in count.items() if seen > 1})
+    by_name = {rule.name: rule for rule in rules}
+    unordered, unknown = sorted(set(by_name) - set(names)), sorted(set(names) - set(by_name))
+    if unordered or unknown or twice:
+        raise RuntimeError(
+            f"ORDER and the rule modules disagree: not in ORDER {unordered}, no such rule {unknown}, "
+            f"named twice {twice}"
+        )
+    return tuple(by_name[name] for name in names)
+
+
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule in :data:`ORDER`'s order; each rule module's rules are ordered exactly once."""
-    every = (
-        *call_rules(),
-        *native_rules(),
-        *file_rules(),
-        *bedrock_thinking_rules(),
-        *reasoning_rules(),
-        *shape_rules(),
-        *turn_rules(),
-        *results_alone_rules(),
-        *instructions_rules(),
-        *call_group_rules(),
+    return in_pass_order(
+        ORDER,
+        (
+            *call_rules(),
+            *native_rules(),
+            *file_rules(),
+            *bedrock_thinking_rules(),
+            *reasoning_rules(),
+            *shape_rules(),
+            *turn_rules(),
+            *results_alone_rules(),
+            *instructions_rules(),
+            *call_group_rules(),
+        ),
     )
-    by_name = {rule.name: rule for rule in every}
-    names = [name for name, _ in ORDER]
-    if sorted(names) != sorted(by_name) or len(by_name) != len(every):
-        raise RuntimeError(f"ORDER and the rule modules disagree: {sorted(set(names) ^ set(by_name))}")
-    return tuple(by_name[name] for name in names)
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.
