@@ -675,7 +675,7 @@ def mutation(session: nox.Session) -> None:
     """Mutation testing (cosmic-ray) of the release switches, the backend selector and the profile
     registry on the newest pinned release: `nox -s mutation [-- GROUP...]` (groups: MUTATION_TARGETS).
 
-    Opt-in and slow (about 200 mutants, each a fresh pytest run of its group's test files; timings
+    Opt-in and slow (about 320 mutants, each a fresh pytest run of its group's test files; timings
     and the survivors kept, with why, in docs/contributing/mutation.md). Installs from the package
     index (cosmic-ray is not in the wheelhouse), and not histfix itself: the tests import the
     mutated copy in MUTATION_WORK through PYTHONPATH. Runs a baseline first (the tests must pass

@@ -53,6 +53,8 @@ def test_satisfies_is_what_packaging_specifiers_say(version: str, operator: str,
     ("first", "second", "order"),
     [
         ("2.60.0", "2.60", 0),  # PEP 440 pads the shorter release with zeros
+        ("2.0", "2", 0),
+        ("1.0.0", "1", 0),
         ("2.60.0", "2.59.9", 1),
         ("2.9.1", "2.10.0", -1),  # by numbers, not as text
         ("2.60.0rc1", "2.60.0", -1),  # a pre-release comes before its release
