@@ -13,7 +13,7 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -128,36 +128,17 @@ def run_and_stop(
     return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
-def stopped_mid_run(
-    kind: str, folder: Path, signal_number: int, after_records: Callable[[int], int], *extra: str
-) -> tuple[StoreUnderTest, Path, subprocess.CompletedProcess[str]]:
-    """A fresh store and the run :func:`run_and_stop` stopped in it. On a busy machine the child can
-    write its last batch before this process, waiting for a core, sends the signal: that run
-    finished (status 0), so it says nothing about a stop and is made again on a new store."""
-    for attempt in range(5):
-        here = folder / f"try{attempt}"
-        here.mkdir()
-        store, backup = StoreUnderTest(kind, here), here / "backup.jsonl"
-        done = run_and_stop(store, backup, signal_number, after_records(len(store.values())), *extra)
-        if done.returncode != 0:
-            return store, backup, done
-    raise AssertionError(f"every run of five finished before signal {signal_number} reached it")
-
-
 @pytest.mark.parametrize("kind", ["dir", "jsonl", "sqlite-text"])
 def test_kill_9_during_a_write_leaves_each_history_old_or_new_and_resume_finishes(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    store = StoreUnderTest(kind, tmp_path)
+    before, old, new = store.snapshot(), store.values(), expected(store)
     # JSONL is rewritten once, after the last record: stop there so the kill meets the rewrite
     seed = random.randrange(1 << 30)
-
-    def stop(count: int) -> int:
-        return count if kind == "jsonl" else random.Random(seed).randint(5, count - 5)
-
-    store, backup, killed = stopped_mid_run(kind, tmp_path, signal.SIGKILL, stop, "--jobs", "1")
-    (tmp_path / "pristine").mkdir()
-    before = StoreUnderTest(kind, tmp_path / "pristine")
-    old, new = before.values(), expected(before)
+    stop = len(old) if kind == "jsonl" else random.Random(seed).randint(5, len(old) - 5)
+    backup = tmp_path / "backup.jsonl"
+    killed = run_and_stop(store, backup, signal.SIGKILL, stop, "--jobs", "1")
     assert killed.returncode == -signal.SIGKILL, (seed, killed.stderr)
     assert_each_old_or_new(store, old, new)
 
@@ -165,18 +146,16 @@ def test_kill_9_during_a_write_leaves_each_history_old_or_new_and_resume_finishe
     assert store.values() == new
     capsys.readouterr()
     assert main(["restore", str(backup), store.url]) == 0
-    assert store.snapshot() == before.snapshot(), seed
+    assert store.snapshot() == before, seed
 
 
 def test_ctrl_c_stops_between_writes_with_one_line_and_resume_finishes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store, backup, stopped = stopped_mid_run(
-        "sqlite-text", tmp_path, signal.SIGINT, lambda count: 30, "--jobs", "2"
-    )
-    (tmp_path / "pristine").mkdir()
-    pristine = StoreUnderTest("sqlite-text", tmp_path / "pristine")
-    old, new = pristine.values(), expected(pristine)
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    before, old, new = store.snapshot(), store.values(), expected(store)
+    backup = tmp_path / "backup.jsonl"
+    stopped = run_and_stop(store, backup, signal.SIGINT, 30, "--jobs", "2")
     assert stopped.returncode == 130, stopped.stderr
     assert stopped.stderr.count("\n") == 1 and "--resume" in stopped.stderr, stopped.stderr
     written = assert_each_old_or_new(store, old, new)
@@ -186,7 +165,7 @@ def test_ctrl_c_stops_between_writes_with_one_line_and_resume_finishes(
     assert f"repaired {60 - written} histories" in capsys.readouterr().out
     assert store.values() == new
     assert main(["restore", str(backup), store.url]) == 0
-    assert store.snapshot() == pristine.snapshot()
+    assert store.snapshot() == before
 
 
 def _limit_file_size() -> None:
