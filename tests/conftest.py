@@ -8,6 +8,7 @@ workers import it with the tests and hand the controller what it needs (``_BACKE
 
 from __future__ import annotations
 
+import signal
 import warnings
 from collections.abc import Iterator
 from importlib import metadata
@@ -15,6 +16,12 @@ from typing import Any
 
 import pytest
 from packaging.version import Version
+
+# Tests interrupt child processes with SIGINT as Ctrl-C would. A run started as a background job of
+# a non-interactive shell (`nox ... &`) starts with SIGINT ignored, and passes that on to every child,
+# whose Python then raises no KeyboardInterrupt: children start with the default action from here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The store tests' PostgreSQL server fixture (``pg_server``), from tests/support; a plugin here rather
 #: than a conftest in tests/store, whose module would take the name ``conftest`` the tests import from.
