@@ -218,7 +218,7 @@ def _check_for(
                 if finding.problem.rejected_by:  # the rule worded it for the target's APIs that reject it
                     add(*finding)
     marked = [
-        _marked(problem, dict(words)) if key in merged else problem for key, (problem, words) in found.items()
+        _marked(problem, words) if key in merged else problem for key, (problem, words) in found.items()
     ]
     marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
     return marked

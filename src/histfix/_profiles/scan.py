@@ -236,9 +236,10 @@ class Scan:
     def remember_results_in_place(self, repaired: Sequence[ModelMessage]) -> None:
         """Note that ``repaired`` holds no duplicate or late result, so the passes (and detects) skip
         their walk of it: ``check`` says so of its list when the validator found none there, and the
-        runner of the default repair's output when the repair's own pairing found none in its input. The repair never makes one: it drops orphans, adds one return per dangling call
-        in the request right after the call, and merges neighbours, which only ever brings a late
-        result next to its call. The fact holds for any list of the same messages in the same order
+        runner of the default repair's output when the repair's own pairing found none in its input.
+        The repair never makes one: it drops orphans, adds one return per dangling call in the
+        request right after the call, and merges neighbours, which only ever brings a late result
+        next to its call. The fact holds for any list of the same messages in the same order
         (the runner goes on with its input's copy when the repair changed nothing)."""
         self._in_place = repaired
 

@@ -1,8 +1,9 @@
 """The per-history record: what a stored value is and what repair would do to it.
 
 :func:`examine` is a pure function over the raw bytes (plus its options), picklable and
-deterministic, so the runner can hand it to worker processes and any store can use it. It only
-uses histfix's public API: ``load_json``, ``classify``, ``check``, ``repair_report``, ``dump_json``.
+deterministic, so the runner can hand it to worker processes and any store can use it. It says
+what ``load_json``, ``classify``, ``check``, ``check(provider=)`` and ``repair_report`` say, with
+the validator they share run once for all of them.
 
 A stored value is either a history (a JSON list of messages) or an envelope: a JSON object with
 one key field (:data:`KEY_FIELDS`) and one messages field (:data:`MESSAGES_FIELDS`), as JSONL
@@ -15,6 +16,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from ._source import first_line
 
 __all__ = ["KEY_FIELDS", "MESSAGES_FIELDS", "Action", "Options", "Record", "RemovedContent", "examine"]
 
@@ -142,7 +145,7 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     except UnicodeDecodeError as exc:
         return Record(key=key, size=size, action="not_loaded", error=f"not UTF-8 text ({exc.reason})")
     except (ValueError, TypeError) as exc:
-        return Record(key=key, size=size, action="not_loaded", error=str(exc).splitlines()[0])
+        return Record(key=key, size=size, action="not_loaded", error=first_line(exc))
     # The validator runs once for classify, check and check(provider=) alike (each would run it
     # again), and once more only for a resumable history, whose open calls are then left alone.
     found = check_history(history, repair_last_response=True)
@@ -175,7 +178,7 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     try:
         report = histfix.repair_report(history, provider=options.provider)
     except ValueError as exc:  # a profile refusing a history with nothing it can send
-        return replace(base, action="not_loaded", error=f"cannot repair: {str(exc).splitlines()[0]}")
+        return replace(base, action="not_loaded", error=f"cannot repair: {first_line(exc)}")
     if report.messages == history:
         return base
     changes: dict[str, int] = dict(Counter(c.kind for c in report.changes))

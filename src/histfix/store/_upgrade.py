@@ -38,7 +38,7 @@ from .._compare.environments import (
     python_in,
 )
 from ._record import _unwrap
-from ._source import Source, Stored
+from ._source import Source, Stored, first_line
 from ._upgrade_probe import loader_error, observe
 
 if TYPE_CHECKING:
@@ -346,7 +346,7 @@ def _prepare(stored: Stored, provider: str | None) -> _Prepared:
         error = f"not UTF-8 text ({exc.reason})"
         return _Prepared(stored.key, None, {"loads": error, "load_json": error, "changes": None})
     except ValueError as exc:
-        error = str(exc).splitlines()[0]
+        error = first_line(exc)
         return _Prepared(stored.key, None, {"loads": error, "load_json": error, "changes": None})
     history = text.encode()
     a, a_data, repaired = observe(history, provider=provider, keep=True)

@@ -330,7 +330,7 @@ def check_workers(client: Client) -> None:
     try:
         answers = client.run(_release_on_worker)
     except Exception as exc:  # a worker without histfix, or without pydantic-ai
-        raise ValueError(f"the Dask workers cannot run histfix: {str(exc).splitlines()[0]}") from exc
+        raise ValueError(f"the Dask workers cannot run histfix: {first_line(exc)}") from exc
     if not answers:
         raise ValueError("the Dask cluster has no workers")
     for worker, there in sorted(answers.items()):
