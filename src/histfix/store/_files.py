@@ -150,6 +150,9 @@ class DirectorySource:
         self.close()
 
 
+#: The JSONL reader's buffer: many whole histories, one line each.
+_READ_BUFFER = 1 << 20
+
 #: A key field written first in an envelope line, found without parsing the whole line.
 _LEADING_KEY = re.compile(
     rb'\s*\{\s*"(' + b"|".join(f.encode() for f in KEY_FIELDS) + rb')"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]'
@@ -217,7 +220,9 @@ class JSONLSource:
             fd = os.open(self.path, flags)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot read it ({_reason(exc)})") from exc
-        with os.fdopen(fd, "rb") as handle:
+        # A line is a whole history (tens of kilobytes): a buffer that holds many of them reads
+        # each in one copy, where the default 8 KiB one gathers it from several reads.
+        with os.fdopen(fd, "rb", buffering=_READ_BUFFER) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise StoreError(f"{self.path}: not a regular file")
             yield from enumerate(handle, start=1)
