@@ -150,7 +150,8 @@ class DirectorySource:
         self.close()
 
 
-#: The JSONL reader's buffer: many whole histories, one line each.
+#: The JSONL reader's buffer: a line is a whole history (tens of kilobytes), which this reads in
+#: one copy where the default 8 KiB buffer gathers it from several reads.
 _READ_BUFFER = 1 << 20
 
 #: A key field written first in an envelope line, found without parsing the whole line.
@@ -220,8 +221,6 @@ class JSONLSource:
             fd = os.open(self.path, flags)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot read it ({_reason(exc)})") from exc
-        # A line is a whole history (tens of kilobytes): a buffer that holds many of them reads
-        # each in one copy, where the default 8 KiB one gathers it from several reads.
         with os.fdopen(fd, "rb", buffering=_READ_BUFFER) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise StoreError(f"{self.path}: not a regular file")
