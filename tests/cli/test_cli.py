@@ -519,6 +519,19 @@ def test_an_unknown_provider_is_one_line_naming_the_valid_ones(
     )  # the canonical names, not every prefix; and nothing about a Model, which a command cannot take
 
 
+@pytest.mark.parametrize("command", ["check", "repair", "show"])
+def test_a_prefix_without_a_profile_is_one_line_saying_why(
+    capsys: pytest.CaptureFixture[str], broken: Path, command: str
+) -> None:
+    code, out, err = run(capsys, command, str(broken), "--provider", "google-interactions:gemini-2.5-flash")
+    assert (code, out) == (2, "")
+    assert err == (
+        "histfix: --provider: no provider profile for google-interactions: GoogleInteractionsModel sends "
+        "Google's Interactions API (one list of steps, not Gemini's turns), whose rules for a history no "
+        "public source documents and no emulator here proves; repair it with provider=None (pairing only)\n"
+    )
+
+
 @pytest.mark.parametrize("name", ["Anthropic", "ANTHROPIC", " anthropic "])
 def test_provider_names_are_case_insensitive_on_the_command_line(
     capsys: pytest.CaptureFixture[str], broken: Path, name: str

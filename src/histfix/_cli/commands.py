@@ -264,10 +264,12 @@ def _provider(args: argparse.Namespace) -> str | None:
     name: str | None = getattr(args, "provider", None)
     if name is None:
         return None
-    from .._profiles.targets import resolve_provider, unknown_provider
+    from .._profiles.targets import NoProfile, resolve_provider, unknown_provider
 
     try:
         return resolve_provider(name).name
+    except NoProfile as exc:  # a known model class without a profile: its own reason
+        raise InputError(f"--provider: {exc}") from exc
     except ValueError as exc:
         raise InputError(f"--provider: {unknown_provider(name, models=False)}") from exc
 

@@ -3,7 +3,8 @@
 Profiles are per wire API, not per company: the six APIs histfix knows the rules of (and has a
 strict emulator for in its tests) are :data:`PROVIDER_APIS`. A pydantic-ai model-name prefix maps to
 the API its model class speaks; a ``Model`` instance maps by its class (a ``FallbackModel`` to every
-API of its models, a wrapper to what it wraps). Nothing here imports pydantic-ai at import time.
+API of its models, a wrapper to what it wraps). A prefix or class whose wire no profile is for
+(:data:`NO_PROFILE`) is refused with the reason. Nothing here imports pydantic-ai at import time.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 __all__ = [
     "ANY",
+    "NO_PROFILE",
     "PROVIDER_APIS",
     "PROVIDER_NAMES",
     "UNPROVEN_PREFIXES",
+    "NoProfile",
     "ProviderTarget",
     "api_of_prefix",
     "bedrock_claude",
@@ -41,9 +44,9 @@ ANY = "any"
 _CHAT_COMPATIBLE = (
     *("alibaba", "azure", "cerebras", "crusoe", "deepseek", "fireworks", "github", "github-copilot"),
     *("grok", "heroku", "litellm", "moonshotai", "nebius", "ollama", "openrouter", "ovhcloud"),
-    *("sambanova", "snowflake", "together", "vercel", "vllm", "zai"),
+    *("otari", "sambanova", "snowflake", "stav", "together", "vercel", "vllm", "zai"),
 )
-# pydantic-ai model-name prefixes (``infer_model``'s names, 1.0.0-2.68.0) -> the API their model
+# pydantic-ai model-name prefixes (``infer_model``'s names, 1.0.0-2.78.0) -> the API their model
 # class sends. "openai" is not here: which API it names depends on the release (see ``_release.switches``).
 _PREFIXES: dict[str, str] = {
     "openai-chat": "openai-chat",
@@ -66,10 +69,25 @@ _PREFIXES: dict[str, str] = {
     # their own classes and SDKs against the Chat Completions emulator, tests/profiles/test_provider_prefixes.py)
     # or shaped like it (CohereModel, XaiModel: tool messages answer tool calls by id; not proven).
     **dict.fromkeys(("groq", "huggingface", "cohere", "xai"), "openai-chat"),
+    # CloudflareChatModel (2.78.0+): an OpenAIChatModel subclass on Workers AI's Chat Completions endpoint.
+    "cloudflare": "openai-chat",
 }
 #: Prefixes whose API is inferred from the Chat Completions family, not proven against an emulator
 #: (Cohere's v2 chat and xAI's gRPC API are not Chat Completions on the wire; no emulator speaks them).
 UNPROVEN_PREFIXES = frozenset({"cohere", "xai"})
+#: Model-name prefixes ``infer_model`` knows that get no profile -> why, in one line (the error says it).
+NO_PROFILE: dict[str, str] = {
+    "google-interactions": "GoogleInteractionsModel sends Google's Interactions API (one list of steps, "
+    "not Gemini's turns), whose rules for a history no public source documents and no emulator here proves",
+    "cloudflare-decisions": "CloudflareDecisionsModel is a decision model that sends the conversation as "
+    "one state to judge, not as turns and tool exchanges, so no rule a profile satisfies applies",
+}
+# Model classes (by name, anywhere in the MRO) with no profile -> why, as NO_PROFILE words it.
+_NO_PROFILE_CLASSES: dict[str, str] = {
+    "GoogleInteractionsModel": NO_PROFILE["google-interactions"],
+    "CloudflareDecisionsModel": NO_PROFILE["cloudflare-decisions"],
+}
+
 #: Every name ``provider=`` accepts besides a full model string or a Model instance.
 PROVIDER_NAMES: tuple[str, ...] = (
     ANY,
@@ -123,6 +141,15 @@ def api_of_prefix(prefix: str) -> str | None:
     if prefix in PROVIDER_APIS:
         return prefix
     return _PREFIXES.get(prefix)
+
+
+class NoProfile(ValueError):
+    """``provider=`` names a model class histfix knows and has no profile for; the message says why."""
+
+
+def no_profile(name: str, why: str) -> NoProfile:
+    """The error for a known prefix or model class without a profile: what it is, and what to pass instead."""
+    return NoProfile(f"no provider profile for {name}: {why}; repair it with provider=None (pairing only)")
 
 
 def bedrock_claude(model_name: str) -> bool:
@@ -183,6 +210,9 @@ def resolve_provider(provider: object) -> ProviderTarget:
         if prefix == ANY and not colon:
             return ProviderTarget(ANY, PROVIDER_APIS)
         name = prefix + colon + model_name
+        why = NO_PROFILE.get(prefix.removeprefix("gateway/"))
+        if why is not None:
+            raise no_profile(prefix, why)
         api = api_of_prefix(prefix)
         if api is None or (colon and not model_name):
             raise unknown_provider(provider)
@@ -200,6 +230,9 @@ def resolve_provider(provider: object) -> ProviderTarget:
     found = _models_of(provider, set())
     apis = {api for api, _ in found}
     if not apis:
+        for cls in type(provider).__mro__:
+            if cls.__name__ in _NO_PROFILE_CLASSES:
+                raise no_profile(type(provider).__name__, _NO_PROFILE_CLASSES[cls.__name__])
         raise ValueError(
             f"no provider profile for {type(provider).__name__}: pass provider= the API it sends to, "
             f"one of {', '.join((ANY, *PROVIDER_APIS))}"
