@@ -1,4 +1,5 @@
-"""Where OpenAI Chat and Mistral put the instructions (``src/histfix/_rules_instructions.py``).
+"""Where OpenAI Chat and Mistral put the instructions, and OpenAI Chat pydantic-ai's framing announcement
+(``src/histfix/_profiles/rules/instructions.py``).
 
 On 1.33.0-1.74.x both model classes insert the instructions at the count of system messages in the
 history, which lands them inside a tool exchange when a system prompt comes after the first turn
@@ -6,6 +7,11 @@ history, which lands them inside a tool exchange when a system prompt comes afte
 Measured here through the release's own OpenAIChatModel and MistralModel against the emulators
 (``tests/support/provider_bench.py``): the default repair's output is refused exactly on those releases, and
 ``repair(h, provider=...)`` and ``provider="any"`` are accepted on every release.
+
+From 2.63.0, for a model whose profile takes no inline system prompts, ``Model.prepare_messages`` puts a
+system prompt announcing its ``<system>`` blocks at the front of the first request; in a history opening on
+a response with tool calls that is between the calls and their results (found through 2.78.0's
+``CloudflareChatModel`` on a generated history). Measured through OpenAIChatModel with such a profile.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import histfix
 from histfix._release import switches as _compat
 
 from conftest import PYDANTIC_AI
-from dsl import Json, call, load, req, resp, ret, system, user
+from dsl import Json, call, load, req, resp, ret, system, text, user
 from emulators import PROVIDER_APIS
 from provider_bench import Bench
+from wire import system_blocks_chat_client
 
 AFFECTED = _compat.instructions_at_system_count()
 FOUND_ON_1_67 = (2562699975196837, 2562699975196840, 2562699975197037)
@@ -142,3 +149,66 @@ def test_system_prompts_move_only_where_needed_and_each_move_is_reported(name: s
         ]
     assert not _moves(LEADING_SYSTEM, "openai-chat")  # leading system prompts are where the release counts
     assert not _moves(LATER_SYSTEM, "anthropic")  # only the two APIs that count
+
+
+ANNOUNCED = _compat.framing_announced_in_first_request()
+#: A slice opening on a response with a call; after its result a system prompt (which the release sends as a
+#: ``<system>`` block, and announces); ending on a request of only a result, so the run sends it as it is,
+#: with the instructions of the request before.
+OPENS_ON_CALLS: list[Json] = [
+    resp(call("weather", C0, {"city": "Oslo"})),
+    req(ret("weather", C0, "snow"), system("use metric"), instructions="brief"),
+    resp(call("weather", C1, {"city": "Rome"})),
+    req(ret("weather", C1, "rain"), instructions="brief"),
+]
+
+
+def test_the_announcement_switch_is_the_read_boundary() -> None:
+    """2.62.0 announces nothing; 2.63.0 (``_announce_system_voice``) to 2.78.0
+    (``Model._announce_in_standing_prompt``) put it at the front of the first request (read in their wheels)."""
+    assert str(_compat.FRAMING_ANNOUNCED_SINCE) == "2.63.0"
+    assert (PYDANTIC_AI >= _compat.FRAMING_ANNOUNCED_SINCE) == ANNOUNCED
+
+
+@pytest.mark.uses_sdk("openai-chat")
+def test_the_announcement_is_refused_where_the_release_puts_it_and_the_profiles_are_accepted(
+    provider_bench: Bench,
+) -> None:
+    client = system_blocks_chat_client()
+    if isinstance(client, str):
+        pytest.skip(client)
+    emulator = provider_bench.emulator("openai-chat")
+    history = load(OPENS_ON_CALLS)
+    stored = provider_bench.driver.send(client, emulator, history)
+    if ANNOUNCED:
+        assert (stored.kind, stored.rule) == ("rejected", "openai-chat.tool_calls_without_response"), stored
+    else:
+        assert stored.kind == "accepted", stored
+    found = [p for p in histfix.check(history, provider="openai-chat") if p.kind == "misplaced_announcement"]
+    assert len(found) == ANNOUNCED
+    assert not found or found[0].provider_error == (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages: callaaaa0"
+    )
+    for target in ("openai-chat", "any", "groq"):
+        report = histfix.repair_report(history, provider=target)
+        outcome = provider_bench.driver.send(client, emulator, report.messages)
+        assert outcome.kind == "accepted", (target, outcome)
+        assert histfix.check(report.messages, provider=target) == []
+        inserted = [c for c in report.changes if c.kind == "inserted_prompt"]
+        assert len(inserted) == (1 if ANNOUNCED or target == "any" else 0), report.changes
+        assert histfix.repair(report.messages, provider=target) == report.messages  # idempotent
+
+
+def test_the_announcement_rule_is_only_for_a_history_opening_on_calls_sent_to_openai_chat() -> None:
+    opens_on_text = load([resp(text("hello")), *OPENS_ON_CALLS[1:2]])
+    opens_on_request = load([req(user("q")), *OPENS_ON_CALLS])
+    for history in (opens_on_text, opens_on_request):
+        assert not [
+            p for p in histfix.check(history, provider="openai-chat") if p.kind == "misplaced_announcement"
+        ]
+    history = load(OPENS_ON_CALLS)
+    for target in ("openai-responses", "mistral", "anthropic:claude-sonnet-4-5"):
+        assert not [
+            c for c in histfix.repair_report(history, provider=target).changes if c.kind == "inserted_prompt"
+        ]

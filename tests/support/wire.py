@@ -143,6 +143,34 @@ def _openai(responses: bool, model_name: str = "gpt-4o") -> Client:
 REASONING_MODEL = "o3"
 
 
+def system_blocks_chat_client() -> Client | str:
+    """OpenAIChatModel for a model whose profile takes no inline system prompts (as 2.78.0's
+    CloudflareChatModel and gpt-oss models get), so the release sends mid-conversation system prompts as
+    ``<system>`` blocks and announces them; or why there is none (no such profile setting on this release)."""
+    try:
+        from pydantic_ai.profiles import ModelProfile
+
+        keys = {
+            *getattr(ModelProfile, "__optional_keys__", ()),
+            *getattr(ModelProfile, "__required_keys__", ()),
+        }
+        if "supports_inline_system_prompts" not in keys:
+            raise LookupError("ModelProfile has no supports_inline_system_prompts")
+        openai = _module("openai")
+        _, model_class = _pick(_module("pydantic_ai.models.openai"), "OpenAIChatModel")
+        provider = _provider("openai", "OpenAIProvider", "openai_client")
+    except (ImportError, LookupError, AttributeError) as exc:
+        return f"openai-chat on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
+        profile = ModelProfile(supports_inline_system_prompts=False)
+        return model_class("gpt-4o", provider=provider(sdk), profile=profile), lambda: _close(sdk, "close")
+
+    via = "OpenAIChatModel('gpt-4o', profile=supports_inline_system_prompts=False) + OpenAIProvider(openai_client=)"
+    return Client("openai-chat", via, build)
+
+
 def responses_client(model_name: str) -> Client | str:
     """OpenAIResponsesModel for ``model_name`` (a model of a Responses-compatible server, say), or
     why there is none (as ``client_for``)."""

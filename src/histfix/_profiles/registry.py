@@ -65,6 +65,7 @@ ORDER: tuple[tuple[str, str], ...] = (
     ),
     ("responses_send_something", "likewise, for responses"),
     ("opens_with_user_turn", "after both: a first request left with no user turn"),
+    ("announcement_placed", "after the opening rules, which may already have put a request first"),
     (
         "tool_results_alone",
         "after results_first and the turn rules; the response it adds sits between requests",

@@ -37,6 +37,7 @@ ProblemKind = Literal[
     "unfollowed_reasoning",  # a reasoning item (OpenAI Responses) with no output item after it
     # provider profiles (instructions rules):
     "misplaced_instructions",  # a later system prompt puts the instructions inside a tool exchange
+    "misplaced_announcement",  # pydantic-ai's framing announcement would land between calls and their results
     # provider profiles (results_alone rules):
     "results_not_alone",  # tool results and other user content in one turn (Bedrock, non-Claude models)
     # provider profiles (bedrock_thinking rules):

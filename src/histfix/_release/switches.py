@@ -20,6 +20,7 @@ __all__ = [
     "ARGS_AS_DICT_TOLERATES_INVALID",
     "BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE",
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
+    "FRAMING_ANNOUNCED_SINCE",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
     "INSTRUCTIONS_AT_SYSTEM_COUNT",
@@ -41,6 +42,7 @@ __all__ = [
     "agent_refuses_response_first",
     "bedrock_sends_only_own_thinking",
     "bedrock_skips_response_files",
+    "framing_announced_in_first_request",
     "instructions_at_system_count",
     "interrupted_state",
     "native_return_named_by_tool",
@@ -72,6 +74,9 @@ RESPONSES_NATIVE_CALLS_SENT_SINCE = Version("1.0.9")
 INSTRUCTIONS_AT_SYSTEM_COUNT = (Version("1.33.0"), Version("1.75.0"))
 #: 1.0.3: BedrockConverseModel sends Claude only its own signed thinking as reasoning (before: every one).
 BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE = Version("1.0.3")
+#: 2.63.0: for a model without inline system prompts, Model.prepare_messages puts a system prompt saying
+#: what its ``<system>`` blocks mean at the front of the first request, wherever that request stands.
+FRAMING_ANNOUNCED_SINCE = Version("2.63.0")
 #: 1.21.x: the Agent refuses a history that starts with a ModelResponse, whatever the provider.
 AGENT_REFUSES_RESPONSE_FIRST = (Version("1.21.0"), Version("1.22.0"))
 
@@ -161,6 +166,14 @@ def bedrock_sends_only_own_thinking() -> bool:
     from .installed import VERSION
 
     return VERSION is None or VERSION >= BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE
+
+
+def framing_announced_in_first_request() -> bool:
+    """Whether the installed release's ``prepare_messages`` may put its framing announcement at the front
+    of the first request (newest when unknown)."""
+    from .installed import VERSION
+
+    return VERSION is None or VERSION >= FRAMING_ANNOUNCED_SINCE
 
 
 def thinking_sent() -> bool:

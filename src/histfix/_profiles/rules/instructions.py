@@ -16,6 +16,17 @@ them, or into a request of their own before a history that opens on a response; 
 empty by the move goes. The history's instructions are unknown when repairing
 (they come from the agent at run time), so it assumes there are some. After-stage, pure, last of
 the passes these APIs run (results_first may reorder what it counts).
+
+From 2.63.0 the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
+no inline system prompts (2.78.0's CloudflareChatModel, gpt-oss), ``Model.prepare_messages`` puts a
+system prompt saying what its ``<system>`` blocks mean at the front of the first request, once the
+history has a mid-conversation system prompt, a capability part or a framed summary and the agent has
+instructions. In a history that opens on a response with tool calls, the first request holds their
+results, and OpenAIChatModel sends that system message between the calls and their tool messages
+(tool_calls_without_response). ``announcement_placed`` puts :data:`.rule.STARTER_PROMPT` first, so the
+first request opens the history (as starts_with_user does for the APIs that want the user first). What
+asks for the announcement (the model's profile, the agent's instructions, text resembling a frame) is
+unknown when repairing, so it assumes it is asked for.
 """
 
 from __future__ import annotations
@@ -25,15 +36,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..rule import Finding, ProfileRule, preview, problem
+from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, starter_prompt
 from ..scan import Scan
 from ..targets import ProviderTarget
+from ..wording import said
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = [
+    "ANNOUNCEMENT_APIS",
     "INSTRUCTIONS_APIS",
+    "announcement_placed",
+    "detect_announcement_placed",
     "detect_instructions_placed",
     "instructions_placed",
     "instructions_rules",
@@ -43,6 +58,11 @@ __all__ = [
 INSTRUCTIONS_APIS = frozenset({"openai-chat", "mistral"})
 #: Where landing right after a tool message is refused too (Mistral user_after_tool).
 _AFTER_TOOL_REFUSED = frozenset({"mistral"})
+#: The APIs whose model class sends the framing announcement where it stands in the first request (a
+#: system message: OpenAI Chat; the others lift the first request's opening system prompts into their
+#: system field, and MistralModel's profile always takes inline system prompts, so it gets none).
+ANNOUNCEMENT_APIS = frozenset({"openai-chat"})
+ANNOUNCEMENT_WORDING = said({"openai-chat": "no_response"})
 
 
 def _system(part: object) -> bool:
@@ -162,9 +182,77 @@ def detect_instructions_placed(
     ]
 
 
+def _announcement_inside_calls(history: Sequence[ModelMessage], target: ProviderTarget) -> bool:
+    """Whether the installed release may put its framing announcement between the history's opening
+    calls and their results: the history opens on a response with a tool call, so the first request
+    holds their results."""
+    from ..._release import switches as _compat
+
+    if not (ANNOUNCEMENT_APIS & set(target.apis)) or not history or history[0].kind != "response":
+        return False
+    return _compat.framing_announced_in_first_request() and any(
+        getattr(part, "part_kind", "") == "tool-call" for part in history[0].parts
+    )
+
+
+def announcement_placed(
+    history: list[ModelMessage], target: ProviderTarget, scan: Scan
+) -> tuple[list[ModelMessage], list[Change]]:
+    """OpenAI Chat tool_calls_without_response from 2.63.0: a history opening on a response with tool
+    calls gets :data:`.rule.STARTER_PROMPT` first, so pydantic-ai's framing announcement opens the history
+    instead of landing between those calls and their results."""
+    if not _announcement_inside_calls(history, target):
+        return history, []
+    from pydantic_ai.messages import ModelRequest
+
+    from ..._release import switches as _compat
+
+    response = history[0]
+    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
+    opened = ModelRequest(parts=[starter_prompt(response)], **fields)  # type: ignore[arg-type]
+    description = (
+        f"the history starts with a response with tool calls: put the fixed prompt {STARTER_PROMPT!r} before "
+        f"it, so that the system message {target.name}'s model class may add at the front of the first request "
+        "does not land between those calls and their results"
+    )
+    return [opened, *history], [Change("inserted_prompt", 0, description)]
+
+
+def detect_announcement_placed(
+    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
+) -> list[Finding]:
+    if not _announcement_inside_calls(history, target):
+        return []
+    calls = [part for part in history[0].parts if getattr(part, "part_kind", "") == "tool-call"]
+    ids = ", ".join(str(getattr(part, "tool_call_id", "")) for part in calls)
+    return [
+        problem(
+            "misplaced_announcement",
+            ANNOUNCEMENT_WORDING,
+            target,
+            at=0,
+            description="the history opens on a response with tool calls: for a model without inline system "
+            "prompts, this release puts a system message at the front of the first request, between those "
+            "calls and their results",
+            ids=ids,
+        )
+    ]
+
+
 def instructions_rules() -> tuple[ProfileRule, ...]:
-    """This module's rule (after the turn rules, which can drop what it counts)."""
+    """This module's rules (after the turn rules, which can drop what they count)."""
     return (
+        ProfileRule(
+            "announcement_placed",
+            ANNOUNCEMENT_APIS,
+            "pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562): "
+            "from 2.63.0 Model.prepare_messages puts it at the front of the first request, after the opening "
+            "response of a history that starts with tool calls (its models/__init__.py)",
+            "after",
+            announcement_placed,
+            detect_announcement_placed,
+            ANNOUNCEMENT_WORDING,
+        ),
         ProfileRule(
             "instructions_placed",
             INSTRUCTIONS_APIS,
