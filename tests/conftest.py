@@ -118,6 +118,10 @@ SDK_OF = {
     # prefixes whose own model class and SDK speak one of those APIs (wire.PREFIX_BUILDERS)
     "groq": "groq",
     "huggingface": "huggingface",
+    # OpenAI-compatible gateways' providers (2.78.0+), through the openai SDK
+    "otari": "openai",
+    "stav": "openai",
+    "cloudflare": "openai",
     # a model whose rules differ from its API's default client's (wire.BEDROCK_LLAMA)
     "bedrock:us.meta.llama3-3-70b-instruct-v1:0": "bedrock",
 }

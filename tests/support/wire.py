@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import importlib.util
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -304,6 +305,46 @@ def _huggingface() -> Client:
     return Client("openai-chat", "HuggingFaceModel + HuggingFaceProvider(hf_client=)", build)
 
 
+def _openai_compatible(module_name: str, class_name: str, model_name: str) -> Client:
+    """OpenAIChatModel on an OpenAI-compatible gateway's own provider class (``otari:``, ``stav:``:
+    ``infer_model`` builds exactly this), its SDK client pointed at the emulator. A release without
+    that provider module raises ImportError here (``client_for`` turns it into the reason)."""
+    openai = _module("openai")
+    _, model_class = _pick(_module("pydantic_ai.models.openai"), "OpenAIChatModel")
+    provider = _provider(module_name, class_name, "openai_client")
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        sdk = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
+        return model_class(model_name, provider=provider(sdk)), lambda: _close(sdk, "close")
+
+    return Client("openai-chat", f"OpenAIChatModel({model_name!r}) + {class_name}(openai_client=)", build)
+
+
+#: The account in the path CloudflareChatModel posts to (any id: the emulator routes every one).
+CLOUDFLARE_ACCOUNT = "histfix-test"
+
+
+def _cloudflare() -> Client:
+    """CloudflareChatModel (an OpenAIChatModel subclass) with CloudflareProvider's own HTTP client:
+    it posts to Workers AI's OpenAI-compatible path under the account's base URL."""
+    httpx2 = _module("httpx2")
+    _, model_class = _pick(_module("pydantic_ai.models.cloudflare"), "CloudflareChatModel")
+    provider_class = _module("pydantic_ai.providers.cloudflare").CloudflareProvider
+
+    def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
+        http = httpx2.AsyncClient(timeout=TIMEOUT)
+        provider = provider_class(
+            api_key=DUMMY_KEY,
+            base_url=f"{base_url}/client/v4/accounts/{CLOUDFLARE_ACCOUNT}",
+            http_client=http,
+        )
+        # the model Workers AI serves tools for (its profile turns tools off for the others)
+        model = model_class("@cf/meta/llama-4-scout-17b-16e-instruct", provider=provider)
+        return model, lambda: _close(http, "aclose")
+
+    return Client("openai-chat", "CloudflareChatModel + CloudflareProvider(base_url=, http_client=)", build)
+
+
 #: A Bedrock model other than Claude: Converse refuses anything beside tool results in its turns
 #: (the profile's tool_results_alone pass; pydantic-ai#6081 names Llama).
 BEDROCK_LLAMA = "bedrock:us.meta.llama3-3-70b-instruct-v1:0"
@@ -315,7 +356,26 @@ PREFIX_BUILDERS: dict[str, Callable[[], Client]] = {
     "groq": _groq,
     "huggingface": _huggingface,
     BEDROCK_LLAMA: lambda: _bedrock(BEDROCK_LLAMA.partition(":")[2]),
+    "otari": lambda: _openai_compatible("otari", "OtariProvider", "openai:gpt-4o"),
+    "stav": lambda: _openai_compatible("stav", "StavProvider", "deepseek-ai/deepseek-v4-flash-0731"),
+    "cloudflare": _cloudflare,
 }
+#: The prefixes of ``PREFIX_BUILDERS`` whose provider arrived in a later release (2.78.0), by the
+#: module that brings it: where the installed release lacks it, the prefix's tests skip, saying so.
+PREFIX_MODULES = {
+    "otari": "pydantic_ai.providers.otari",
+    "stav": "pydantic_ai.providers.stav",
+    "cloudflare": "pydantic_ai.models.cloudflare",
+}
+
+
+def prefix_absent(prefix: str) -> str | None:
+    """Why the installed release has no ``prefix`` (its provider module is not there), or None."""
+    module = PREFIX_MODULES.get(prefix)
+    if module is None or importlib.util.find_spec(module) is not None:
+        return None
+    return f"pydantic-ai-slim {PYDANTIC_AI} has no {module} (the {prefix}: prefix arrived later)"
+
 
 BUILDERS: dict[str, Callable[[], Client]] = {
     "openai-chat": lambda: _openai(responses=False),

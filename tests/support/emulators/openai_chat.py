@@ -1,7 +1,9 @@
 """OpenAI Chat Completions: POST /v1/chat/completions (SDK base_url: `emulator.base_url + "/v1"`).
 
-Also served at /openai/v1/chat/completions, where Groq's SDK posts (base_url: `emulator.base_url`):
-providers.md lists Groq among the compatible servers these rules hold for.
+Also served at /openai/v1/chat/completions, where Groq's SDK posts (base_url: `emulator.base_url`),
+and at /client/v4/accounts/<account>/ai/v1/chat/completions, where CloudflareChatModel posts (Workers
+AI's OpenAI-compatible endpoint): providers.md lists such compatible servers among those these rules
+hold for.
 
 Rules enforced, in this order (wording from shared/spec/providers.md, "OpenAI Chat Completions"):
 - request_schema: `messages` is a non-empty list of objects with a known role. Schema validation
@@ -23,6 +25,7 @@ when `stream_options.include_usage` is set.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -166,10 +169,12 @@ CHECKS: tuple[tuple[Rule, Check], ...] = (
 
 #: The paths a Chat Completions request arrives on: OpenAI's (and Hugging Face's client's), Groq's.
 PATHS = frozenset({"/v1/chat/completions", "/openai/v1/chat/completions"})
+#: Cloudflare Workers AI's OpenAI-compatible endpoint, under an account (CloudflareChatModel's path).
+CLOUDFLARE_PATH = re.compile(r"/client/v4/accounts/[^/]+/ai/v1/chat/completions")
 
 
 def route(path: str, query: str) -> Route | None:
-    return Route("", False) if path in PATHS else None
+    return Route("", False) if path in PATHS or CLOUDFLARE_PATH.fullmatch(path) else None
 
 
 def ok(route: Route, body: Mapping[str, Any]) -> Reply:
