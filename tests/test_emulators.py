@@ -549,3 +549,19 @@ def test_one_result_per_call_counts_calls_not_ids() -> None:
     assert emulators.judge("openai-responses", {"model": "gpt-4o", "input": again}).accepted
     duplicate = emulators.judge("openai-responses", {"model": "gpt-4o", "input": [*again, fco("x")]})
     assert duplicate.rule == "openai-responses.duplicate_function_call_output"
+
+
+def test_chat_completions_is_served_where_each_compatible_client_posts(servers: dict[str, Emulator]) -> None:
+    """OpenAI's path, Groq's, and Cloudflare Workers AI's under any account (CloudflareChatModel's);
+    a path beside them is unknown."""
+    emulator = servers["openai-chat"]
+    for path in (
+        "/v1/chat/completions",
+        "/openai/v1/chat/completions",
+        "/client/v4/accounts/0123abc/ai/v1/chat/completions",
+    ):
+        status, _, _ = post(emulator, path, GOOD["openai-chat"])
+        assert (status, emulator.last().accepted) == (200, True), path
+    for path in ("/client/v4/accounts/ai/v1/chat/completions", "/client/v4/accounts/x/ai/run/@cf/model"):
+        status, _, _ = post(emulator, path, GOOD["openai-chat"])
+        assert (status, emulator.last().rule) == (404, emulators.UNKNOWN_PATH), path
