@@ -122,8 +122,11 @@ SDK_OF = {
     "otari": "openai",
     "stav": "openai",
     "cloudflare": "openai",
-    # a model whose rules differ from its API's default client's (wire.BEDROCK_LLAMA)
+    # models whose rules differ from their API's default client's (wire.BEDROCK_LLAMA, LEGACY_CLAUDE,
+    # SYSTEM_BLOCKS_CHAT)
     "bedrock:us.meta.llama3-3-70b-instruct-v1:0": "bedrock",
+    "anthropic:claude-3-5-haiku-latest": "anthropic",
+    "openai-chat (no inline system prompts)": "openai",
 }
 
 

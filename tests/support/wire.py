@@ -189,16 +189,17 @@ def reasoning_responses_client() -> Client | str:
         return f"openai-responses on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
 
 
-def _anthropic() -> Client:
+def _anthropic(model_name: str = "claude-sonnet-4-6") -> Client:
     anthropic = _module("anthropic")
     _, model_class = _pick(_module("pydantic_ai.models.anthropic"), "AnthropicModel")
     provider = _provider("anthropic", "AnthropicProvider", "anthropic_client")
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
         sdk = anthropic.AsyncAnthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT)
-        return model_class("claude-sonnet-4-6", provider=provider(sdk)), lambda: _close(sdk, "close")
+        return model_class(model_name, provider=provider(sdk)), lambda: _close(sdk, "close")
 
-    return Client("anthropic", "AnthropicModel + AnthropicProvider(anthropic_client=)", build)
+    named = "" if model_name == "claude-sonnet-4-6" else f"({model_name!r})"
+    return Client("anthropic", f"AnthropicModel{named} + AnthropicProvider(anthropic_client=)", build)
 
 
 def _gemini() -> Client:
@@ -377,6 +378,20 @@ def prefix_absent(prefix: str) -> str | None:
     return f"pydantic-ai-slim {PYDANTIC_AI} has no {module} (the {prefix}: prefix arrived later)"
 
 
+#: A Claude 3 model: Anthropic wants the conversation to open with the user's turn from those
+#: (the emulator's first_message_user, for the families the 2024 reports name).
+LEGACY_CLAUDE = "anthropic:claude-3-5-haiku-latest"
+#: ``system_blocks_chat_client``'s key: OpenAI Chat for a model without inline system prompts.
+SYSTEM_BLOCKS_CHAT = "openai-chat (no inline system prompts)"
+
+
+def _system_blocks_chat() -> Client:
+    found = system_blocks_chat_client()
+    if isinstance(found, str):
+        raise LookupError(found)
+    return found
+
+
 BUILDERS: dict[str, Callable[[], Client]] = {
     "openai-chat": lambda: _openai(responses=False),
     "openai-responses": lambda: _openai(responses=True),
@@ -385,6 +400,8 @@ BUILDERS: dict[str, Callable[[], Client]] = {
     "bedrock": _bedrock,
     "mistral": _mistral,
     **PREFIX_BUILDERS,
+    LEGACY_CLAUDE: lambda: _anthropic(LEGACY_CLAUDE.partition(":")[2]),
+    SYSTEM_BLOCKS_CHAT: _system_blocks_chat,
 }
 
 

@@ -29,6 +29,7 @@ from ..rule import (
 from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
 from ..wording import PYDANTIC_AI, said
+from .turns import no_user_turn_before_a_response
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
@@ -91,13 +92,14 @@ ALTERNATION_APIS = frozenset(ALTERNATION_WORDING)
 
 def _opening_response(history: Sequence[ModelMessage]) -> int | None:
     """The index of a response that comes before anything the user sent (None: the history opens
-    with a user turn, or has no response). Requests of only system prompts send no user message."""
-    from pydantic_ai.messages import ModelRequest, SystemPromptPart
+    with a user turn, or has no response). Requests of only system prompts send no user message, nor
+    do request-scoped capability parts once that response answers them (2.78.0 leaves them out)."""
+    from pydantic_ai.messages import ModelRequest
 
     for index, message in enumerate(history):
         if not isinstance(message, ModelRequest):
             return index
-        if any(not isinstance(part, SystemPromptPart) for part in message.parts):
+        if not all(map(no_user_turn_before_a_response, message.parts)):
             return None
     return None
 

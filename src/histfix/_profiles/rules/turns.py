@@ -42,12 +42,14 @@ __all__ = [
     "detect_opens_with_user_turn",
     "detect_requests_send_something",
     "detect_responses_send_something",
+    "no_user_turn_before_a_response",
     "only_unsent_request_parts",
     "opens_with_user_turn",
     "requests_send_something",
     "responses_send_something",
     "sends_nothing",
     "turn_rules",
+    "unsent_once_answered",
     "unsent_request_part",
 ]
 
@@ -87,6 +89,21 @@ def _unsent_request_class(kind: type) -> bool:
 def unsent_request_part(part: object) -> bool:
     """Whether ``part`` is a system prompt or a tool-availability delta (never sent as a user turn)."""
     return _unsent_request_class(type(part))
+
+
+def unsent_once_answered(part: object) -> bool:
+    """A request-scoped capability part (2.78.0+): ``Model.prepare_messages`` leaves it out once a response
+    has answered its request (an instruction at operator authority as a request-scoped system prompt, a
+    downgraded one as framed user text), so before a response it sends no user turn."""
+    return getattr(part, "part_kind", "") == "capability" and getattr(part, "scope", None) == "request"
+
+
+def no_user_turn_before_a_response(part: object) -> bool:
+    """A request part that sends no user turn when a response follows its request: a system prompt or a
+    request-scoped capability part (:func:`unsent_once_answered`)."""
+    from pydantic_ai.messages import SystemPromptPart
+
+    return isinstance(part, SystemPromptPart) or unsent_once_answered(part)
 
 
 def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
@@ -333,13 +350,33 @@ def _unsent_request(message: ModelMessage, classes: frozenset[type]) -> bool:
     )
 
 
+def _capability_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
+    """The history's capability part classes (2.78.0+; none before), from the run's survey."""
+    return frozenset(kind for kind in _part_classes(history, scan) if _capability_class(kind))
+
+
+def _capability_class(kind: type) -> bool:
+    return getattr(kind, "part_kind", "") == "capability"
+
+
+def _answered_and_unsent(message: ModelMessage, classes: frozenset[type], answered: bool) -> bool:
+    """A request with parts, each of ``classes`` and either never sent as a user turn or a request-scoped
+    capability part that a later response answers (the release leaves those out)."""
+    return _unsent_request(message, classes) and all(
+        not _capability_class(type(part)) or (answered and unsent_once_answered(part))
+        for part in message.parts
+    )
+
+
 def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[int | None, list[int]]:
     """The first user turn (the first request that sends something) and the requests of only unsent
-    parts that Gemini would send as empty user turns: every one after it, and the leading ones before it
-    when no response comes first (with a response first, starts_with_user puts the starter prompt in
-    them)."""
+    parts that Gemini would send as empty user turns (and, of request-scoped capability parts a response
+    answers, that 2.78.0 leaves out, which leaves the responses around them neighbours): every one after
+    it, and the leading ones before it when no response comes first (with a response first,
+    starts_with_user puts the starter prompt in them)."""
 
-    classes = _unsent_request_classes(history, scan)
+    capability = _capability_classes(history, scan)
+    classes = _unsent_request_classes(history, scan) | capability
     if not classes:
         return None, []
     facts = scan.survey(history)
@@ -349,7 +386,15 @@ def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[in
     first_types = map(facts.types.__getitem__, compress(starts, facts.lens))
     with_parts = compress(range(len(facts.lens)), facts.lens)
     candidates = list(compress(with_parts, map(classes.__contains__, first_types)))
-    unsent = [index for index in candidates if _unsent_request(history[index], classes)]
+    if capability:
+        last_response = max((i for i, m in enumerate(history) if m.kind == "response"), default=-1)
+        unsent = [
+            index
+            for index in candidates
+            if _answered_and_unsent(history[index], classes, index < last_response)
+        ]
+    else:
+        unsent = [index for index in candidates if _unsent_request(history[index], classes)]
     if not unsent:
         return None, []
     gone = set(unsent)
@@ -389,12 +434,17 @@ def requests_send_something(
                 if index < first
                 else "to the end of the request before it"
             )
+            what = (
+                "the system prompts of"
+                if all(map(unsent_request_part, message.parts))
+                else "the request-scoped capability parts of"
+            )
             changes.append(
                 Change(
                     "moved_parts",
                     index,
-                    f"moved the system prompts of messages[{index}] (a request with nothing else, sent as an "
-                    f"empty user turn) {where}",
+                    f"moved {what} messages[{index}] (a request with nothing else, which sends no user turn) "
+                    f"{where}",
                     preview=f"instructions: {preview(held)}" if held else None,
                 )
             )
@@ -420,8 +470,8 @@ def detect_requests_send_something(
             EMPTY_REQUEST_WORDING,
             target,
             at=index,
-            description="the request holds only system prompts or tool-availability deltas: the provider "
-            "gets an empty user turn",
+            description="the request holds only system prompts, tool-availability deltas or request-scoped "
+            "capability parts a response answers: the provider gets an empty user turn, or none",
         )
         for index in misplaced
     ]
@@ -430,24 +480,25 @@ def detect_requests_send_something(
 # --- opens_with_user_turn -----------------------------------------------------------------------------
 
 
+def _sends_no_turn_before_a_response(part: object) -> bool:
+    return unsent_request_part(part) or unsent_once_answered(part)
+
+
 def _opening(history: Sequence[ModelMessage]) -> int | None:
     """The index of the request that should get the starter prompt: the last of the leading requests
-    that send nothing (system prompts, deltas), when a response follows them and some is a delta
-    (starts_with_user covers system prompts alone)."""
-    from pydantic_ai.messages import SystemPromptPart
-
+    that send nothing (system prompts, deltas, request-scoped capability parts a response answers), when
+    a response follows them and some is a delta (starts_with_user covers the others alone)."""
     index = 0  # the leading requests are few: each is tested part by part
     while (
         index < len(history)
         and history[index].kind == "request"
         and history[index].parts
-        and all(map(unsent_request_part, history[index].parts))
+        and all(map(_sends_no_turn_before_a_response, history[index].parts))
     ):
         index += 1
     if index == 0 or index >= len(history) or history[index].kind != "response":
         return None
-    leading = list(all_parts(history[:index]))
-    if all(isinstance(part, SystemPromptPart) for part in leading):
+    if all(map(no_user_turn_before_a_response, all_parts(history[:index]))):
         return None
     return index - 1
 
