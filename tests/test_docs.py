@@ -12,8 +12,8 @@ The conventions (docs/contributing/docs.md says them to writers):
 - ```bash and ```text blocks are shown, not run: commands with placeholders, long campaigns,
   output that needs the network or another release.
 
-The table of profile passes in docs/providers.md is generated from the code:
-``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites it, and a test fails when it drifts.
+The tables of profile passes and of model-name prefixes in docs/providers.md are generated from the code:
+``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites them, and a test fails when one drifts.
 """
 
 from __future__ import annotations
@@ -217,22 +217,55 @@ def profile_passes() -> str:
     return "\n".join(rows) + "\n"
 
 
-def generated_section(page: str) -> tuple[int, int]:
-    """Where the generated table sits in ``page``: after the BEGIN line, up to END."""
-    start = page.index("\n", page.index(BEGIN)) + 1
-    return start, page.index(END, start)
+PREFIXES_BEGIN = "<!-- model-name prefixes: generated from histfix._profiles.targets"
+PREFIXES_END = "<!-- end of model-name prefixes -->"
 
 
-def test_the_profile_passes_on_the_providers_page_are_the_codes() -> None:
+def prefix_table() -> str:
+    """The table of model-name prefixes, from ``_profiles.targets``: each API's prefixes, then the
+    prefixes that get no profile with why (the same for every installed release)."""
+    from histfix._profiles import targets
+    from histfix._release.switches import OPENAI_PREFIX_IS_RESPONSES_SINCE
+
+    rows = ["| profile | prefixes |", "|---|---|"]
+    for api in targets.PROVIDER_APIS:
+        names = [f"`{api}`"]
+        if api == "openai-responses":
+            names.append(f"`openai` (from {OPENAI_PREFIX_IS_RESPONSES_SINCE}; `openai-chat` before)")
+        names += [
+            f"`{prefix}`" + (" (unproven)" if prefix in targets.UNPROVEN_PREFIXES else "")
+            for prefix, mapped in sorted(targets._PREFIXES.items())
+            if mapped == api and prefix != api
+        ]
+        rows.append(f"| {api} | {', '.join(names)} |")
+    for prefix, why in sorted(targets.NO_PROFILE.items()):
+        rows.append(f"| none: {why} | `{prefix}` |")
+    return "\n".join(rows) + "\n"
+
+
+def generated_section(page: str, begin: str = BEGIN, end: str = END) -> tuple[int, int]:
+    """Where a generated table sits in ``page``: after the ``begin`` line, up to ``end``."""
+    start = page.index("\n", page.index(begin)) + 1
+    return start, page.index(end, start)
+
+
+#: Each generated table: its markers and what it is made of.
+GENERATED = ((BEGIN, END, profile_passes), (PREFIXES_BEGIN, PREFIXES_END, prefix_table))
+
+
+@pytest.mark.parametrize(("begin", "end", "table"), GENERATED, ids=["profile passes", "prefixes"])
+def test_the_generated_tables_on_the_providers_page_are_the_codes(begin: str, end: str, table: Any) -> None:
     page = PROVIDERS_PAGE.read_text()
-    start, end = generated_section(page)
-    assert page[start:end] == profile_passes(), (
+    start, stop = generated_section(page, begin, end)
+    assert page[start:stop] == table(), (
         "docs/providers.md is stale: run `PYTHONPATH=src:tests/support python tests/test_docs.py`"
     )
 
 
-if __name__ == "__main__":  # rewrite the generated table (PYTHONPATH=src:tests/support)
+if __name__ == "__main__":  # rewrite the generated tables (PYTHONPATH=src:tests/support)
     text = PROVIDERS_PAGE.read_text()
-    start, end = generated_section(text)
-    PROVIDERS_PAGE.write_text(text[:start] + profile_passes() + text[end:])
-    print(f"wrote the profile passes into {PROVIDERS_PAGE}")
+    for begin, end, table in GENERATED:
+        start, stop = generated_section(text, begin, end)
+        text = text[:start] + table() + text[stop:]
+    PROVIDERS_PAGE.write_text(text)
+    print(f"wrote the profile passes and the prefixes into {PROVIDERS_PAGE}")
