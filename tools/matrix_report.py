@@ -599,12 +599,14 @@ def failure_lines(reasons: dict[str, str], order: list[str]) -> list[str]:
 
 # --- prefixes with model classes of their own (tests/profiles/test_provider_prefixes.py) --------------------
 
-PREFIX_LEGEND = """### Clients of their own: Groq, Hugging Face, and a Bedrock model other than Claude
+PREFIX_LEGEND = """### Clients of their own: Groq, Hugging Face, the gateways of 2.78.0, and a Bedrock model other than Claude
 
 `GroqModel` (the `groq` SDK) and `HuggingFaceModel` (`huggingface_hub`) map messages themselves and
 send Chat Completions, so `provider="groq"` and `provider="huggingface"` get the `openai-chat`
-profile; Bedrock's models other than Claude (here Llama) refuse anything beside tool results in a
-turn, which `provider="bedrock:<model>"` handles. Measured by `tests/profiles/test_provider_prefixes.py`:
+profile, as `otari`, `stav` (`OpenAIChatModel` on their own provider classes) and `cloudflare`
+(`CloudflareChatModel`, at Workers AI's path) do from 2.78.0 (*unavailable* before); Bedrock's models
+other than Claude (here Llama) refuse anything beside tool results in a turn, which
+`provider="bedrock:<model>"` handles. Measured by `tests/profiles/test_provider_prefixes.py`:
 the same histories as above (on 2.68.0 the fixed sample: 1.0.0 sends them all), sent through the
 release's own class and SDK to the API's emulator. A
 cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after
