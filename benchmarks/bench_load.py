@@ -40,12 +40,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from pydantic_ai import messages as pai
 
 from histfix import _portable
-from histfix._release import VERSION_STRING
+from histfix._release.installed import VERSION_STRING
 
 from dsl import Json
 from generate import random_conversation
