@@ -18,7 +18,8 @@ equivalent:
 Fields the release does not have at all are ignored, exactly as pydantic-ai itself ignores them
 (one DEBUG record on the ``histfix`` logger lists them). Content is never dropped: a part kind the
 release does not know, or any other value it rejects, raises ``ValueError`` naming the JSON path
-of the first bad field. Every message is one line, so a command line can print it as it is.
+of the first bad field. Every message is one line, so a command line can print it as it is, and
+JSON nested deeper than the release's reader reads says how deep (:mod:`histfix._records.depth`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
 from ._jsonerrors import describe_json_error
+from ._records.depth import deepest_field, depth_limit, describe_nesting, too_deep_text
 from ._records.inputs import as_history, check_messages
 from ._release import probes as _load_probes
 from ._release import switches as _compat
@@ -277,6 +279,15 @@ def _node(data: Any, keys: Sequence[int | str]) -> Any:
     return data
 
 
+def _refuse_if_too_deep(exc: ValidationError, data: str | bytes | bytearray) -> None:
+    """Raise the one line naming the depth when the reader refused ``data`` for nesting too deep."""
+    first = exc.errors(include_url=False)[0]
+    if first["type"] == "json_invalid" and "recursion limit" in first["msg"]:
+        reason = too_deep_text(data)
+        if reason is not None:
+            raise ValueError(reason) from exc
+
+
 def _describe(exc: ValidationError, data: list[Json]) -> str:
     """One line for the first bad field of ``data``: its JSON path and what is wrong with it.
 
@@ -327,6 +338,8 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
     if not _may_need_conversion(data):
         try:
             return ModelMessagesTypeAdapter.validate_json(data)
+        except ValidationError as exc:
+            _refuse_if_too_deep(exc, data)
         except ValueError:
             pass  # rejected as it is: converting either makes it loadable or names the bad field
     return _load_converting(data)
@@ -334,10 +347,16 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
 
 def _load_converting(data: str | bytes | bytearray) -> list[ModelMessage]:
     """:func:`load_json` by parsing, converting every part, and validating the converted JSON."""
-    converted = _convert(_parse(data))
     try:
-        messages = ModelMessagesTypeAdapter.validate_json(json.dumps(converted))
+        converted = _convert(_parse(data))
+        text = json.dumps(converted)
+    except RecursionError:
+        # Python's json gives up past its recursion limit, deeper than the reader reads anyway.
+        raise ValueError(too_deep_text(data) or "nested too deep to read") from None
+    try:
+        messages = ModelMessagesTypeAdapter.validate_json(text)
     except ValidationError as exc:
+        _refuse_if_too_deep(exc, data)
         raise ValueError(_describe(exc, converted)) from exc
     if logger.isEnabledFor(logging.DEBUG):
         _log_ignored_fields(converted, messages)
@@ -379,7 +398,13 @@ def dump_json(messages: Sequence[ModelMessage]) -> bytes:
     """
     history = as_history(messages, function="dump_json")
     check_messages(history, ModelRequest, ModelResponse)
-    return ModelMessagesTypeAdapter.dump_json(list(history))
+    try:
+        return ModelMessagesTypeAdapter.dump_json(list(history))
+    except ValueError as exc:  # the serializer's own depth limit, sometimes worded as a cycle
+        depth, path = deepest_field(history)
+        if depth > depth_limit():
+            raise ValueError(describe_nesting(depth, depth_limit(), path=path)) from exc
+        raise
 
 
 def _log_ignored_fields(data: list[Json], messages: list[ModelMessage]) -> None:

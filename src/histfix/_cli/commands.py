@@ -461,6 +461,10 @@ def _compare(args: argparse.Namespace) -> int:
         raise InputError(f"{name}: {describe_json_error(exc)}") from exc
     except UnicodeDecodeError as exc:
         raise InputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except RecursionError:
+        from .._records.depth import too_deep_text
+
+        raise InputError(f"{name}: {too_deep_text(raw) or 'nested too deep to read'}") from None
     if not isinstance(parsed, list):
         raise InputError(f"{name}: not a history: expected a JSON list of messages")
     if args.find_links is not None and not Path(args.find_links).is_dir():

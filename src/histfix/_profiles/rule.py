@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._records.changes import Change
+from .._records.depth import text_or_depth
 from .._records.problems import Problem, ProblemKind
 from .scan import Scan
 from .targets import PROVIDER_APIS, ProviderTarget
@@ -73,7 +74,7 @@ _PREVIEW = 200
 
 def preview(content: object) -> str:
     """What a removed thing held, on one line (long content is cut at 200 characters)."""
-    text = content if isinstance(content, str) else repr(content)
+    text = content if isinstance(content, str) else text_or_depth(repr, content)
     text = " ".join(text.split()) if text.strip() else repr(text)
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 

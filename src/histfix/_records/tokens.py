@@ -14,15 +14,20 @@ __all__ = ["BudgetExceededError", "estimate_tokens"]
 _PART_OVERHEAD = 4
 
 
-def _text_of(value: Any) -> str:
+def _text_of(value: Any, where: str) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, default=str, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
+        try:
+            return json.dumps(value, default=str, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return str(value)
+    except RecursionError:
+        from .depth import PART_LEVELS, too_deep_value
+
+        raise ValueError(too_deep_value(value, where, above=PART_LEVELS)) from None
 
 
 def estimate_tokens(message: ModelMessage) -> int:
@@ -32,8 +37,9 @@ def estimate_tokens(message: ModelMessage) -> int:
     to keep a history under a budget with a margin; pass a real tokenizer for exact counts.
     """
     total = 0
-    for part in message.parts:
-        chars = len(_text_of(getattr(part, "content", None))) + len(_text_of(getattr(part, "args", None)))
+    for index, part in enumerate(message.parts):
+        content = _text_of(getattr(part, "content", None), f"parts[{index}].content")
+        chars = len(content) + len(_text_of(getattr(part, "args", None), f"parts[{index}].args"))
         total += _PART_OVERHEAD + (chars + 3) // 4
     return total
 

@@ -19,6 +19,7 @@ from .installed import pydantic_ai_messages
 __all__ = [
     "PROBED_PART_KINDS",
     "field_names",
+    "json_depth_limit",
     "message_fields",
     "message_value_kept",
     "part_fields",
@@ -151,3 +152,26 @@ def message_value_kept(message_kind: str, field: str, value: str) -> bool:
     """
     loaded = probe_load([{"kind": message_kind, "parts": [], field: value}])
     return loaded is not None and getattr(loaded[0], field, None) == value
+
+
+@functools.cache
+def json_depth_limit() -> int:
+    """How deep a JSON document the release's loader reads: deeper, it refuses the text.
+
+    pydantic-core's parser stops at a fixed recursion limit (201 levels, counting the top-level
+    list, in pydantic-core 2.x); found by halving, for the one line that names it.
+    """
+    from pydantic import ValidationError
+
+    adapter = pydantic_ai_messages().ModelMessagesTypeAdapter
+    low, high = 1, 1 << 14  # low is read; high is refused, or the most anything here would try
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            adapter.validate_json("[" * middle + "]" * middle)
+        except ValidationError as exc:
+            if exc.errors()[0]["type"] == "json_invalid":
+                high = middle
+                continue
+        low = middle
+    return low

@@ -24,6 +24,7 @@ from pydantic_ai.messages import (
 from pydantic_core import to_json
 
 from .._records.changes import Change
+from .._records.depth import PART_LEVELS, depth_limit, too_deep_value, value_depth
 from .._records.parts import is_result
 from .pairing import pair
 from .report import _preview as preview
@@ -34,21 +35,26 @@ __all__ = ["ORPHAN_NOTE_PREFIX", "note_orphans"]
 ORPHAN_NOTE_PREFIX = "[histfix: orphaned tool result]"
 
 
-def _content_text(content: object) -> str:
+def _content_text(content: object, where: str) -> str:
     """The result's content as text: strings as they are, anything else as JSON (as providers get it)."""
     if isinstance(content, str):
         return content
-    return to_json(content, fallback=repr, bytes_mode="base64").decode()
+    try:
+        return to_json(content, fallback=repr, bytes_mode="base64").decode()
+    except ValueError:  # the serializer's depth limit, which its message does not always name
+        if PART_LEVELS + value_depth(content) > depth_limit():
+            raise ValueError(too_deep_value(content, where, above=PART_LEVELS)) from None
+        raise
 
 
-def _note(part: ToolReturnPart | RetryPromptPart) -> UserPromptPart:
+def _note(part: ToolReturnPart | RetryPromptPart, where: str) -> UserPromptPart:
     # A tool-bound retry: a RetryPromptPart, or from 2.60.0 the same retry loaded as outcome='retried'.
     retried = isinstance(part, RetryPromptPart) or getattr(part, "outcome", None) == "retried"
     what = "asked for a retry" if retried else "returned"
     text = (
         f"{ORPHAN_NOTE_PREFIX} Tool {part.tool_name!r} (call {part.tool_call_id!r}) {what} the "
         f"following, but the call that asked for it is no longer in this history:\n"
-        f"{_content_text(part.content)}"
+        f"{_content_text(part.content, f'{where}.content')}"
     )
     return UserPromptPart(content=text, timestamp=part.timestamp)
 
@@ -68,9 +74,9 @@ def note_orphans(messages: Sequence[ModelMessage]) -> tuple[list[ModelMessage], 
         request = messages[index]
         assert isinstance(request, ModelRequest)
         parts: list[ModelRequestPart] = []
-        for part in request.parts:
+        for part_index, part in enumerate(request.parts):
             if id(part) in found and is_result(part):
-                parts.append(_note(part))
+                parts.append(_note(part, f"messages[{index}].parts[{part_index}]"))
                 changes.append(
                     Change(
                         "noted_result",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 from .._records.changes import Change, RepairReport
+from .._records.depth import text_or_depth
 from .._records.parts import is_result
 from .folding import FoldEvent
 from .pairing import Pairing, pair
@@ -18,7 +19,7 @@ _PREVIEW = 60
 
 
 def _preview(content: object) -> str:
-    text = " ".join(str(content).split())
+    text = " ".join(text_or_depth(str, content).split())
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 

@@ -170,7 +170,7 @@ def _line_key(line: bytes, number: int) -> str:
         return str(value)
     try:
         envelope = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read: the record says which
         return str(number)
     if isinstance(envelope, dict):
         for name in KEY_FIELDS:

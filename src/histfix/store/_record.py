@@ -107,12 +107,17 @@ def _unwrap(raw: bytes) -> tuple[str, dict[str, Any] | None, str | None]:
     text = raw.decode("utf-8")
     if text.lstrip()[:1] != "{":
         return text, None, None
-    envelope = json.loads(text)  # a malformed object raises JSONDecodeError, a ValueError
-    if not isinstance(envelope, dict):
-        raise ValueError("not a history")
-    for name in MESSAGES_FIELDS:
-        if name in envelope:
-            return json.dumps(envelope[name]), envelope, name
+    try:
+        envelope = json.loads(text)  # a malformed object raises JSONDecodeError, a ValueError
+        if not isinstance(envelope, dict):
+            raise ValueError("not a history")
+        for name in MESSAGES_FIELDS:
+            if name in envelope:
+                return json.dumps(envelope[name]), envelope, name
+    except RecursionError:  # nested deeper than Python's json goes: far past what a history may be
+        from .._records.depth import too_deep_text
+
+        raise ValueError(too_deep_text(raw) or "nested too deep to read") from None
     raise ValueError(f"a JSON object without a messages field (expected one of {', '.join(MESSAGES_FIELDS)})")
 
 

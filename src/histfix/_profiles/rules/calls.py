@@ -15,6 +15,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
+from ..._records.depth import text_or_depth
 from ..._records.problems import ProblemKind
 from ..rule import Detect, Finding, Fix, ProfileRule, moved, problem
 from ..scan import Scan
@@ -315,7 +316,7 @@ def detect_call_id_format(
 
 def _content(part: object) -> str:
     content = getattr(part, "content", None)
-    return content if isinstance(content, str) else repr(content)
+    return content if isinstance(content, str) else text_or_depth(repr, content)
 
 
 def _dropped(history: list[ModelMessage], found: Sequence[Misplaced], kind: str, why: str) -> list[Change]:
