@@ -1,4 +1,4 @@
-"""Portable JSON: load a history written by any release from 1.0.0 to 2.68.0 on the installed one.
+"""Portable JSON: load a history written by any release from 1.0.0 to 2.78.0 on the installed one.
 
 pydantic-ai's own ``ModelMessagesTypeAdapter.validate_json`` ignores fields it does not know but
 rejects values it does not know, so JSON written by a newer release often fails on an older one
@@ -13,7 +13,10 @@ equivalent:
 * a ``retry-feedback`` part (2.60+) becomes a tool-less ``retry-prompt`` (content, timestamp);
 * an ``outcome``, ``tool_kind``, ``state`` or ``finish_reason`` value the release does not keep is
   removed, so the field takes its default; everything else on the part, such as the
-  ``pydantic_ai_synthesized_tool_return`` marker in ``metadata``, stays.
+  ``pydantic_ai_synthesized_tool_return`` marker in ``metadata``, stays;
+* a capability part, and an ``instruction-delta`` below ``'operator'`` authority (2.78.0), become
+  what 2.78.0 sends a model for them (:mod:`histfix._capability_render`): never text below
+  ``'operator'`` in the application's voice.
 
 Fields the release does not have at all are ignored, exactly as pydantic-ai itself ignores them
 (one DEBUG record on the ``histfix`` logger lists them). Content is never dropped: a part kind the
@@ -24,6 +27,7 @@ JSON nested deeper than the release's reader reads says how deep (:mod:`histfix.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -31,8 +35,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
+from . import _capability_render as _render
 from ._jsonerrors import describe_json_error
 from ._records.depth import deepest_field, depth_limit, describe_nesting, too_deep_text
 from ._records.inputs import as_history, check_messages
@@ -53,6 +59,8 @@ _MESSAGE_ENUM_FIELDS = ("state", "finish_reason")
 _PART_ENUM_FIELDS = ("outcome", "tool_kind")
 #: The part kind a retry is stored as before 2.60.0, and the kind 2.60.0 added for a tool-less one.
 _RETRY_PROMPT, _RETRY_FEEDBACK = "retry-prompt", "retry-feedback"
+#: The part kind 2.78.0 stores what a capability or the application tells the model as.
+_CAPABILITY = "capability"
 
 
 def _release() -> str:
@@ -162,7 +170,10 @@ def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
 
     if not _load_probes.part_kind_loads(message_kind, part_kind):
         elsewhere = "response" if message_kind == "request" else "request"
-        if _load_probes.part_kind_loads(elsewhere, part_kind):
+        if _load_probes.part_kind_loads(elsewhere, part_kind) or (elsewhere, part_kind) == (
+            "request",
+            _CAPABILITY,
+        ):
             raise ValueError(
                 f"{path}: part_kind {part_kind!r} belongs in a {elsewhere}, not a {message_kind}"
             )
@@ -202,9 +213,20 @@ def _kept_as_it_is(part: Json, message_kind: str, field: str) -> bool:
     return loaded is not None and getattr(loaded[0].parts[0], field, None) == part.get(field)
 
 
-def _convert(messages: list[Any]) -> list[Json]:
-    """Every message with its parts converted; structural errors name their JSON path."""
+#: Where a converted part came from: the stored part's index, and how far the converted part's
+#: content list is shifted from the stored one's (a framed body opens with its tag).
+Origin = tuple[int, int]
+
+
+def _convert(messages: list[Any]) -> tuple[list[Json], list[list[Origin]]]:
+    """Every message with its parts converted; structural errors name their JSON path.
+
+    Also returns where each converted part came from (:data:`Origin`), so that an error found in
+    a converted part names the part, and the content item, as stored.
+    """
     converted: list[Json] = []
+    origins: list[list[Origin]] = []
+    statements: _render.Statements | None = None
     for index, message in enumerate(messages):
         path = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -218,12 +240,30 @@ def _convert(messages: list[Any]) -> list[Json]:
             found = "no 'parts'" if "parts" not in message else f"parts as {_json_type(parts)}"
             raise ValueError(f"{path}: expected a list of parts, found {found}")
         new_parts: list[Json] = []
+        origin: list[Origin] = []
         for part_index, part in enumerate(parts):
             if not isinstance(part, dict):
                 raise ValueError(
                     f"{path}.parts[{part_index}]: expected a part object, got {_json_type(part)}"
                 )
-            new_parts.append(_convert_part(part, kind, (index, part_index)))
+            at = (index, part_index)
+            if kind == "request" and _renders_lowered(part):
+                statements = statements or _render.Statements(messages)
+                restated = statements.restates(index, part)
+                rendered = _render.render_lowered_statement(
+                    part, _part_path(at), restated=restated, timestamp=message.get("timestamp"), held=_held()
+                )
+            elif kind == "request" and _renders_capability(part):
+                rendered = _render.render_capability_part(part, _part_path(at), _held())
+            else:
+                new_parts.append(_convert_part(part, kind, at))
+                origin.append((part_index, 0))
+                continue
+            _log_rendered(part, rendered, at)
+            new_parts.extend(rendered.parts)
+            origin.extend(
+                (part_index, 1 if isinstance(new["content"], list) else 0) for new in rendered.parts
+            )
         new_message = {**message, "parts": new_parts}
         for field in _MESSAGE_ENUM_FIELDS:
             value = new_message.get(field)
@@ -235,7 +275,54 @@ def _convert(messages: list[Any]) -> list[Json]:
                 del new_message[field]
                 logger.debug("%s.%s: %r removed (%s does not keep it)", path, field, value, _release())
         converted.append(new_message)
-    return converted
+        origins.append(origin)
+    return converted, origins
+
+
+def _part_path(at: tuple[int, int]) -> str:
+    return f"messages[{at[0]}].parts[{at[1]}]"
+
+
+def _renders_capability(part: Json) -> bool:
+    """Whether ``part`` is a capability part the release cannot load, so it loads as 2.78.0 sends it."""
+    return part.get("part_kind") == _CAPABILITY and not _load_probes.part_kind_loads("request", _CAPABILITY)
+
+
+def _renders_lowered(part: Json) -> bool:
+    """Whether ``part`` states instructions below 'operator' on a release that would lose the authority."""
+    return _render.is_lowered_statement(part) and not _load_probes.request_part_value_kept(
+        "instruction-delta", "authority", "none"
+    )
+
+
+def _held() -> _render.Held:
+    """What the installed release can hold of a rendered capability part (probed once each)."""
+    return _render.Held(
+        items=frozenset(kind for kind in _render.TEXT_ITEMS if _load_probes.content_item_loads(kind)),
+        request_scope=_load_probes.request_part_value_kept("system-prompt", "scope", "request"),
+    )
+
+
+def _log_rendered(part: Json, rendered: _render.Rendering, at: tuple[int, int]) -> None:
+    """The DEBUG record of one capability part or lowered statement loaded as what 2.78.0 sends."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    if part.get("part_kind") == _CAPABILITY:
+        what = f"capability part {part.get('kind')!r} at authority {_render.effective_authority(part)!r}"
+    else:
+        what = f"instruction-delta {part.get('id')!r} at authority {part.get('authority')!r}"
+    escaped = "; framing tags in its body written &lt;" if rendered.neutralized else ""
+    # The frame's attributes are kept, in the frame; content and timestamp in the rendered parts.
+    attributes = (part.get("rendering") or {}).get("attributes") or []
+    kept = {k: v for new in rendered.parts for k, v in new.items()} | dict.fromkeys(attributes, True)
+    logger.debug(
+        "%s: %s loaded as %s, as pydantic-ai 2.78.0 sends it%s%s",
+        _part_path(at),
+        what,
+        rendered.described,
+        escaped,
+        _dropped(part, kept),
+    )
 
 
 # --- validation errors -----------------------------------------------------------------------------------
@@ -288,12 +375,40 @@ def _refuse_if_too_deep(exc: ValidationError, data: str | bytes | bytearray) -> 
             raise ValueError(reason) from exc
 
 
-def _describe(exc: ValidationError, data: list[Json]) -> str:
+def _refused_part(exc: Exception, data: list[Json], origins: list[list[Origin]]) -> str:
+    """One line for a part the release refused with an error that has no location (a UserError)."""
+    why = _one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    for i, message in enumerate(data):
+        for j, part in enumerate(message["parts"]):
+            try:
+                _load_probes.probe_load([{**message, "parts": [part]}])
+            except UserError:
+                return f"{_format_path(_as_stored([i, 'parts', j], origins))}: {why} ({_release()})"
+    return f"messages: {why} ({_release()})"
+
+
+def _as_stored(keys: Sequence[int | str], origins: list[list[Origin]]) -> list[int | str]:
+    """A path into the converted data as the same path into the stored history."""
+    stored = list(keys)
+    if (
+        len(stored) >= 3
+        and stored[1] == "parts"
+        and isinstance(stored[0], int)
+        and isinstance(stored[2], int)
+    ):
+        part, shift = origins[stored[0]][stored[2]]
+        stored[2] = part
+        if len(stored) >= 5 and stored[3] == "content" and isinstance(stored[4], int):
+            stored[4] -= shift
+    return stored
+
+
+def _describe(exc: ValidationError, data: list[Json], origins: list[list[Origin]]) -> str:
     """One line for the first bad field of ``data``: its JSON path and what is wrong with it.
 
     pydantic reports one error per union member a value failed; those all sit under one field
     (``content``…), so they are summed up at the deepest value they share instead of quoting
-    whichever member happened to come first.
+    whichever member happened to come first. The path is the stored one (``origins``).
     """
     errors = exc.errors(include_url=False)
     located = [
@@ -304,7 +419,7 @@ def _describe(exc: ValidationError, data: list[Json]) -> str:
     same = [item for item in located if item[0][: len(scope)] == scope]
     fields = [keys[len(scope)] for keys, _, _ in same if len(keys) > len(scope)]
     if len(same) == 1 or len(set(fields)) > 1 or len(fields) < len(same):
-        return f"{_format_path(first_keys)}: {_one_line(first_msg)} ({_release()})"
+        return f"{_format_path(_as_stored(first_keys, origins))}: {_one_line(first_msg)} ({_release()})"
     # Several errors under one field: a union whose every member rejected the value.
     existing = [keys[:-1] if kind == "missing" else keys for keys, kind, _ in same]
     deepest = max(existing, key=len)
@@ -317,7 +432,7 @@ def _describe(exc: ValidationError, data: list[Json]) -> str:
         hint = f" (kind {value['kind']!r})"
     elif len({msg for _, _, msg in same}) == 1:
         hint = f" ({_one_line(first_msg)})"
-    return f"{_format_path(deepest)}: matches no form {_release()} accepts here{hint}"
+    return f"{_format_path(_as_stored(deepest, origins))}: matches no form {_release()} accepts here{hint}"
 
 
 # --- the public functions ----------------------------------------------------------------------------------
@@ -340,7 +455,7 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
             return ModelMessagesTypeAdapter.validate_json(data)
         except ValidationError as exc:
             _refuse_if_too_deep(exc, data)
-        except ValueError:
+        except (ValueError, UserError):
             pass  # rejected as it is: converting either makes it loadable or names the bad field
     return _load_converting(data)
 
@@ -348,7 +463,7 @@ def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:
 def _load_converting(data: str | bytes | bytearray) -> list[ModelMessage]:
     """:func:`load_json` by parsing, converting every part, and validating the converted JSON."""
     try:
-        converted = _convert(_parse(data))
+        converted, origins = _convert(_parse(data))
         text = json.dumps(converted)
     except RecursionError:
         # Python's json gives up past its recursion limit, deeper than the reader reads anyway.
@@ -357,37 +472,59 @@ def _load_converting(data: str | bytes | bytearray) -> list[ModelMessage]:
         messages = ModelMessagesTypeAdapter.validate_json(text)
     except ValidationError as exc:
         _refuse_if_too_deep(exc, data)
-        raise ValueError(_describe(exc, converted)) from exc
+        raise ValueError(_describe(exc, converted, origins)) from exc
+    except UserError as exc:  # 2.78.0 refuses a capability part that way, without a location
+        raise ValueError(_refused_part(exc, converted, origins)) from exc
     if logger.isEnabledFor(logging.DEBUG):
         _log_ignored_fields(converted, messages)
     return messages
 
 
-#: A JSON string whose whole value is ``retried``, as text and as bytes.
+#: The JSON strings a release may load silently differently from the converting way: where it has
+#: no ``outcome``, ``'retried'`` (1.0-1.66 load the retry as a successful return), and where it
+#: loads ``instruction-delta`` without ``authority``, that key (2.68.0 would load text below
+#: ``'operator'`` as the application's own instruction). Each as text and as bytes.
 _RETRIED = '"retried"'
-_RETRIED_BYTES = _RETRIED.encode()
+_AUTHORITY = '"authority"'
 #: The ``\u`` escapes of ``a``-``z`` (and a few signs): the only other way JSON can spell a letter.
 _LETTER_ESCAPE = re.compile(r"\\u00[67]")
 _LETTER_ESCAPE_BYTES = re.compile(rb"\\u00[67]")
 
 
+@functools.cache
+def _silently_different() -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    """The strings of :data:`_RETRIED` and :data:`_AUTHORITY` the installed release loads silently."""
+    found = []
+    if not _load_probes.part_value_kept("tool-return", "outcome", "retried"):
+        found.append(_RETRIED)
+    if _load_probes.part_kind_loads(
+        "request", "instruction-delta"
+    ) and not _load_probes.request_part_value_kept("instruction-delta", "authority", "none"):
+        found.append(_AUTHORITY)
+    return tuple(found), tuple(text.encode() for text in found)
+
+
 def _may_need_conversion(data: str | bytes | bytearray) -> bool:
     """Whether the release's own loader may load ``data`` differently from the converting way.
 
-    At DEBUG the converting way is taken for the records it writes. Otherwise the one value a
-    release accepts and yet converts is ``outcome='retried'`` where it has no ``outcome`` field
-    (1.0-1.66 ignore it and load the retry as a successful return); 1.67-2.59 reject it anyway. A
-    text that cannot spell that string cannot hold it, and looking costs two scans of the bytes.
+    At DEBUG the converting way is taken for the records it writes. Otherwise only the values of
+    :func:`_silently_different` are loaded and yet converted (others the release rejects anyway).
+    A text that cannot spell one cannot hold it, and looking costs a scan of the bytes for each.
     """
     if logger.isEnabledFor(logging.DEBUG):
         return True
-    if _load_probes.part_value_kept("tool-return", "outcome", "retried"):
+    texts, raw = _silently_different()
+    if not texts:
         return False
     # An escape needs a backslash, which many histories lack: looking for one character runs at
     # memory speed, several times faster than the pattern's scan.
     if isinstance(data, str):
-        return _RETRIED in data or ("\\" in data and _LETTER_ESCAPE.search(data) is not None)
-    return _RETRIED_BYTES in data or (b"\\" in data and _LETTER_ESCAPE_BYTES.search(data) is not None)
+        return any(text in data for text in texts) or (
+            "\\" in data and _LETTER_ESCAPE.search(data) is not None
+        )
+    return any(text in data for text in raw) or (
+        b"\\" in data and _LETTER_ESCAPE_BYTES.search(data) is not None
+    )
 
 
 def dump_json(messages: Sequence[ModelMessage]) -> bytes:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import warnings
 from typing import Any
 
 from .installed import pydantic_ai_messages
 
 __all__ = [
     "PROBED_PART_KINDS",
+    "content_item_loads",
     "field_names",
     "json_depth_limit",
     "message_fields",
@@ -26,6 +28,7 @@ __all__ = [
     "part_kind_loads",
     "part_value_kept",
     "probe_load",
+    "request_part_value_kept",
     "return_tool_kind_loads",
 ]
 
@@ -98,9 +101,12 @@ def part_kind_loads(message_kind: str, part_kind: str) -> bool:
     from pydantic import ValidationError
 
     try:
-        pydantic_ai_messages().ModelMessagesTypeAdapter.validate_json(
-            json.dumps([{"kind": message_kind, "parts": [{"part_kind": part_kind}]}])
-        )
+        with warnings.catch_warnings():
+            # 2.78.0 warns that a capability part of no registered kind loads as an unknown one.
+            warnings.simplefilter("ignore")
+            pydantic_ai_messages().ModelMessagesTypeAdapter.validate_json(
+                json.dumps([{"kind": message_kind, "parts": [{"part_kind": part_kind}]}])
+            )
     except ValidationError as exc:
         return not any(error["type"].startswith("union_tag_") for error in exc.errors())
     return True
@@ -152,6 +158,41 @@ def message_value_kept(message_kind: str, field: str, value: str) -> bool:
     """
     loaded = probe_load([{"kind": message_kind, "parts": [], field: value}])
     return loaded is not None and getattr(loaded[0], field, None) == value
+
+
+#: The smallest valid request part of each kind whose later fields histfix asks about, beside the
+#: tool parts above: ``SystemPromptPart.scope`` and ``InstructionDeltaPart.authority``.
+_PROBE_REQUEST_PARTS: dict[str, dict[str, Any]] = {
+    "system-prompt": {"content": "probe"},
+    "instruction-delta": {"id": "agent", "content": "probe"},
+}
+
+
+@functools.lru_cache(maxsize=16)
+def request_part_value_kept(part_kind: str, field: str, value: str) -> bool:
+    """Whether a minimal request part of ``part_kind`` with ``field=value`` loads holding the value.
+
+    ``SystemPromptPart.scope='request'`` (2.68.0 has it; 1.x and 2.9.1 do not) and
+    ``InstructionDeltaPart.authority`` (2.78.0; 2.68.0 has the part and ignores the field, so
+    text below ``'operator'`` would load as the application's own instruction).
+    """
+    part = {**_PROBE_REQUEST_PARTS[part_kind], "part_kind": part_kind, field: value}
+    loaded = probe_load([{"kind": "request", "parts": [part]}])
+    return loaded is not None and getattr(loaded[0].parts[0], field, None) == value
+
+
+@functools.lru_cache(maxsize=8)
+def content_item_loads(kind: str) -> bool:
+    """Whether a user prompt's content list holds a ``text-content`` or ``structured-content`` item.
+
+    ``TextContent`` appears between 1.0.0 and 1.107.10, ``StructuredContent`` by 2.68.0; a release
+    without them loads neither (it rejects the list).
+    """
+    item: dict[str, Any] = {"kind": kind, "content": "probe"}
+    if kind == "structured-content":
+        item["value"] = "probe"
+    loaded = probe_load([{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": ["", item]}]}])
+    return loaded is not None and getattr(loaded[0].parts[0].content[1], "kind", None) == kind
 
 
 @functools.cache
