@@ -244,6 +244,27 @@ def test_a_statement_below_operator_is_never_an_instruction_delta() -> None:
         assert loaded[1].timestamp == loaded[0].timestamp  # the request's, as 2.78.0 gives it
 
 
+def test_a_compaction_ends_every_lowered_block() -> None:
+    """A statement restates one still in effect; after a compaction none is (its window starts at
+    a response's compaction part, or at the first of the requests around a request's)."""
+
+    def fold(*messages: Json) -> list[bool]:
+        statements = render.Statements(list(messages))
+        return [
+            statements.restates(i, part)
+            for i, message in enumerate(messages)
+            for part in message["parts"]
+            if render.is_lowered_statement(part)
+        ]
+
+    compaction = {"part_kind": "compaction", "content": "Summary so far."}
+    v1, v2, gone = statement("v1"), statement("v2"), statement(None)
+    assert fold(req(v1), real(call("f", "c1")), req(v2), req(gone), req(v1)) == [False, True, True, False]
+    assert fold(req(v1), real(compaction), req(v2)) == [False, False]
+    assert fold(req(v1), real(call("f", "c1")), req(v2), req(compaction)) == [False, False]
+    assert fold(req(v1), req(v2, statement("n", block="capability:notes"))) == [False, True, False]
+
+
 @pytest.mark.parametrize("spelling", ['"authority"', '"\\u0061uthority"', '"authorit\\u0079"', '"AUTHORITY"'])
 def test_every_spelling_of_authority(spelling: str) -> None:
     """An escaped letter is the one other way JSON spells the key 2.68.0 would silently ignore."""
