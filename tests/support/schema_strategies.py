@@ -1,0 +1,281 @@
+"""Hypothesis strategies for stored histories, derived from the installed release's own JSON schema.
+
+The hand-written generators (``generate``, ``fuzz_strategies``) name every part kind and field they
+build, so a release that adds one (a part kind, a field, a literal value) is never generated until
+someone names it. Here the shapes come from ``ModelMessagesTypeAdapter.json_schema()`` of the
+installed release: every message kind, part kind, field and enum value it declares is drawn, with
+nothing named. What the schema cannot say is filled in by three rules that keep repair busy:
+
+* every free string comes from a pool of four short words (:data:`WORDS`), so tool call ids repeat
+  and collide, tool names match, instructions are equal or differ, as in damaged real histories;
+* a free-form object (``metadata``, ``args``, ``provider_details``: ``additionalProperties: true``
+  and no properties of its own) is filled with the release's own metadata keys: every module-level
+  string constant named ``*_KEY`` in ``pydantic_ai.messages``, where ``repair_messages`` and the
+  keys it reads live (:func:`release_metadata_keys`), nested one level, so a reserved namespace
+  holding a flag (``{namespace_key: {flag_key: True}}``) is reached without naming either;
+* a property's declared default is always one of its candidates, so a string field whose default
+  selects a registered variant (a capability part's ``kind``) reaches it.
+
+Repair-stressing structure follows from those rules: a history is up to :data:`MAX_MESSAGES` requests
+and responses in any order (consecutive requests to merge, responses with calls no request answers,
+results no call asked for, duplicate ids), like ``generate.random_history``.
+
+A keyword or ``format`` this walker does not know raises :class:`UnsupportedSchema` when the
+strategies are built (at import), so a release whose schema needs more is noticed, not skipped.
+Every drawn history validates on the release that drew it (tests/repair/test_schema_generated.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from hypothesis import strategies as st
+from pydantic_ai import messages as pai
+
+from dsl import Json, ts
+
+#: The pool every free string is drawn from: few values, so ids and names collide and repeat.
+WORDS = ("a", "b", "c", "d")
+#: A metadata key no release reserves, beside the release's own keys: application metadata.
+APPLICATION_KEY = "app"
+#: Up to this many messages in a history, this many parts in a message, items in other arrays.
+MAX_MESSAGES = 12
+MAX_PARTS = 4
+MAX_ITEMS = 2
+#: Valid values of each string ``format`` the releases' schemas use; an unknown format raises.
+FORMATS: dict[str, st.SearchStrategy[str]] = {
+    "date-time": st.integers(0, 120).map(ts),
+    "duration": st.sampled_from(["PT0S", "PT1.5S"]),
+    "base64url": st.sampled_from(["aGk=", ""]),
+}
+#: Keywords that only describe (no effect on what is valid), and the ones the walker draws from.
+_ANNOTATIONS = frozenset({"title", "description", "default", "discriminator", "deprecated", "examples"})
+_HANDLED = frozenset(
+    {"$ref", "$defs", "anyOf", "oneOf", "const", "enum", "type", "format", "properties", "required"}
+    | {"additionalProperties", "items"}
+)
+
+
+#: Stands for an optional key left out of a drawn object.
+_ABSENT = object()
+
+
+def _present(drawn: Json) -> Json:
+    return {key: value for key, value in drawn.items() if value is not _ABSENT}
+
+
+class UnsupportedSchema(ValueError):
+    """The installed release's schema uses a keyword or format the walker cannot draw from."""
+
+
+def release_metadata_keys(module: ModuleType = pai) -> tuple[str, ...]:
+    """The metadata keys a release defines: ``module``'s string constants named ``*_KEY``, sorted.
+
+    pydantic-ai names each metadata key it writes or reads as such a constant beside the code that
+    uses it (the synthesized-return marker, the reserved namespace, the flags inside it), so a key a
+    release adds is found here without being named; 1.0.0 defines none.
+    """
+    found = {
+        value
+        for name, value in vars(module).items()
+        if name.endswith("_KEY") and not name.startswith("__") and isinstance(value, str)
+    }
+    return tuple(sorted(found))
+
+
+def _free_object(keys: tuple[str, ...]) -> st.SearchStrategy[Json]:
+    """A free-form object: any of ``keys`` (and an application key), each holding a scalar or an
+    object of any of those keys holding scalars.
+
+    Each key is drawn on its own (not one of many), so a flag nested under a namespace key, both
+    among the release's keys, is drawn about once in 32 objects.
+    """
+    scalar = st.sampled_from([True, False, 1, WORDS[0]])
+    everyone = [*keys, APPLICATION_KEY]
+
+    def tossed(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Json]:
+        return st.fixed_dictionaries({k: st.one_of(st.just(_ABSENT), value) for k in everyone}).map(_present)
+
+    return tossed(st.one_of(scalar, tossed(scalar)))
+
+
+class SchemaStrategies:
+    """Strategies for the values one JSON schema (with ``$defs``) allows, each built once.
+
+    ``$ref`` cycles (a tool return's content holding tool return content) are followed once: a
+    definition met again inside itself draws only its branches that hold no further structure.
+    Objects are drawn whole near the top (a message at depth 0, its parts and its own fields'
+    objects at 1) and with their required keys alone deeper down (a part's file content, a
+    source, a recorded attempt's usage), and free-form objects are filled down to depth 2 (a
+    part's metadata and arguments) and kept to one entry below: the deep bookkeeping of a large
+    schema would otherwise cost most of each draw and crowd out the messages repair works on.
+    """
+
+    #: The deepest objects whose optional keys are drawn, and free-form objects filled.
+    OPTIONAL_DEPTH = 1
+    FREE_DEPTH = 2
+
+    def __init__(self, schema: Mapping[str, Any], metadata_keys: tuple[str, ...]) -> None:
+        self.defs: Mapping[str, Any] = schema.get("$defs", {})
+        self.built: dict[tuple[str, int], st.SearchStrategy[Any]] = {}
+        self.free_object = _free_object(metadata_keys)
+        scalar = st.one_of(st.none(), st.booleans(), st.integers(0, 3), st.sampled_from(WORDS))
+        self.small_object = st.dictionaries(st.sampled_from(WORDS), scalar, max_size=1)
+        self.scalar = scalar
+
+    def resolve(self, node: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+        ref = node.get("$ref")
+        if ref is None:
+            return node, None
+        prefix = "#/$defs/"
+        if not ref.startswith(prefix) or ref[len(prefix) :] not in self.defs:
+            raise UnsupportedSchema(f"a $ref outside this schema's $defs: {ref!r}")
+        name = ref[len(prefix) :]
+        return self.defs[name], name
+
+    def build(
+        self, node: Mapping[str, Any], depth: int = 0, active: frozenset[str] = frozenset()
+    ) -> st.SearchStrategy[Any]:
+        """The strategy for ``node`` at object depth ``depth``, inside the definitions ``active``."""
+        node, name = self.resolve(node)
+        if name is None:
+            return self._build(node, depth, active)
+        if name in active:
+            return self._leaf(node, depth)
+        key = (name, min(depth, self.FREE_DEPTH + 1))  # below that depth every draw is the same
+        if key not in self.built:
+            self.built[key] = self._build(node, depth, active | {name})
+        return self.built[key]
+
+    def _build(self, node: Mapping[str, Any], depth: int, active: frozenset[str]) -> st.SearchStrategy[Any]:
+        unknown = set(node) - _HANDLED - _ANNOTATIONS
+        if unknown:
+            raise UnsupportedSchema(f"schema keywords the generator does not draw from: {sorted(unknown)}")
+        if "const" in node:
+            return st.just(node["const"])
+        if "enum" in node:
+            return st.sampled_from(node["enum"])
+        branches = node.get("anyOf") or node.get("oneOf")
+        if branches:
+            return st.one_of(*(self.build(branch, depth, active) for branch in branches))
+        kind = node.get("type")
+        if isinstance(kind, list):
+            return st.one_of(*(self.build({**node, "type": k}, depth, active) for k in kind))
+        if kind is None:  # any JSON value
+            free = self.free_object if depth <= self.FREE_DEPTH else self.small_object
+            return st.one_of(self.scalar, free, st.lists(self.scalar, max_size=MAX_ITEMS))
+        if kind == "object":
+            return self._object(node, depth, active)
+        if kind == "array":
+            return st.lists(self.build(node.get("items", {}), depth, active), max_size=MAX_ITEMS)
+        if kind == "string":
+            fmt = node.get("format")
+            if fmt is None:
+                return st.sampled_from(WORDS)
+            if fmt not in FORMATS:
+                raise UnsupportedSchema(f"string format the generator has no values for: {fmt!r}")
+            return FORMATS[fmt]
+        simple: dict[str, st.SearchStrategy[Any]] = {
+            "integer": st.integers(0, 3),
+            "number": st.sampled_from([0, 0.5, 2.0]),
+            "boolean": st.booleans(),
+            "null": st.none(),
+        }
+        if kind not in simple:
+            raise UnsupportedSchema(f"schema type the generator does not draw: {kind!r}")
+        return simple[kind]
+
+    def parts(self, node: Mapping[str, Any]) -> st.SearchStrategy[Json]:
+        """A message's part: the kinds that carry a ``tool_call_id`` (what repair pairs on) drawn
+        as often as all the others together, so calls, results and their damage are common."""
+        branches = node.get("oneOf") or node.get("anyOf") or [node]
+        pairing = [b for b in branches if "tool_call_id" in self.resolve(b)[0].get("properties", {})]
+        others = [b for b in branches if b not in pairing]
+        groups = [st.one_of(*(self.build(b, 1) for b in group)) for group in (pairing, others) if group]
+        return st.one_of(*groups)
+
+    def _leaf(self, node: Mapping[str, Any], depth: int) -> st.SearchStrategy[Any]:
+        """``node`` without recursion: only its branches that are plain values (a string, a number)."""
+        branches = node.get("anyOf") or node.get("oneOf") or [node]
+        plain = [b for b in branches if b.get("type") in {"string", "integer", "number", "boolean", "null"}]
+        if not plain:
+            raise UnsupportedSchema(f"a recursive definition with no plain branch: {json.dumps(node)[:200]}")
+        return st.one_of(*(self.build(b, depth) for b in plain))
+
+    def _object(self, node: Mapping[str, Any], depth: int, active: frozenset[str]) -> st.SearchStrategy[Json]:
+        properties: Mapping[str, Any] = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        if not properties:
+            if extra is True or extra is None:
+                return self.free_object if depth <= self.FREE_DEPTH else self.small_object
+            values = self.build(extra, depth + 1, active)
+            return st.dictionaries(st.sampled_from(WORDS), values, max_size=MAX_ITEMS)
+        required = set(node.get("required", ()))
+        drawn: dict[str, st.SearchStrategy[Any]] = {}
+        for key, schema in properties.items():
+            # a const names the variant a discriminated union dispatches on: every dump writes it
+            always = key in required or "const" in self.resolve(schema)[0]
+            if not always and depth > self.OPTIONAL_DEPTH:
+                continue
+            value = self.build(schema, depth + 1, active)
+            if schema.get("default") is not None:  # a value the release writes (and may dispatch on)
+                value = st.one_of(st.just(schema["default"]), value)
+            # each optional key is left out on a toss of its own: hypothesis's own optional keys
+            # keep about one in eight, which would leave a request's metadata out nearly always
+            drawn[key] = value if always else st.one_of(st.just(_ABSENT), value)
+        return st.fixed_dictionaries(drawn).map(_present)
+
+
+def _loads(adapter: Any, history: list[Json]) -> bool:
+    try:
+        adapter.validate_json(json.dumps(history))
+    except Exception:  # pydantic's ValidationError, or an error of the release's own (its UserError)
+        return False
+    return True
+
+
+def message_strategies(
+    schema: Mapping[str, Any], metadata_keys: tuple[str, ...], adapter: Any
+) -> tuple[st.SearchStrategy[Json], st.SearchStrategy[list[Json]]]:
+    """One message, and a history, of ``schema`` (a release's ``ModelMessagesTypeAdapter`` schema).
+
+    The schema does not say everything a release checks on load (a speech part's speaker must
+    match its message's kind; a capability part in the data voice needs a tag), so each part,
+    each message and each history is kept only where ``adapter`` (the same release's) loads it:
+    few draws are refused, since each level was drawn from parts that already load.
+    """
+    builder = SchemaStrategies(schema, metadata_keys)
+    messages = schema["items"].get("oneOf") or schema["items"].get("anyOf")
+    if schema.get("type") != "array" or not messages:
+        raise UnsupportedSchema("the history schema is not an array of message kinds")
+    kinds = []
+    for branch in messages:
+        message, name = builder.resolve(branch)
+        fields = {k: v for k, v in message["properties"].items() if k != "parts"}
+        envelope = {k: v["const"] for k, v in fields.items() if "const" in v}
+        rest = builder.build({**message, "properties": fields}, 0, frozenset({name or ""}))
+        part = builder.parts(message["properties"]["parts"]["items"])
+        part = part.filter(lambda p, e=envelope: _loads(adapter, [{**e, "parts": [p]}]))
+        drawn = st.tuples(rest, st.lists(part, max_size=MAX_PARTS)).map(lambda m: {**m[0], "parts": m[1]})
+        kinds.append(drawn.filter(lambda m: _loads(adapter, [m])))
+    one = st.one_of(*kinds)
+    # The length drawn first, evenly: a list strategy of such large elements stays short (one or
+    # two messages), and merges, dangling calls and orphans need several.
+    lengths = st.integers(0, MAX_MESSAGES)
+    history = lengths.flatmap(lambda n: st.lists(one, min_size=n, max_size=n))
+    return one, history.filter(lambda h: _loads(adapter, h))
+
+
+@cache
+def installed_schema() -> dict[str, Any]:
+    """The installed release's history schema."""
+    return pai.ModelMessagesTypeAdapter.json_schema()  # type: ignore[no-any-return]
+
+
+message, histories = message_strategies(
+    installed_schema(), release_metadata_keys(), pai.ModelMessagesTypeAdapter
+)
