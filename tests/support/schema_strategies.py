@@ -28,13 +28,17 @@ Every drawn history validates on the release that drew it (tests/repair/test_sch
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from types import ModuleType
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import messages as pai
+from schema_summary import literals
 
 from dsl import Json, ts
 
@@ -87,12 +91,12 @@ def release_metadata_keys(module: ModuleType = pai) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _free_object(keys: tuple[str, ...]) -> st.SearchStrategy[Json]:
-    """A free-form object: any of ``keys`` (and an application key), each holding a scalar or an
-    object of any of those keys holding scalars.
+def _free_objects(keys: tuple[str, ...]) -> tuple[st.SearchStrategy[Json], st.SearchStrategy[Json]]:
+    """Free-form objects of ``keys`` (and an application key): nested (each key holding a scalar
+    or an object of such keys holding scalars), and flat (each key holding a scalar).
 
-    Each key is drawn on its own (not one of many), so a flag nested under a namespace key, both
-    among the release's keys, is drawn about once in 32 objects.
+    Each key is drawn on its own toss (not one of many), so a flag nested under a namespace key,
+    both among the release's keys, is drawn about once in 32 nested objects.
     """
     scalar = st.sampled_from([True, False, 1, WORDS[0]])
     everyone = [*keys, APPLICATION_KEY]
@@ -100,7 +104,8 @@ def _free_object(keys: tuple[str, ...]) -> st.SearchStrategy[Json]:
     def tossed(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Json]:
         return st.fixed_dictionaries({k: st.one_of(st.just(_ABSENT), value) for k in everyone}).map(_present)
 
-    return tossed(st.one_of(scalar, tossed(scalar)))
+    flat = tossed(scalar)
+    return tossed(st.one_of(scalar, flat)), flat
 
 
 class SchemaStrategies:
@@ -110,22 +115,31 @@ class SchemaStrategies:
     definition met again inside itself draws only its branches that hold no further structure.
     Objects are drawn whole near the top (a message at depth 0, its parts and its own fields'
     objects at 1) and with their required keys alone deeper down (a part's file content, a
-    source, a recorded attempt's usage), and free-form objects are filled down to depth 2 (a
-    part's metadata and arguments) and kept to one entry below: the deep bookkeeping of a large
-    schema would otherwise cost most of each draw and crowd out the messages repair works on.
+    source, a recorded attempt's usage). Free-form objects are nested at a message's own fields
+    (its metadata), flat at a part's (its metadata and arguments) and of one plain entry below:
+    drawing a large schema's deep bookkeeping in full would cost most of each draw (hypothesis
+    spends its time per choice) and crowd out the messages repair works on.
     """
 
-    #: The deepest objects whose optional keys are drawn, and free-form objects filled.
+    #: The deepest objects whose optional keys are drawn.
     OPTIONAL_DEPTH = 1
-    FREE_DEPTH = 2
+    #: The deepest free-form objects drawn nested, and drawn flat.
+    NESTED_DEPTH = 1
+    FLAT_DEPTH = 2
 
     def __init__(self, schema: Mapping[str, Any], metadata_keys: tuple[str, ...]) -> None:
+        self.schema = schema
         self.defs: Mapping[str, Any] = schema.get("$defs", {})
         self.built: dict[tuple[str, int], st.SearchStrategy[Any]] = {}
-        self.free_object = _free_object(metadata_keys)
-        scalar = st.one_of(st.none(), st.booleans(), st.integers(0, 3), st.sampled_from(WORDS))
-        self.small_object = st.dictionaries(st.sampled_from(WORDS), scalar, max_size=1)
-        self.scalar = scalar
+        nested, flat = _free_objects(metadata_keys)
+        self.scalar = st.one_of(st.none(), st.booleans(), st.integers(0, 3), st.sampled_from(WORDS))
+        small = st.dictionaries(st.sampled_from(WORDS), self.scalar, max_size=1)
+        self.free_objects = (nested, flat, small)
+
+    def free_object(self, depth: int) -> st.SearchStrategy[Json]:
+        """A free-form object at object depth ``depth``."""
+        nested, flat, small = self.free_objects
+        return nested if depth <= self.NESTED_DEPTH else flat if depth <= self.FLAT_DEPTH else small
 
     def resolve(self, node: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
         ref = node.get("$ref")
@@ -146,7 +160,7 @@ class SchemaStrategies:
             return self._build(node, depth, active)
         if name in active:
             return self._leaf(node, depth)
-        key = (name, min(depth, self.FREE_DEPTH + 1))  # below that depth every draw is the same
+        key = (name, min(depth, self.FLAT_DEPTH + 1))  # below that depth every draw is the same
         if key not in self.built:
             self.built[key] = self._build(node, depth, active | {name})
         return self.built[key]
@@ -166,7 +180,7 @@ class SchemaStrategies:
         if isinstance(kind, list):
             return st.one_of(*(self.build({**node, "type": k}, depth, active) for k in kind))
         if kind is None:  # any JSON value
-            free = self.free_object if depth <= self.FREE_DEPTH else self.small_object
+            free = self.free_object(depth)
             return st.one_of(self.scalar, free, st.lists(self.scalar, max_size=MAX_ITEMS))
         if kind == "object":
             return self._object(node, depth, active)
@@ -211,7 +225,7 @@ class SchemaStrategies:
         extra = node.get("additionalProperties")
         if not properties:
             if extra is True or extra is None:
-                return self.free_object if depth <= self.FREE_DEPTH else self.small_object
+                return self.free_object(depth)
             values = self.build(extra, depth + 1, active)
             return st.dictionaries(st.sampled_from(WORDS), values, max_size=MAX_ITEMS)
         required = set(node.get("required", ()))
@@ -222,20 +236,38 @@ class SchemaStrategies:
             if not always and depth > self.OPTIONAL_DEPTH:
                 continue
             value = self.build(schema, depth + 1, active)
-            if schema.get("default") is not None:  # a value the release writes (and may dispatch on)
-                value = st.one_of(st.just(schema["default"]), value)
+            default = schema.get("default")
+            if default is not None and default not in literals(self.schema, schema):
+                value = st.one_of(st.just(default), value)  # a value the release writes, may dispatch on
             # each optional key is left out on a toss of its own: hypothesis's own optional keys
             # keep about one in eight, which would leave a request's metadata out nearly always
             drawn[key] = value if always else st.one_of(st.just(_ABSENT), value)
         return st.fixed_dictionaries(drawn).map(_present)
 
 
-def _loads(adapter: Any, history: list[Json]) -> bool:
+def loads(adapter: Any, history: list[Json]) -> bool:
+    """Whether ``adapter`` (a release's ``ModelMessagesTypeAdapter``) loads ``history``."""
     try:
-        adapter.validate_json(json.dumps(history))
+        with quiet():
+            adapter.validate_json(json.dumps(history))
     except Exception:  # pydantic's ValidationError, or an error of the release's own (its UserError)
         return False
     return True
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Loading without the release's own warnings (a capability part kind it has not registered
+    warns, and is drawn on purpose: a history written where that kind's module was imported)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic_ai\.")
+        yield
+
+
+def load(history: list[Json]) -> list[pai.ModelMessage]:
+    """A drawn history as the installed release loads it, quietly (see :func:`quiet`)."""
+    with quiet():
+        return pai.ModelMessagesTypeAdapter.validate_json(json.dumps(history))
 
 
 def message_strategies(
@@ -259,15 +291,18 @@ def message_strategies(
         envelope = {k: v["const"] for k, v in fields.items() if "const" in v}
         rest = builder.build({**message, "properties": fields}, 0, frozenset({name or ""}))
         part = builder.parts(message["properties"]["parts"]["items"])
-        part = part.filter(lambda p, e=envelope: _loads(adapter, [{**e, "parts": [p]}]))
-        drawn = st.tuples(rest, st.lists(part, max_size=MAX_PARTS)).map(lambda m: {**m[0], "parts": m[1]})
-        kinds.append(drawn.filter(lambda m: _loads(adapter, [m])))
+        part = part.filter(lambda p, e=envelope: loads(adapter, [{**e, "parts": [p]}]))
+        drawn = st.tuples(rest, _sized_lists(part, MAX_PARTS)).map(lambda m: {**m[0], "parts": m[1]})
+        kinds.append(drawn.filter(lambda m: loads(adapter, [m])))
     one = st.one_of(*kinds)
-    # The length drawn first, evenly: a list strategy of such large elements stays short (one or
-    # two messages), and merges, dangling calls and orphans need several.
-    lengths = st.integers(0, MAX_MESSAGES)
-    history = lengths.flatmap(lambda n: st.lists(one, min_size=n, max_size=n))
-    return one, history.filter(lambda h: _loads(adapter, h))
+    return one, _sized_lists(one, MAX_MESSAGES).filter(lambda h: loads(adapter, h))
+
+
+def _sized_lists(element: st.SearchStrategy[Any], most: int) -> st.SearchStrategy[list[Any]]:
+    """Lists of ``element`` whose length is drawn first, evenly from 0 to ``most``: hypothesis keeps
+    lists of large elements short (one or two messages, most messages with no part), and merges,
+    dangling calls and orphans need several."""
+    return st.integers(0, most).flatmap(lambda n: st.lists(element, min_size=n, max_size=n))
 
 
 @cache
@@ -279,3 +314,24 @@ def installed_schema() -> dict[str, Any]:
 message, histories = message_strategies(
     installed_schema(), release_metadata_keys(), pai.ModelMessagesTypeAdapter
 )
+
+
+def drawn(count: int, strategy: st.SearchStrategy[Any] = histories) -> list[Any]:
+    """``count`` draws of ``strategy``, the same on every call for the same release (derandomized):
+    for tests and tools that want a fixed list rather than a property."""
+    found: list[Any] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(value: Any) -> None:
+        found.append(value)
+
+    collect()
+    return found
