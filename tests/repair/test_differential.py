@@ -18,6 +18,7 @@ from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from corpus import CASES
 from dsl import Case, dump, load, load_history
 from generate import random_history
+from json_diff import differences
 from strict import pairing_problems
 
 pytestmark = pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="repair_messages arrived in 2.53.0")
@@ -80,6 +81,31 @@ def test_generated_histories_against_upstream(block: int) -> None:
             assert mine == theirs, (seed, last, dump(history))
             if last and not pairing_problems(theirs):
                 assert not pairing_problems(mine)
+
+
+#: Histories drawn from the installed release's own schema (tests/support/schema_strategies.py):
+#: every part kind, field and literal the release declares, its own metadata keys; in blocks.
+SCHEMA_BLOCKS = 4
+
+
+@pytest.mark.skipif(not CURRENT, reason="upstream matches the newest behaviour only from 2.60.0")
+@pytest.mark.parametrize("block", range(SCHEMA_BLOCKS))
+def test_schema_generated_histories_against_upstream(block: int) -> None:
+    """Each drawn history, both ``repair_last_response`` values: the same dump and the same messages.
+    A failure names the first paths that differ (``[2].parts[0].ui_visibility: None != 'private'``)."""
+    import schema_strategies
+
+    histories = schema_strategies.sample()
+    per_block = -(-len(histories) // SCHEMA_BLOCKS)
+    failures = []
+    for index in range(block * per_block, min(len(histories), (block + 1) * per_block)):
+        history = schema_strategies.load(histories[index])
+        for last in (True, False):
+            theirs, mine = upstream(history, last), ours(history, last)
+            found = differences(dump(mine), dump(theirs))
+            if found or mine != theirs:
+                failures.append(f"history {index}, repair_last_response={last}: {found or 'equal dumps'}")
+    assert not failures, "\n".join(failures)
 
 
 def test_known_divergences_name_corpus_cases() -> None:

@@ -10,24 +10,21 @@ walker's rules are checked on small schemas of its own.
 from __future__ import annotations
 
 import types
-from functools import cache
 from typing import Any
 
 import pytest
-import schema_strategies
 from hypothesis import strategies as st
 from packaging.version import Version
 from pydantic_ai import messages as pai
-from schema_strategies import SchemaStrategies, UnsupportedSchema, drawn, loads, release_metadata_keys
-from schema_summary import summarize
 
 from histfix._release.pinned import NEWEST, PINNED_RELEASES
 
+import schema_strategies
 from conftest import PYDANTIC_AI
 from dsl import Json
+from schema_strategies import SchemaStrategies, UnsupportedSchema, drawn, loads, release_metadata_keys
+from schema_summary import literals, summarize
 
-#: Histories drawn per release for these checks (the differential draws the same ones: cached).
-SAMPLE = 100
 #: The reach checks cost about 8 s a release; they run where a schema is new to the suite: on the
 #: oldest and the newest pinned release, and on any newer one (`nox -s latest`). The walker is
 #: the same code on every release, and its rules are checked on every one below.
@@ -37,9 +34,8 @@ reach = pytest.mark.skipif(
 )
 
 
-@cache
 def sample() -> list[list[Json]]:
-    return drawn(SAMPLE)
+    return schema_strategies.sample()  # the differential's histories too (drawn once per process)
 
 
 @reach
@@ -47,7 +43,7 @@ def test_every_draw_is_kept_and_loads() -> None:
     """The filters that keep only what the release loads refuse few draws: hypothesis gives up
     on a strategy that refuses too many, and fewer histories come back than asked for."""
     histories = sample()
-    assert len(histories) == SAMPLE
+    assert len(histories) == schema_strategies.SAMPLE_SIZE
     schema_strategies.load([m for h in histories for m in h])
 
 
@@ -69,38 +65,54 @@ def test_every_part_kind_the_schema_declares_is_drawn() -> None:
     assert sorted(_drawn_values(sample())) == sorted(declared)
 
 
-#: Draws of each part kind alone, for the literal values of its fields.
+#: Draws of a part kind alone, where the sample left one of its literals undrawn.
 PART_DRAWS = 60
+
+
+def _undrawn(schema: dict[str, Any], seen: dict[str, dict[str, set[str]]]) -> list[tuple[str, str, Any]]:
+    return [
+        (kind, field, value)
+        for kind, fields in summarize(schema).items()
+        if kind.startswith("part ")
+        for field, values in fields.items()
+        if "." not in field  # a part's own fields (nested objects are drawn with required keys alone)
+        for value in values
+        if value not in seen.get(kind, {}).get(field, set())
+    ]
 
 
 @reach
 def test_every_literal_value_of_a_parts_fields_is_drawn() -> None:
     """Each value a part's own field declares (an ``outcome``, a ``ui_visibility``, an
-    ``authority``) is drawn for that part kind; nested objects are drawn with their required keys
-    alone, so their optional fields are left out here."""
+    ``authority``) is drawn for that part kind: in the sample, or else in draws of that part kind
+    alone (a rare kind's rare value)."""
     schema = schema_strategies.installed_schema()
+    seen = _drawn_values(sample())
+    rare = {kind for kind, _, _ in _undrawn(schema, seen)}
     builder = SchemaStrategies(schema, release_metadata_keys())
-    seen: dict[str, dict[str, set[str]]] = {}
     for branch_of_message in schema["items"]["oneOf"]:
         message = builder.resolve(branch_of_message)[0]
         envelope = {"kind": message["properties"]["kind"]["const"]}
         for branch in message["properties"]["parts"]["items"]["oneOf"]:
+            if (
+                not rare
+                & {
+                    f"part {v}"
+                    for v in literals(
+                        schema, builder.resolve(branch)[0].get("properties", {}).get("part_kind", {})
+                    )
+                }
+                and "oneOf" not in branch
+            ):
+                continue
             part = builder.build(branch, 1).filter(
                 lambda p, e=envelope: loads(pai.ModelMessagesTypeAdapter, [{**e, "parts": [p]}])
             )
             for kind, fields in _drawn_values([[{"parts": drawn(PART_DRAWS, part)}]]).items():
                 for field, values in fields.items():
                     seen.setdefault(kind, {}).setdefault(field, set()).update(values)
-    missing = [
-        f"{kind}.{field}={value!r}"
-        for kind, fields in summarize(schema).items()
-        if kind.startswith("part ")
-        for field, values in fields.items()
-        if "." not in field
-        for value in values
-        if value not in seen[kind].get(field, set())
-    ]
-    assert not missing, f"declared but never drawn in {PART_DRAWS} draws of the part kind: {missing}"
+    missing = [f"{kind}.{field}={value!r}" for kind, field, value in _undrawn(schema, seen)]
+    assert not missing, f"declared but never drawn: {missing}"
 
 
 @reach

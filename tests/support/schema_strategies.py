@@ -38,9 +38,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import messages as pai
-from schema_summary import literals
 
 from dsl import Json, ts
+from schema_summary import literals
 
 #: The pool every free string is drawn from: few values, so ids and names collide and repeat.
 WORDS = ("a", "b", "c", "d")
@@ -92,20 +92,22 @@ def release_metadata_keys(module: ModuleType = pai) -> tuple[str, ...]:
 
 
 def _free_objects(keys: tuple[str, ...]) -> tuple[st.SearchStrategy[Json], st.SearchStrategy[Json]]:
-    """Free-form objects of ``keys`` (and an application key): nested (each key holding a scalar
-    or an object of such keys holding scalars), and flat (each key holding a scalar).
+    """Free-form objects of ``keys`` (and an application key): nested (each key holding an object
+    of such keys holding scalars, or a scalar), and flat (each key holding a scalar).
 
     Each key is drawn on its own toss (not one of many), so a flag nested under a namespace key,
-    both among the release's keys, is drawn about once in 32 nested objects.
+    both among the release's keys, is drawn in about one nested object in ten. Hypothesis draws
+    the first of ``one_of``'s branches more often than the others, so a key's value comes first
+    and its absence second, and the nested object before the scalar.
     """
     scalar = st.sampled_from([True, False, 1, WORDS[0]])
     everyone = [*keys, APPLICATION_KEY]
 
     def tossed(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Json]:
-        return st.fixed_dictionaries({k: st.one_of(st.just(_ABSENT), value) for k in everyone}).map(_present)
+        return st.fixed_dictionaries({k: st.one_of(value, st.just(_ABSENT)) for k in everyone}).map(_present)
 
     flat = tossed(scalar)
-    return tossed(st.one_of(scalar, flat)), flat
+    return tossed(st.one_of(flat, scalar)), flat
 
 
 class SchemaStrategies:
@@ -335,3 +337,16 @@ def drawn(count: int, strategy: st.SearchStrategy[Any] = histories) -> list[Any]
 
     collect()
     return found
+
+
+#: How many histories :func:`sample` draws: in the first 200 on 2.78.0, six merge a request
+#: holding the reserved namespace's pause flag with one that does not, and 65 synthesize a return
+#: for a call with a ``ui_visibility``.
+SAMPLE_SIZE = 200
+
+
+@cache
+def sample() -> list[list[Json]]:
+    """:data:`SAMPLE_SIZE` drawn histories, once per process (the differential and the reach
+    checks share them): about 8 s of drawing on 2.78.0, 2 s on 1.0.0."""
+    return drawn(SAMPLE_SIZE)
