@@ -24,6 +24,7 @@ allows parallel runs, so nox says it ignores --parallel and runs them sequential
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -475,18 +476,69 @@ def sweep(session: nox.Session) -> None:
     session.run(sys.executable, "tools/sweep.py", "--uv", UV, "--record", str(record), *session.posargs)
 
 
+#: Schema-drawn histories per release in `latest`'s report (about a minute of drawing and probing).
+LATEST_EXAMPLES = 400
+
+
+def latest_options(posargs: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """`nox -s latest -- [--pinned X] [--newest Y] [--examples N] [pytest args]`."""
+    parser = argparse.ArgumentParser(prog="nox -s latest --", add_help=False)
+    parser.add_argument(
+        "--pinned", default=NEWEST, help="the release to compare with (default: the newest pinned)"
+    )
+    parser.add_argument("--newest", help="the release to watch (default: the newest on the index)")
+    parser.add_argument("--examples", type=int, default=LATEST_EXAMPLES)
+    return parser.parse_known_args(posargs)
+
+
 @nox.session
 def latest(session: nox.Session) -> None:
-    """Canary: the differential suite on the newest pydantic-ai-slim on PyPI (unpinned, network).
+    """Canary: what the newest pydantic-ai-slim on the index changes, against the newest pinned (network).
 
-    Red when upstream repair_messages stops matching histfix's walk; the failing test ids name the
-    corpus histories that differ.
+    `tools/release_watch.py report` names the schema's new part kinds, fields, literal values and
+    metadata keys, the walk against upstream (schema-drawn and corpus histories), upstream's repair
+    changing between the two releases and `histfix.load_json` both ways; then the differential suite
+    runs. Red on any difference. `-- --pinned 2.68.0 --newest 2.78.0` replays a past release.
     """
-    session.install("--upgrade", "-e", ".", "pydantic-ai-slim", *TEST_TOOLS)
+    options, pytest_args = latest_options(session.posargs)
+    newest = [f"pydantic-ai-slim=={options.newest}", *release_pins(options.newest)] if options.newest else []
+    session.install("--upgrade", "-e", ".", *(newest or ["pydantic-ai-slim"]), *TEST_TOOLS)
     code = "from importlib.metadata import version; print(version('pydantic-ai-slim'))"
     installed = (session.run("python", "-c", code, silent=True) or "").strip()
-    session.log(f"newest pydantic-ai-slim on PyPI: {installed} (newest pinned: {NEWEST})")
-    session.run("python", "-m", "pytest", "-rf", "tests/repair/test_differential.py", *session.posargs)
+    session.log(f"watching pydantic-ai-slim {installed} against {options.pinned}")
+    # The pinned release in an environment of its own beside the session's, from the wheelhouse when
+    # it holds the release (as it does every pinned one), else from the index.
+    pinned = Path(session.virtualenv.location).parent / f"latest-pinned-{options.pinned}"
+    python = session.run("python", "-c", "import sys; print(sys.executable)", silent=True)
+    session.run(
+        UV, "venv", "--quiet", "--allow-existing", "--python", str(python).strip(), str(pinned), external=True
+    )
+    offline = (
+        ["--find-links", str(WHEELHOUSE)]
+        if (WHEELHOUSE / f"pydantic_ai_slim-{options.pinned}-py3-none-any.whl").exists()
+        else []
+    )
+    requirements = release_requirements(options.pinned, *TEST_TOOLS)
+    pinned_python = str(pinned / "bin" / "python")
+    install_pinned = [
+        UV,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        pinned_python,
+        *offline,
+        "-e",
+        ".",
+        *requirements,
+    ]
+    session.run(*install_pinned, external=True, env=INSTALL_ENV)
+    verdict = Path(session.create_tmp()) / "release-watch"
+    report = ["python", "tools/release_watch.py", "report", "--pinned-python", pinned_python]
+    session.run(*report, "--examples", str(options.examples), "--workdir", str(verdict), success_codes=[0, 1])
+    session.run("python", "-m", "pytest", "-rf", "tests/repair/test_differential.py", *pytest_args)
+    if (verdict / "verdict").read_text().strip() != "0":
+        session.error("the release watch found differences (above): see docs/contributing/new-release.md")
 
 
 @nox.session(python=False)

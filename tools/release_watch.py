@@ -288,6 +288,7 @@ def report(pinned_python: str, examples: int, workdir: Path) -> int:
     ]
     text, status = render(old["version"], new["version"], sections)
     print(text)
+    (workdir / "verdict").write_text(f"{status}\n")  # for a caller that lets the exit status pass
     return status
 
 
