@@ -26,6 +26,8 @@ from conftest import PYDANTIC_AI
 from dsl import MARKER, Json, load
 from emulators import PROVIDER_APIS
 from fuzz_strategies import histories
+from schema_strategies import histories as schema_histories
+from schema_strategies import quiet
 from strict import pairing_problems
 
 #: The releases that run the full derandomized set in CI: the oracle releases (2.60.0, the first whose
@@ -183,3 +185,20 @@ def test_properties(raw: list[Json], target: str) -> None:
     for check_property in PROPERTIES:
         check_property(history)
     profile_idempotent_deterministic_and_pure(history, target)
+
+
+#: Histories drawn from the installed release's own schema (tests/support/schema_strategies.py):
+#: every part kind and field it declares, which the histories above name only as far as someone
+#: wrote them. A draw costs about ten times one of those, hence a fifth as many examples.
+SCHEMA_EXAMPLES = max(1, EXAMPLES // 5)
+
+
+@settings(fuzz, max_examples=SCHEMA_EXAMPLES)
+@given(schema_histories, _targets)
+def test_properties_on_schema_histories(raw: list[Json], target: str) -> None:
+    """The same properties on histories of every part kind and field the release declares."""
+    with quiet():
+        history = load(raw)
+        for check_property in PROPERTIES:
+            check_property(history)
+        profile_idempotent_deterministic_and_pure(history, target)
