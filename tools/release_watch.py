@@ -95,8 +95,8 @@ def _pattern(line: str) -> str:
 
 
 def grouped(found: Mapping[str, list[str]], by: Callable[[str], str] = _pattern) -> list[str]:
-    """``{history name: difference lines}`` as one line per group (``by``: the line's path with
-    list indexes left out), most histories first: the count of histories, and the first example."""
+    """``{case name: difference lines}`` as one line per group (``by``: the line's path with
+    list indexes left out), most cases first: the count of cases, and the first example."""
     groups: dict[str, list[str]] = {}
     for name, lines in found.items():
         for line in lines:
@@ -104,7 +104,7 @@ def grouped(found: Mapping[str, list[str]], by: Callable[[str], str] = _pattern)
             if not examples or examples[-1].split(": ", 1)[0] != name:
                 examples.append(f"{name}: {line}")
     return [
-        f"{pattern}  ({len(examples)} histories; e.g. {'; '.join(examples[:EXAMPLES_SHOWN])})"
+        f"{pattern}  ({len(examples)} cases; e.g. {'; '.join(examples[:EXAMPLES_SHOWN])})"
         for pattern, examples in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     ]
 

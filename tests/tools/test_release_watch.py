@@ -99,8 +99,8 @@ def test_differences_are_grouped_by_path_without_indexes() -> None:
         "drawn 9": ["[3].parts[0].ui_visibility: None != 'private'"],
     }
     assert grouped(found) == [
-        "[].parts[].ui_visibility  (2 histories; e.g. drawn 1: [2].parts[0].ui_visibility: None != 'private')",
-        "[].metadata.__ns__.pause  (1 histories; e.g. drawn 7: [1].metadata.__ns__.pause: True != <missing>)",
+        "[].parts[].ui_visibility  (2 cases; e.g. drawn 1: [2].parts[0].ui_visibility: None != 'private')",
+        "[].metadata.__ns__.pause  (1 cases; e.g. drawn 7: [1].metadata.__ns__.pause: True != <missing>)",
     ]
 
 
