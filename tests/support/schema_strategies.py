@@ -31,7 +31,7 @@ import json
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from types import ModuleType
 from typing import Any
 
@@ -272,6 +272,11 @@ def load(history: list[Json]) -> list[pai.ModelMessage]:
         return pai.ModelMessagesTypeAdapter.validate_json(json.dumps(history))
 
 
+def _loads_alone(adapter: Any, envelope: Json, part: Json) -> bool:
+    """Whether ``adapter`` loads ``part`` as the only part of a message ``envelope``."""
+    return loads(adapter, [{**envelope, "parts": [part]}])
+
+
 def message_strategies(
     schema: Mapping[str, Any], metadata_keys: tuple[str, ...], adapter: Any
 ) -> tuple[st.SearchStrategy[Json], st.SearchStrategy[list[Json]]]:
@@ -293,7 +298,7 @@ def message_strategies(
         envelope = {k: v["const"] for k, v in fields.items() if "const" in v}
         rest = builder.build({**message, "properties": fields}, 0, frozenset({name or ""}))
         part = builder.parts(message["properties"]["parts"]["items"])
-        part = part.filter(lambda p, e=envelope: loads(adapter, [{**e, "parts": [p]}]))
+        part = part.filter(partial(_loads_alone, adapter, envelope))
         drawn = st.tuples(rest, _sized_lists(part, MAX_PARTS)).map(lambda m: {**m[0], "parts": m[1]})
         kinds.append(drawn.filter(lambda m: loads(adapter, [m])))
     one = st.one_of(*kinds)
@@ -310,7 +315,7 @@ def _sized_lists(element: st.SearchStrategy[Any], most: int) -> st.SearchStrateg
 @cache
 def installed_schema() -> dict[str, Any]:
     """The installed release's history schema."""
-    return pai.ModelMessagesTypeAdapter.json_schema()  # type: ignore[no-any-return]
+    return pai.ModelMessagesTypeAdapter.json_schema()
 
 
 message, histories = message_strategies(
