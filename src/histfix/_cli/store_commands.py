@@ -320,6 +320,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from ..store._record import Options
     from ..store._runner import default_jobs, repair_source
     from ..store._summary import Summary
+    from ..store._workers import WorkerLost
 
     backup: BatchBackup | None = None
     summary = Summary()
@@ -361,6 +362,8 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
             )
     except StoreError as exc:
         return _fail(f"{exc}{_resume_hint(backup)}")
+    except WorkerLost as exc:
+        return _fail(f"{exc}: the run stopped there{_resume_hint(backup)}")
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
         return EXIT_INTERRUPTED

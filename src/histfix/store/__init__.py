@@ -18,6 +18,7 @@ from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
 from ._upgrade import PairRecord, ReleaseSummary, UpgradeCheck, UpgradeResult, check_upgrade
 from ._url import open_source, parse_table_url
+from ._workers import WorkerLost
 
 __all__ = [
     "KEY_FIELDS",
@@ -38,6 +39,7 @@ __all__ = [
     "TableSpec",
     "UpgradeCheck",
     "UpgradeResult",
+    "WorkerLost",
     "WriteOutcome",
     "check_upgrade",
     "examine",

@@ -1,31 +1,28 @@
 """Runs the per-history record over a store: batches, worker processes, ordered output, writes.
 
-Batches stream from the source to ``jobs`` worker processes with at most ``2 * jobs`` batches in
-flight, so memory stays bounded whatever the store's size, and results come back in the order
-read, so output is deterministic. The source is read and written in this process only; workers
-see raw bytes and return records.
+Batches stream from the source to ``jobs`` worker processes (:mod:`._workers`) with at most
+``2 * jobs`` batches in flight, so memory stays bounded whatever the store's size, and results
+come back in the order read, so output is deterministic. The source is read and written in this
+process only; workers see raw bytes and return records, and hold nothing of the store.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice
 
 from ._backup import BatchBackup
-from ._record import Options, Record, examine
+from ._record import Options, Record
 from ._source import Replacement, Source, Stored, WriteOutcome
+from ._workers import Item, WorkerLost, Workers, can_start_workers, examine_items
 
 __all__ = ["RepairResult", "default_jobs", "examine_all", "examine_batches", "repair_source"]
 
 #: A whole-store rewrite (JSONL) gathers replacements up to this many bytes before it writes.
 WHOLE_STORE_WRITE_BYTES = 64 << 20
-
-Item = tuple[str, bytes, str | None]
 
 
 def default_jobs() -> int:
@@ -36,48 +33,41 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _examine_batch(batch: list[Item], options: Options) -> list[Record]:
-    return [examine(key, raw, options, error=error) for key, raw, error in batch]
+def _items(batch: list[Stored]) -> list[Item]:
+    return [(s.key, s.raw, s.error) for s in batch]
 
 
-def _worker_start() -> None:
-    # Ctrl-C is the parent's to handle; workers just stop when it shuts the pool down.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import histfix
-
-    histfix.backend_info()  # imports pydantic-ai once, before the first batch
+def _returned(workers: Workers, batch: list[Stored], worker: int) -> tuple[list[Stored], list[Record]]:
+    try:
+        return batch, workers.receive(worker)
+    except WorkerLost as lost:
+        span = f"the histories {batch[0].key!r} to {batch[-1].key!r}" if batch else "an empty batch"
+        raise WorkerLost(f"{lost} while it examined {span}") from None
 
 
 def examine_batches(
     batches: Iterable[list[Stored]], options: Options, *, jobs: int = 1
 ) -> Iterator[tuple[list[Stored], list[Record]]]:
-    """Each batch with its records, in the order given, examined by ``jobs`` processes."""
+    """Each batch with its records, in the order given, examined by ``jobs`` worker processes
+    (:mod:`._workers`); WorkerLost if one ends before it returns a batch."""
     iterator = iter(batches)
     first = list(islice(iterator, 2))
     # A store of one batch is done before worker processes would have started.
-    if jobs <= 1 or len(first) < 2:
+    if jobs <= 1 or len(first) < 2 or not can_start_workers():
         for batch in chain(first, iterator):
-            yield batch, _examine_batch([(s.key, s.raw, s.error) for s in batch], options)
+            yield batch, examine_items(_items(batch), options)
         return
-    batches = chain(first, iterator)
-    import histfix
-
-    histfix.backend_info()  # so forked workers start with pydantic-ai already imported
-    in_flight: deque[tuple[list[Stored], Future[list[Record]]]] = deque()
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start) as pool:
-        try:
-            for batch in batches:
-                items = [(s.key, s.raw, s.error) for s in batch]
-                in_flight.append((batch, pool.submit(_examine_batch, items, options)))
-                if len(in_flight) >= 2 * jobs:
-                    done, future = in_flight.popleft()
-                    yield done, future.result()
-            while in_flight:
-                done, future = in_flight.popleft()
-                yield done, future.result()
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    # Batch n goes to worker n % jobs, and each worker answers in order, so the records come
+    # back in the order read whichever worker is faster.
+    in_flight: deque[tuple[list[Stored], int]] = deque()
+    with Workers(jobs, options) as workers:
+        for number, batch in enumerate(chain(first, iterator)):
+            workers.send(number % jobs, _items(batch))
+            in_flight.append((batch, number % jobs))
+            if len(in_flight) >= 2 * jobs:
+                yield _returned(workers, *in_flight.popleft())
+        while in_flight:
+            yield _returned(workers, *in_flight.popleft())
 
 
 def examine_all(
