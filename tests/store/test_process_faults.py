@@ -1,8 +1,9 @@
 """Faults as production delivers them, to one process and not its group: ``kill -9`` of the run
-alone (as the OOM killer or a container runtime does) and ``kill -9`` of one of its workers.
+alone (as the OOM killer or a container runtime does), ``kill -9`` of one of its workers, and
+SIGTERM (to the process, and to its group) wherever the run waits.
 
 After each: no histfix process left, every history the original or the repair, and ``--resume``
-finishing within its time limit, with ``--jobs 2`` (``--jobs 1`` has no workers to leave).
+finishing within its time limit, with ``--jobs 1`` and ``--jobs 2``.
 """
 
 from __future__ import annotations
@@ -216,6 +217,30 @@ def test_sqlite_kill_9_of_one_worker_stops_the_run_with_one_line_and_resume_fini
     assert status == 2, err
     assert err.count("\n") == 1 and f"histfix: worker process {victim} was killed by SIGKILL" in err, err
     assert "--resume continues after it" in err
+    assert_no_process_left(run)
+    assert_each_old_or_new(store, old, new)
+    assert_sqlite_resume_finishes(store, backup, new)
+    capsys.readouterr()
+
+
+def test_sigterm_while_workers_compute_ends_them_and_stops_the_run_with_143(
+    tmp_path: Path, runs: Callable[..., Run], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    old, new = store.values(), expected(store)
+    backup = tmp_path / "backup.jsonl"
+    run = runs(*sqlite_args(store, backup, 2))
+    run.lines(4)
+    workers = run.find_workers(2)
+    for pid in workers:  # frozen mid-batch: the run can only wait for them
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    sent = time.monotonic()
+    os.kill(run.pid, signal.SIGTERM)
+    status, err = run.finish()
+    assert time.monotonic() - sent < 5, "SIGTERM was not obeyed at once"
+    assert status == 143, err
+    assert err.count("\n") == 1 and err.startswith("histfix: terminated (SIGTERM); written through"), err
     assert_no_process_left(run)
     assert_each_old_or_new(store, old, new)
     assert_sqlite_resume_finishes(store, backup, new)

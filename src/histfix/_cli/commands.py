@@ -19,8 +19,11 @@ from .. import __version__
 from .shared import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     InputError,
     Parser,
+    Terminated,
     add_provider,
     check_environment,
     described,
@@ -633,15 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the process is, so that ``finally`` and cleanup code run."""
-
-
 def _terminate(signum: int, frame: object) -> None:
-    raise _Terminated
-
-
-EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
+    raise Terminated
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -663,7 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except _Terminated:
+    except Terminated:
         return EXIT_TERMINATED
     finally:
         if previous is not None:

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_BROKEN_PIPE",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
     "InputError",
     "Parser",
+    "Terminated",
     "add_provider",
     "check_environment",
     "described",
@@ -28,6 +31,19 @@ EXIT_BAD_INPUT = 2
 #: When stdout's reader went away (``histfix scan ... | head``): the status a shell shows for a
 #: tool that SIGPIPE ended (128 + 13), as ``cat`` or ``grep`` end there.
 EXIT_BROKEN_PIPE = 128 + 13
+#: Stopped by Ctrl-C (SIGINT, 2) and by SIGTERM (15): 128 + the signal's number, as a shell shows it.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + 2, 128 + 15
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised where the process is so that ``finally`` and cleanup code run, and stopped
+    at as Ctrl-C is. A SystemExit, because that is what a database driver treats as Ctrl-C
+    (psycopg cancels the statement it waits on for KeyboardInterrupt and SystemExit alike, where
+    any other exception leaves the statement running while its rollback waits for it); and
+    should it escape every handler, the interpreter exits 143 without a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(EXIT_TERMINATED)
 
 
 def stdout_gone() -> None:

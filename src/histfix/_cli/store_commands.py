@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 
+from .shared import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+
 TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
 
-EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_BATCH_SIZE = 500
 #: Seconds ``--dask ADDRESS`` waits for the scheduler to answer.
 DASK_CONNECT_TIMEOUT = 10
@@ -300,6 +302,15 @@ def _resume_hint(backup: BatchBackup | None) -> str:
     return f"; written through {backup.last_committed!r}, --resume continues after it"
 
 
+def _stopped(stop: BaseException, where: str = "") -> int:
+    """Ctrl-C or SIGTERM: the one line saying so (and ``where`` the run got to), and its status."""
+    if isinstance(stop, Terminated):
+        print(f"histfix: terminated (SIGTERM){where}", file=sys.stderr)
+        return EXIT_TERMINATED
+    print(f"histfix: interrupted{where}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def _quiet_driver_logs() -> None:
     """The command reports a store's failure in one line itself; a database driver's own warning
     about cleaning up after it (psycopg's "error ignored terminating ...", printed by logging's
@@ -364,9 +375,8 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
         return _fail(f"{exc}{_resume_hint(backup)}")
     except WorkerLost as exc:
         return _fail(f"{exc}: the run stopped there{_resume_hint(backup)}")
-    except KeyboardInterrupt:
-        print(f"histfix: interrupted{_resume_hint(backup)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, Terminated) as stop:
+        return _stopped(stop, _resume_hint(backup))
     except BrokenPipeError:
         if backup is not None:  # a --write run stops between batches: say where, as for Ctrl-C
             print(f"histfix: output closed, stopped{_resume_hint(backup)}", file=sys.stderr)
@@ -444,9 +454,8 @@ def _run_dask(args: argparse.Namespace) -> int:
         )
     except (OSError, TimeoutError) as exc:
         return _fail(f"the Dask cluster went away ({first_line(exc)}); the scan did not complete")
-    except KeyboardInterrupt:
-        print("histfix: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, Terminated) as stop:
+        return _stopped(stop)
     finally:
         if progress is not None:
             progress.close()
@@ -547,11 +556,8 @@ def _restore(args: argparse.Namespace) -> int:
             result = restore(args.backup, source)
     except ValueError as exc:  # StoreError too
         return _fail(str(exc))
-    except KeyboardInterrupt:
-        print(
-            "histfix: interrupted; run restore again to finish (restored ones are skipped)", file=sys.stderr
-        )
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, Terminated) as stop:
+        return _stopped(stop, "; run restore again to finish (restored ones are skipped)")
     for key, reason in result.skipped:
         print(f"histfix: {key}: not restored: {reason}", file=sys.stderr)
     already = f" ({result.already:,} already held their original)" if result.already else ""
