@@ -1,6 +1,7 @@
 """Faults as production delivers them, to one process and not its group: ``kill -9`` of the run
-alone (as the OOM killer or a container runtime does), ``kill -9`` of one of its workers, and
-SIGTERM (to the process, and to its group) wherever the run waits.
+alone (as the OOM killer or a container runtime does), ``kill -9`` of one of its workers, SIGTERM
+(to the process, and to its group) wherever the run waits, and a database another connection
+holds locked.
 
 After each: no histfix process left, every history the original or the repair, and ``--resume``
 finishing within its time limit, with ``--jobs 1`` and ``--jobs 2``.
@@ -30,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STEP = 60
 #: How soon workers must be gone once the run is killed.
 WORKERS_GONE_WITHIN = 1.0
+#: The tests' --lock-timeout (seconds): short, so a held row costs the test little.
+LOCK_TIMEOUT = "0.5"
 
 
 # --- processes -----------------------------------------------------------------------------------
@@ -208,7 +211,7 @@ def test_sqlite_kill_9_of_one_worker_stops_the_run_with_one_line_and_resume_fini
     old, new = store.values(), expected(store)
     backup = tmp_path / "backup.jsonl"
     with database_locked(store.path):
-        run = runs(*sqlite_args(store, backup, 2))
+        run = runs(*sqlite_args(store, backup, 2, "--lock-timeout", "60"))
         run.lines(2)  # the first batch's records: its write now waits for the lock
         victim, _ = run.find_workers(2)
         os.kill(victim, signal.SIGKILL)
@@ -245,3 +248,47 @@ def test_sigterm_while_workers_compute_ends_them_and_stops_the_run_with_143(
     assert_each_old_or_new(store, old, new)
     assert_sqlite_resume_finishes(store, backup, new)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("jobs", "group"), [(1, True), (2, False)])
+def test_sqlite_sigterm_while_the_database_is_locked_stops_the_run_at_once_with_143(
+    tmp_path: Path, jobs: int, group: bool, runs: Callable[..., Run], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    old, new = store.values(), expected(store)
+    backup = tmp_path / "backup.jsonl"
+    with database_locked(store.path):
+        run = runs(*sqlite_args(store, backup, jobs, "--lock-timeout", "60"))
+        run.lines(2)
+        if jobs > 1:
+            run.find_workers(jobs)
+        time.sleep(0.3)  # into the write's wait for the lock
+        sent = time.monotonic()
+        if group:
+            os.killpg(run.pid, signal.SIGTERM)
+        else:
+            os.kill(run.pid, signal.SIGTERM)
+        status, err = run.finish()
+        assert time.monotonic() - sent < 5, "SIGTERM was not obeyed at once"
+    assert status == 143, err
+    assert err.count("\n") == 1 and err.startswith("histfix: terminated (SIGTERM); written through"), err
+    assert_no_process_left(run)
+    assert store.values() == old
+    assert_sqlite_resume_finishes(store, backup, new)
+    capsys.readouterr()
+
+
+def test_sqlite_a_database_another_connection_keeps_locked_stops_the_run_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One job: the run itself writes (the SIGTERM tests hold the file under two jobs too).
+    store = StoreUnderTest("sqlite-text", tmp_path)
+    before, new = store.snapshot(), expected(store)
+    backup = tmp_path / "backup.jsonl"
+    with database_locked(store.path), within(STEP):
+        assert main(sqlite_args(store, backup, 1, "--lock-timeout", LOCK_TIMEOUT)) == 2
+    err = capsys.readouterr().err
+    locked = "the database is locked: another connection has held it for over 0.5 s (the lock timeout)"
+    assert err.count("\n") == 1 and err.startswith(f"histfix: {store.url}: {locked}; written through"), err
+    assert store.snapshot() == before
+    assert_sqlite_resume_finishes(store, backup, new)

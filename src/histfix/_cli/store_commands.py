@@ -28,6 +28,9 @@ __all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
 
 EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_BATCH_SIZE = 500
+#: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT), here
+#: without importing the store for ``--help``.
+DEFAULT_LOCK_TIMEOUT = 5.0
 #: Seconds ``--dask ADDRESS`` waits for the scheduler to answer.
 DASK_CONNECT_TIMEOUT = 10
 
@@ -83,6 +86,24 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jsonl", action="store_true", help="print one JSON record per history instead of the summary"
     )
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for an SQLite database file another connection holds locked "
+        f"({DEFAULT_LOCK_TIMEOUT:g}); a file still locked then stops the run",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
 
 
 def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
@@ -338,7 +359,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     started = time.perf_counter()
     try:
         _checked_provider(args.provider)
-        source = open_source(args.source)
+        source = open_source(args.source, lock_timeout=args.lock_timeout)
     except ValueError as exc:
         return _fail(str(exc))
     progress: _Progress | None = None

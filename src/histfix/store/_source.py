@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
     "RangeSource",
     "Replacement",
     "Source",
@@ -26,6 +27,12 @@ __all__ = [
     "WriteOutcome",
     "first_line",
 ]
+
+
+#: Seconds a statement waits for the database file (SQLite) that another connection holds
+#: locked, before it gives up on it (``--lock-timeout``): long enough for an application's own
+#: short transactions, short enough that a repair never stalls on one that stays open.
+DEFAULT_LOCK_TIMEOUT = 5.0
 
 
 def first_line(exc: BaseException) -> str:

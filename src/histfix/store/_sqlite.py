@@ -6,24 +6,41 @@ invalid UTF-8 is reported rather than replaced, and written back as the type the
 is one transaction whose UPDATE compares the stored bytes in its WHERE clause. A backup table
 (``--backup table:NAME``, :class:`SQLiteBackupTable`) lives in the same file and is written in
 that same transaction.
+
+SQLite locks the whole file, not rows: a statement that finds it locked by another connection
+tries again for up to ``lock_timeout`` seconds, then the run stops with one line saying so. The
+wait is taken in short slices, so Ctrl-C and SIGTERM stop it at once (a signal handler does not
+run while SQLite itself waits).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
-from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome, first_line
+from ._source import (
+    DEFAULT_LOCK_TIMEOUT,
+    Replacement,
+    Stored,
+    StoreError,
+    TableSpec,
+    WriteOutcome,
+    first_line,
+)
 
 __all__ = ["SQLiteBackupTable", "SQLiteSource"]
 
 _T = TypeVar("_T")
 
-#: How long a write waits for another connection's lock before the batch fails (seconds).
-BUSY_TIMEOUT = 30.0
+#: Seconds SQLite itself waits for a lock before it hands back to Python (which then tries again
+#: until the lock timeout): how soon a signal is seen while the file is locked.
+BUSY_SLICE = 0.1
+#: SQLITE_BUSY, the primary result code of "database is locked" (extended codes add high bits).
+_SQLITE_BUSY = 5
 
 
 #: A backup table (``--backup table:NAME``): ``seq`` orders its rows; ``kind`` is 'source' (``key``
@@ -55,11 +72,23 @@ def _split_points_sql(table: str, key: str) -> str:
     )
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because another connection holds the file locked."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11 and later
+    if code is not None:
+        return int(code) & 0xFF == _SQLITE_BUSY
+    return str(exc).startswith("database is locked")
+
+
 class SQLiteSource:
+    """One SQLite table's histories (see the module docstring); ``lock_timeout`` is how many
+    seconds a statement waits for a file another connection holds locked."""
+
     rewrites_whole_store = False
 
-    def __init__(self, spec: TableSpec) -> None:
+    def __init__(self, spec: TableSpec, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.url = spec.masked
+        self.lock_timeout = lock_timeout
         # sqlite:///rel.db -> "/rel.db" (relative), sqlite:////abs.db -> "//abs.db" (absolute)
         path = spec.connect.split("?", 1)[0].removeprefix("sqlite://")
         self.path = Path(path.removeprefix("/"))
@@ -71,9 +100,9 @@ class SQLiteSource:
                 f"file:{quote(str(self.path))}?mode=rw",
                 uri=True,
                 isolation_level=None,
-                timeout=BUSY_TIMEOUT,
+                timeout=BUSY_SLICE,
             )
-            info = self._db.execute(_table_info_sql(spec.table)).fetchall()
+            info = self._execute(_table_info_sql(spec.table)).fetchall()
             columns = {row[1]: str(row[2]).upper() for row in info}
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot open it ({first_line(exc)})") from exc
@@ -99,6 +128,23 @@ class SQLiteSource:
         )
         self._exists = f"SELECT 1 FROM {table} WHERE {key} = ?"
 
+    def _execute(self, statement: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run one statement, trying again while another connection holds the file locked, up to
+        the lock timeout; then a StoreError saying so. Between tries, Python runs its signal
+        handlers (Ctrl-C, SIGTERM), which it cannot while SQLite waits."""
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                return self._db.execute(statement, params)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"{self.url}: the database is locked: another connection has held it for over "
+                        f"{self.lock_timeout:g} s (the lock timeout)"
+                    ) from None
+
     def _key(self, text: str) -> str | int:
         return int(text) if self._integer_keys else text
 
@@ -108,7 +154,7 @@ class SQLiteSource:
         after = "" if last is None else f" AND {self._key_name} > ?"
         through = "" if upto is None else f" AND {self._key_name} <= ?"
         params = [value for value in (last, upto) if value is not None]
-        return self._db.execute(self._select.format(after=after, upto=through), (*params, size)).fetchall()
+        return self._execute(self._select.format(after=after, upto=through), (*params, size)).fetchall()
 
     def read(
         self, *, after: str | None = None, upto: str | None = None, batch_size: int = 500
@@ -137,7 +183,7 @@ class SQLiteSource:
         """Up to ``parts - 1`` keys that cut the table into ``parts`` key ranges of nearly equal
         row counts (``read(after=a, upto=b)`` between neighbours), from one pass over the keys."""
         try:
-            rows = self._db.execute(self._split_points, (parts,)).fetchall()
+            rows = self._execute(self._split_points, (parts,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
         return [str(row[0]) for row in rows]
@@ -145,10 +191,10 @@ class SQLiteSource:
     def count(self, *, after: str | None = None) -> int | None:
         try:
             if after is None:
-                row = self._db.execute(self._count.format(after="")).fetchone()
+                row = self._execute(self._count.format(after="")).fetchone()
             else:
                 query = self._count.format(after=f" AND {self._key_name} > ?")
-                row = self._db.execute(query, (self._key(after),)).fetchone()
+                row = self._execute(query, (self._key(after),)).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
         return int(row[0])
@@ -158,10 +204,10 @@ class SQLiteSource:
         outcomes = []
         for item in batch:
             key = self._key(item.key)
-            cursor = self._db.execute(self._update, (item.new, item.new, key, item.old))
+            cursor = self._execute(self._update, (item.new, item.new, key, item.old))
             if cursor.rowcount == 1:
                 outcomes.append(WriteOutcome.WRITTEN)
-            elif self._db.execute(self._exists, (key,)).fetchone() is None:
+            elif self._execute(self._exists, (key,)).fetchone() is None:
                 outcomes.append(WriteOutcome.GONE)
             else:
                 outcomes.append(WriteOutcome.CHANGED_SINCE_READ)
@@ -170,10 +216,10 @@ class SQLiteSource:
     def transaction(self, body: Callable[[], _T]) -> _T:
         """Run ``body`` in one write transaction: committed whole, or rolled back whole."""
         try:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._execute("BEGIN IMMEDIATE")  # the write lock first: nothing is done, then refused
             try:
                 done = body()
-                self._db.execute("COMMIT")
+                self._execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
@@ -185,7 +231,7 @@ class SQLiteSource:
     def null_keys(self) -> int:
         """How many rows have a NULL key: never read, since each row is found and written by its key."""
         try:
-            return int(self._db.execute(self._null_keys).fetchone()[0])
+            return int(self._execute(self._null_keys).fetchone()[0])
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot read it ({first_line(exc)})") from exc
 
@@ -206,7 +252,7 @@ class SQLiteSource:
         last = 0
         while True:
             try:
-                rows = self._db.execute(query, (last, batch_size)).fetchall()
+                rows = self._execute(query, (last, batch_size)).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(
                     f"{self.url}: cannot read backup table {name!r} ({first_line(exc)})"
@@ -220,7 +266,7 @@ class SQLiteSource:
         """Whether backup table ``name`` exists; StoreError if it has another shape (or is missing
         when ``must_exist``)."""
         try:
-            info = self._db.execute(_table_info_sql(name)).fetchall()
+            info = self._execute(_table_info_sql(name)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.url}: cannot read backup table {name!r} ({first_line(exc)})") from exc
         if not info:
@@ -252,7 +298,7 @@ class SQLiteBackupTable:
     'committed' row per batch, each batch's rows in the same transaction as its writes."""
 
     def __init__(self, source: SQLiteSource, name: str, *, resume: bool) -> None:
-        self._source, self._db, self.name = source, source._db, name
+        self._source, self.name = source, name
         self._table = _quote(name)
         self.last_committed: str | None = None
         exists = source._check_backup_table(name, must_exist=resume)
@@ -267,7 +313,7 @@ class SQLiteBackupTable:
             else:
 
                 def create() -> None:
-                    self._db.execute(f"CREATE TABLE {self._table} ({BACKUP_COLUMNS})")
+                    source._execute(f"CREATE TABLE {self._table} ({BACKUP_COLUMNS})")
                     self._insert("source", source.url)
 
                 source.transaction(create)
@@ -275,22 +321,21 @@ class SQLiteBackupTable:
             raise StoreError(f"{source.url}: cannot use backup table {name!r} ({first_line(exc)})") from exc
 
     def _resume(self) -> None:
-        header = self._db.execute(
-            f"SELECT key FROM {self._table} WHERE kind = 'source' ORDER BY seq LIMIT 1"
-        ).fetchone()
+        run = self._source._execute
+        header = run(f"SELECT key FROM {self._table} WHERE kind = 'source' ORDER BY seq LIMIT 1").fetchone()
         if header is None:
             raise StoreError(
                 f"{self._source.url}: backup table {self.name!r} names no source (not a histfix backup)"
             )
         if header[0] != self._source.url:
             raise StoreError(f"backup table {self.name!r}: made from {header[0]}, not {self._source.url}")
-        last = self._db.execute(
+        last = run(
             f"SELECT key FROM {self._table} WHERE kind = 'committed' ORDER BY seq DESC LIMIT 1"
         ).fetchone()
         self.last_committed = None if last is None else str(last[0])
 
     def _insert(self, kind: str, key: str, old: bytes | None = None, new: bytes | None = None) -> None:
-        self._db.execute(
+        self._source._execute(
             f"INSERT INTO {self._table} (kind, key, old, new) VALUES (?, ?, ?, ?)", (kind, key, old, new)
         )
 

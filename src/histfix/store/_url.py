@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._source import Source, StoreError, TableSpec
+from ._source import DEFAULT_LOCK_TIMEOUT, Source, StoreError, TableSpec
 
 __all__ = ["TABLE_NAME", "mask_password", "names_table", "open_source", "parse_table_url"]
 
@@ -62,13 +62,19 @@ def names_table(url: str) -> bool:
     return _scheme(url) in SQL_SCHEMES
 
 
-def open_source(url: str) -> Source:
-    """The source ``url`` names, open; ValueError (StoreError) with one clear line if it cannot be."""
+def open_source(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Source:
+    """The source ``url`` names, open; ValueError (StoreError) with one clear line if it cannot be.
+
+    ``lock_timeout``: seconds an SQLite source's statement waits for the file another connection
+    holds locked.
+    """
+    if not lock_timeout > 0:
+        raise ValueError(f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}")
     scheme = _scheme(url)
     if scheme == "sqlite":
         from ._sqlite import SQLiteSource
 
-        return SQLiteSource(parse_table_url(url))
+        return SQLiteSource(parse_table_url(url), lock_timeout=lock_timeout)
     if scheme in ("postgresql", "postgres"):
         spec = parse_table_url(url)
         try:
