@@ -188,6 +188,14 @@ def test_a_writer_holding_the_row_wins_when_it_commits_while_histfix_waits(pg_se
     assert stored_values(pg_server, table) == {1: '["theirs"]'}
 
 
+def test_libpq_parameters_in_the_string_reach_libpq_as_written(pg_server: PgServer) -> None:
+    # Percent-encoded in the string, as in any libpq URI: a "+" is a plus there, not a space.
+    table = pg_server.make_table("text", [(1, "[1]")])
+    url = pg_server.url(table).replace("?", "?application_name=my%20app%2B1&", 1)
+    with open_source(url) as source:
+        assert source._conn.execute("SHOW application_name").fetchone() == ("my app+1",)  # type: ignore[attr-defined]
+
+
 def test_a_batch_is_one_transaction(pg_server: PgServer) -> None:
     table = pg_server.make_table("json", [(1, "[1]"), (2, "[2]")])
     url = pg_server.url(table)

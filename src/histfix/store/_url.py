@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ._source import DEFAULT_LOCK_TIMEOUT, Source, StoreError, TableSpec
 
@@ -49,7 +49,8 @@ def parse_table_url(url: str) -> TableSpec:
             raise ValueError(f"{masked}: {what} {name!r} is not a plain SQL name (letters, digits, _)")
     # Rebuilt by hand: urlunsplit would fold sqlite:////abs/path's empty authority away.
     base = url.split("?", 1)[0]
-    connect = f"{base}?{urlencode(query)}" if query else base
+    # Percent-encoded: libpq reads a "+" as itself, not as the space urlencode's default makes it.
+    connect = f"{base}?{urlencode(query, quote_via=quote)}" if query else base
     return TableSpec(connect=connect, masked=masked, table=table, key=key, column=column)
 
 
