@@ -91,8 +91,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=DEFAULT_LOCK_TIMEOUT,
         metavar="SECONDS",
-        help="how long to wait for an SQLite database file another connection holds locked "
-        f"({DEFAULT_LOCK_TIMEOUT:g}); a file still locked then stops the run",
+        help="how long to wait for a row (PostgreSQL) or the database file (SQLite) another connection "
+        f"holds locked ({DEFAULT_LOCK_TIMEOUT:g}); a row still held is left for --resume, a file still "
+        "locked stops the run",
     )
 
 
@@ -350,7 +351,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from ..store import StoreError, open_source
     from ..store._backup import open_backup
     from ..store._record import Options
-    from ..store._runner import default_jobs, repair_source
+    from ..store._runner import claim, default_jobs, repair_source
     from ..store._summary import Summary
     from ..store._workers import WorkerLost
 
@@ -367,6 +368,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     try:
         with source:
             after = None
+            claim(source, writing=write)  # before a backup is made for a run that cannot go on
             if write:
                 backup = open_backup(args.backup, source, resume=args.resume)
                 after = backup.last_committed

@@ -4,7 +4,9 @@ Two kinds, named by the ``--backup`` string (:func:`open_backup`):
 
 - a JSONL file: a header naming the source, then per replaced history its key, the original bytes
   and the bytes written (text when they are UTF-8, else base64), and after each committed batch a
-  ``committed`` line with the last key the run got through (``--resume`` goes on from there).
+  ``committed`` line with the last key the run got through (``--resume`` goes on from there),
+  after a ``busy`` line for each row another session held locked (``--resume`` tries those
+  first, and a ``retried`` line says it did).
   Every line is fsynced before the source is written, so a history is never changed without its
   original being on disk first. A torn last line (a crash while appending) belonged to a batch
   that was never written and is ignored.
@@ -32,9 +34,11 @@ __all__ = [
     "Backup",
     "BatchBackup",
     "RestoreResult",
+    "batch_rows",
     "open_backup",
     "read_backup",
     "restore",
+    "still_busy",
 ]
 
 FORMAT = 1
@@ -47,10 +51,21 @@ class BatchBackup(Protocol):
 
     #: the last key the run got through (None: no batch committed yet)
     last_committed: str | None
+    #: keys of rows the run found busy (another session held them locked) and has not tried
+    #: again since, as recorded when the backup was opened: a resume tries them first
+    busy: list[str]
 
-    def write(self, source: Source, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
-        """Save the batch's originals, write the batch to ``source``, and commit ``last_key``;
-        one outcome per replacement."""
+    def write(
+        self,
+        source: Source,
+        batch: Sequence[Replacement],
+        last_key: str | None,
+        *,
+        retried: Sequence[str] = (),
+    ) -> list[WriteOutcome]:
+        """Save the batch's originals, write the batch to ``source``, record each key it found
+        BUSY and each key of ``retried`` (busy ones the batch tried again), and commit
+        ``last_key``; one outcome per replacement."""
         ...
 
     def commit(self, key: str) -> None:
@@ -88,6 +103,39 @@ def open_backup(backup: str, source: Source, *, resume: bool) -> BatchBackup:
         name = backup.removeprefix(TABLE_PREFIX)
         return _table_host(source, name).open_backup_table(name, resume=resume)
     return Backup(Path(backup), source.url, resume=resume)
+
+
+def batch_rows(
+    batch: Sequence[Replacement],
+    outcomes: Sequence[WriteOutcome],
+    last_key: str | None,
+    retried: Sequence[str],
+) -> list[tuple[str, str, bytes | None, bytes | None]]:
+    """What a backup table records of one batch, (kind, key, old, new) in order: each key tried
+    again, the original and the bytes written of each row written, each key found busy, and the
+    last key the run got through."""
+    rows: list[tuple[str, str, bytes | None, bytes | None]] = [
+        ("retried", key, None, None) for key in retried
+    ]
+    for item, outcome in zip(batch, outcomes, strict=True):
+        if outcome is WriteOutcome.WRITTEN:
+            rows.append(("original", item.key, item.old, item.new))
+        elif outcome is WriteOutcome.BUSY:
+            rows.append(("busy", item.key, None, None))
+    if last_key is not None:
+        rows.append(("committed", last_key, None, None))
+    return rows
+
+
+def still_busy(marks: Iterable[tuple[str, str]]) -> list[str]:
+    """The keys recorded busy and not tried again since, from (kind, key) in the order recorded."""
+    pending: dict[str, None] = {}
+    for kind, key in marks:
+        if kind == "busy":
+            pending[key] = None
+        elif kind == "retried":
+            pending.pop(key, None)
+    return list(pending)
 
 
 def _encode(name: str, data: bytes) -> dict[str, str]:
@@ -165,8 +213,12 @@ class Backup:
     def __init__(self, path: Path, source_url: str, *, resume: bool) -> None:
         self.path = path
         self.last_committed: str | None = None
+        self.busy: list[str] = []
         if resume:
             recorded, self.last_committed = read_backup(path)
+            self.busy = still_busy(
+                (kind, str(row[kind])) for row in _rows(path) for kind in ("busy", "retried") if kind in row
+            )
             if recorded != source_url:
                 raise StoreError(f"backup {path}: made from {recorded}, not {source_url}")
             self._fd = _open_regular(path, os.O_RDWR)
@@ -191,12 +243,28 @@ class Backup:
         """Put the originals on disk (fsynced) before the batch is written to the source."""
         self._append([{"key": r.key, **_encode("old", r.old), **_encode("new", r.new)} for r in batch])
 
-    def write(self, source: Source, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
-        """Save the originals, write the batch, then commit ``last_key``."""
-        self.save(batch)
-        outcomes = source.write(batch)
+    def write(
+        self,
+        source: Source,
+        batch: Sequence[Replacement],
+        last_key: str | None,
+        *,
+        retried: Sequence[str] = (),
+    ) -> list[WriteOutcome]:
+        """Save the originals, write the batch, then record what was retried and found busy, and
+        commit ``last_key``."""
+        if batch:
+            self.save(batch)
+        outcomes = source.write(batch) if batch else []
+        marks = [
+            {kind: key}
+            for kind, key, _, _ in batch_rows(batch, outcomes, last_key, retried)
+            if kind != "original"
+        ]
+        if marks:
+            self._append(marks)
         if last_key is not None:
-            self.commit(last_key)
+            self.last_committed = last_key
         return outcomes
 
     def commit(self, key: str) -> None:
@@ -215,6 +283,10 @@ class RestoreResult:
     already: int = 0
     #: (key, reason) for every original not put back
     skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+#: Why restore left a row another session held locked past the lock timeout.
+_HELD = "held locked by another session past the lock timeout: left as it is; run restore again for it"
 
 
 def _file_originals(path: Path, batch_size: int) -> Iterator[list[tuple[str, bytes, bytes]]]:
@@ -256,6 +328,8 @@ def restore(backup: Path | str, source: Source, *, batch_size: int = 500) -> Res
                 result.restored += 1
             elif outcome is WriteOutcome.GONE:
                 result.skipped.append((item.key, "gone from the store"))
+            elif outcome is WriteOutcome.BUSY:
+                result.skipped.append((item.key, _HELD))
             else:
                 different.append(item)
         if different:
@@ -264,6 +338,8 @@ def restore(backup: Path | str, source: Source, *, batch_size: int = 500) -> Res
             for item, outcome in zip(different, source.write(same), strict=True):
                 if outcome is WriteOutcome.WRITTEN:
                     result.already += 1
+                elif outcome is WriteOutcome.BUSY:
+                    result.skipped.append((item.key, _HELD))
                 else:
                     result.skipped.append((item.key, "changed since the repair wrote it: left as it is"))
     return result

@@ -17,7 +17,8 @@ that text form: a restore gives back a value whose text form is, byte for byte, 
 before the repair.
 
 Each ``write`` batch is one transaction of ``UPDATE ... WHERE key = %s AND <stored value is still
-what was read>``: for ``bytea``, ``text`` and ``json`` a SHA-256 of the stored bytes against the
+what was read>`` (rows another session holds locked past the session's ``lock_timeout`` are left
+out and reported busy, the rest written): for ``bytea``, ``text`` and ``json`` a SHA-256 of the stored bytes against the
 hash of what was read (32 bytes back to the server instead of the whole history); for ``jsonb``
 the text form of the stored value against the text form the server gives what was read, since
 the server normalises what histfix writes (so a later restore can name the value histfix wrote
@@ -27,6 +28,7 @@ in the same database and gets each batch's originals in the batch's own transact
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +38,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ._source import Replacement, Stored, StoreError, TableSpec, WriteOutcome
+from ._backup import batch_rows, still_busy
+from ._source import DEFAULT_LOCK_TIMEOUT, Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -50,8 +53,19 @@ _T = TypeVar("_T")
 CONNECT_TIMEOUT = 10
 
 
+#: What the session asks of the server, where the server has the setting and nothing already asks
+#: for less (milliseconds): a transaction left idle (its client stuck, or gone without the server
+#: noticing) is ended and its locks released; a statement whose client has gone is cancelled
+#: rather than left waiting on a lock (PostgreSQL 14 and later).
+SESSION_LIMITS = {"idle_in_transaction_session_timeout": 30_000, "client_connection_check_interval": 1_000}
+
+#: The first half of the advisory lock key a run takes on a table (the table's oid is the second):
+#: 'hfx1', so that histfix's locks are told apart from an application's own.
+RUN_LOCK_SPACE = 0x68667831
+
 #: A backup table (``--backup table:NAME``): ``seq`` orders its rows; ``kind`` is 'source' (``key``
-#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written) or 'committed'.
+#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written), 'committed',
+#: 'busy' (``key`` a row held locked past the lock timeout) or 'retried' (``key`` tried again).
 BACKUP_COLUMNS = (
     "seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind text NOT NULL, key text, old bytea, new bytea"
 )
@@ -116,6 +130,7 @@ def _one_line(error: BaseException) -> str:
 class _Table:
     """The table, key and column as found in the catalog."""
 
+    oid: int
     name: sql.Composable
     key: sql.Identifier
     key_type: str
@@ -171,6 +186,7 @@ def _find_table(conn: psycopg.Connection[Any], spec: TableSpec, url: str) -> _Ta
             "histfix addresses each row by it"
         )
     return _Table(
+        oid=int(oid),
         name=sql.Identifier(nspname, relname),
         key=sql.Identifier(spec.key),
         key_type=key_type,
@@ -180,13 +196,32 @@ def _find_table(conn: psycopg.Connection[Any], spec: TableSpec, url: str) -> _Ta
     )
 
 
+def _limit_session(conn: psycopg.Connection[Any], lock_timeout: float) -> None:
+    """Bound every wait of the session: its lock waits (``lock_timeout``), and SESSION_LIMITS."""
+    wanted = {**SESSION_LIMITS, "lock_timeout": max(1, round(lock_timeout * 1000))}
+    for name, limit in wanted.items():
+        # Only where the server has the setting and nothing asks for less (0 is none at all).
+        forced = name == "lock_timeout"
+        with contextlib.suppress(psycopg.Error):  # a server that refuses one: the others still hold
+            conn.execute(
+                "SELECT set_config(name, %s, false) FROM pg_settings WHERE name = %s "
+                "AND (%s OR setting::bigint = 0 OR setting::bigint > %s)",
+                (f"{limit}ms", name, forced, limit),
+            )
+
+
 class PostgresSource:
-    """One table's histories: keys in index order, values as bytes (see the module docstring)."""
+    """One table's histories: keys in index order, values as bytes (see the module docstring).
+
+    ``lock_timeout`` (seconds) bounds how long any statement waits for a lock another session
+    holds; a row a write cannot lock within it is left alone and reported :attr:`WriteOutcome.BUSY`.
+    """
 
     rewrites_whole_store = False
 
-    def __init__(self, spec: TableSpec) -> None:
+    def __init__(self, spec: TableSpec, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.url = spec.masked
+        self.lock_timeout = lock_timeout
         settings = conninfo_to_dict(spec.connect)
         settings.setdefault("connect_timeout", CONNECT_TIMEOUT)
         settings.setdefault("application_name", "histfix")
@@ -197,6 +232,7 @@ class PostgresSource:
         except psycopg.Error as error:
             raise StoreError(f"{self.url}: cannot connect: {_one_line(error)}") from None
         try:
+            _limit_session(self._conn, lock_timeout)
             self._table = _find_table(self._conn, spec, self.url)
         except psycopg.Error as error:
             self._conn.close()
@@ -205,6 +241,7 @@ class PostgresSource:
             self._conn.close()
             raise
         self._statements = self._build_statements()
+        self._claimed = False
 
     def _build_statements(self) -> dict[str, sql.Composed]:
         table = self._table
@@ -222,6 +259,9 @@ class PostgresSource:
         )
         order = sql.SQL(" ORDER BY {key} LIMIT %s").format(key=table.key)
         where_key = sql.SQL("{key} = CAST(%s::text AS {key_type})").format(
+            key=table.key, key_type=sql.SQL(table.key_type)
+        )
+        among = sql.SQL("{key} = ANY(CAST(%s::text[] AS {key_type}[]))").format(
             key=table.key, key_type=sql.SQL(table.key_type)
         )
         return {
@@ -250,7 +290,48 @@ class PostgresSource:
             + sql.SQL(kind.unchanged).format(col=table.column)
             + sql.SQL(" RETURNING 1"),
             "exists": sql.SQL("SELECT 1 FROM {table} WHERE ").format(**names) + where_key,
+            # of the given keys, those whose rows are there / those this transaction could lock now
+            "present": sql.SQL("SELECT {key}::text FROM {table} WHERE ").format(**names) + among,
+            "lock_free": sql.SQL("SELECT {key}::text FROM {table} WHERE ").format(**names)
+            + among
+            + sql.SQL(" FOR UPDATE SKIP LOCKED"),
+            "by_keys": select + sql.SQL("WHERE ") + among + sql.SQL(" ORDER BY {key}").format(key=table.key),
         }
+
+    def claim(self, *, writing: bool) -> None:
+        """Take the table for this run, for as long as the connection lasts: a writing run alone,
+        reading runs together; StoreError naming the other histfix run's server session when one
+        holds it. A session-level advisory lock, so a run that dies (its connection with it)
+        never leaves the table taken."""
+        if self._claimed:
+            return
+        key = (RUN_LOCK_SPACE << 32) | self._table.oid
+        take = "pg_try_advisory_lock" if writing else "pg_try_advisory_lock_shared"
+        try:
+            row = self._conn.execute(f"SELECT {take}(%s)", (key,)).fetchone()
+            if row and row[0]:
+                self._claimed = True
+                return
+            holders = self._conn.execute(
+                "SELECT l.mode, a.pid, host(a.client_addr), to_char(a.backend_start AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD HH24:MI:SS') FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s AND l.objid::bigint = %s "
+                "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = "
+                "current_database()) ORDER BY l.mode = 'ExclusiveLock' DESC",
+                (RUN_LOCK_SPACE, self._table.oid),
+            ).fetchall()
+        except psycopg.Error as error:
+            raise self._lost("cannot check for another histfix run", error) from None
+        doing, who = "working on", "its server session has ended"
+        if holders:
+            mode, pid, client, since = holders[0]
+            doing = "writing" if mode == "ExclusiveLock" else "reading"
+            where = f" from {client}" if client else ""
+            who = f"server session {pid}{where}, connected {since} UTC"
+        raise StoreError(
+            f"{self.url}: another histfix run is {doing} this table ({who}); "
+            "let it finish, or stop it, then run this again"
+        )
 
     def _lost(self, doing: str, error: psycopg.Error) -> StoreError:
         return StoreError(f"{self.url}: {doing}: {_one_line(error)}")
@@ -313,8 +394,21 @@ class PostgresSource:
             raise self._lost("cannot count its rows", error) from None
         return int(row[0]) if row else 0
 
-    def _write_rows(self, cursor: psycopg.Cursor[Any], batch: Sequence[Replacement]) -> list[WriteOutcome]:
-        """The batch's compare-and-swap UPDATEs, inside a transaction the caller holds."""
+    def read_keys(self, keys: Sequence[str]) -> list[Stored]:
+        """The rows with these keys, in key order (a key whose row is gone is left out)."""
+        try:
+            with self._conn.cursor(binary=True) as cursor:
+                cursor.execute(self._statements["by_keys"], (list(keys),))
+                rows: list[tuple[str, bytes | None]] = cursor.fetchall()
+        except psycopg.Error as error:
+            raise self._lost("cannot read it", error) from None
+        null = f"NULL in column {self._table.column_name!r}: not a history"
+        return [Stored(key, b"", error=null) if raw is None else Stored(key, raw) for key, raw in rows]
+
+    def _update(self, cursor: psycopg.Cursor[Any], batch: Sequence[Replacement]) -> list[bool]:
+        """Each compare-and-swap UPDATE of the batch: whether it wrote its row."""
+        if not batch:
+            return []
         kind = self._table.kind
         params = [(item.new, item.key, kind.expected(item.old)) for item in batch]
         cursor.executemany(self._statements["update"], params, returning=True)
@@ -323,14 +417,43 @@ class PostgresSource:
             written.append(cursor.fetchone() is not None)
             if not cursor.nextset():
                 break
+        return written
+
+    def _busy_keys(self, cursor: psycopg.Cursor[Any], batch: Sequence[Replacement]) -> set[str]:
+        """Lock, without waiting, every row of the batch no other session holds; the keys of the
+        rows another session holds."""
+        keys = [item.key for item in batch]
+        free = {row[0] for row in cursor.execute(self._statements["lock_free"], (keys,))}
+        present = {row[0] for row in cursor.execute(self._statements["present"], (keys,))}
+        return present - free
+
+    def _write_rows(self, cursor: psycopg.Cursor[Any], batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        """The batch's compare-and-swap UPDATEs, inside a transaction the caller holds.
+
+        Each UPDATE waits at most the session's lock_timeout for a row another session holds;
+        should one wait that long, the batch starts over without waiting, on the rows it can
+        lock at once, and the others are BUSY: left as they are, never waited on without end.
+        """
+        busy: set[str] = set()
+        cursor.execute("SAVEPOINT histfix_batch")
+        try:
+            written = self._update(cursor, batch)
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+            cursor.execute("ROLLBACK TO SAVEPOINT histfix_batch")
+            busy = self._busy_keys(cursor, batch)
+            written = self._update(cursor, [item for item in batch if item.key not in busy])
+        cursor.execute("RELEASE SAVEPOINT histfix_batch")
+        done = iter(written)
         outcomes: list[WriteOutcome] = []
-        for item, done in zip(batch, written, strict=True):
-            if done:
+        for item in batch:
+            if item.key in busy:
+                outcomes.append(WriteOutcome.BUSY)
+            elif next(done):
                 outcomes.append(WriteOutcome.WRITTEN)
-                continue
-            cursor.execute(self._statements["exists"], (item.key,))
-            exists = cursor.fetchone() is not None
-            outcomes.append(WriteOutcome.CHANGED_SINCE_READ if exists else WriteOutcome.GONE)
+            else:
+                cursor.execute(self._statements["exists"], (item.key,))
+                exists = cursor.fetchone() is not None
+                outcomes.append(WriteOutcome.CHANGED_SINCE_READ if exists else WriteOutcome.GONE)
         return outcomes
 
     def transaction(self, doing: str, body: Callable[[psycopg.Cursor[Any]], _T]) -> _T:
@@ -411,12 +534,14 @@ class PostgresSource:
 
 class PostgresBackupTable:
     """``--backup table:NAME`` in the source's own database: a row per original (``kind``
-    'original': key, original bytes, bytes written), a 'source' row naming the store and a
-    'committed' row per batch, each batch's rows in the same transaction as its writes."""
+    'original': key, original bytes, bytes written), a 'source' row naming the store, a
+    'committed' row per batch and a 'busy' or 'retried' row per key found busy or tried again,
+    each batch's rows in the same transaction as its writes."""
 
     def __init__(self, source: PostgresSource, name: str, *, resume: bool) -> None:
         self._source, self.name = source, name
         self.last_committed: str | None = None
+        self.busy: list[str] = []
         found = source._backup_table(name, must_exist=resume)
         self._table: sql.Composable = sql.Identifier(*name.split("."))
         self._insert = sql.SQL("INSERT INTO {table} (kind, key, old, new) VALUES (%s, %s, %s, %s)").format(
@@ -439,7 +564,7 @@ class PostgresBackupTable:
             source.transaction(f"cannot create backup table {name!r}", body)
 
     def _resume(self) -> None:
-        def body(cursor: psycopg.Cursor[Any]) -> tuple[Any, Any]:
+        def body(cursor: psycopg.Cursor[Any]) -> tuple[Any, Any, list[Any]]:
             select = "SELECT key FROM {table} WHERE kind = %s ORDER BY seq {order} LIMIT 1"
             header = cursor.execute(
                 sql.SQL(select).format(table=self._table, order=sql.SQL("ASC")), ("source",)
@@ -447,9 +572,14 @@ class PostgresBackupTable:
             last = cursor.execute(
                 sql.SQL(select).format(table=self._table, order=sql.SQL("DESC")), ("committed",)
             ).fetchone()
-            return header, last
+            marks = cursor.execute(
+                sql.SQL(
+                    "SELECT kind, key FROM {table} WHERE kind IN ('busy', 'retried') ORDER BY seq"
+                ).format(table=self._table)
+            ).fetchall()
+            return header, last, marks
 
-        header, last = self._source.transaction(f"cannot read backup table {self.name!r}", body)
+        header, last, marks = self._source.transaction(f"cannot read backup table {self.name!r}", body)
         if header is None:
             raise StoreError(
                 f"{self._source.url}: backup table {self.name!r} names no source (not a histfix backup)"
@@ -457,21 +587,24 @@ class PostgresBackupTable:
         if header[0] != self._source.url:
             raise StoreError(f"backup table {self.name!r}: made from {header[0]}, not {self._source.url}")
         self.last_committed = None if last is None else str(last[0])
+        self.busy = still_busy((str(kind), str(key)) for kind, key in marks)
 
-    def write(self, source: object, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
-        """The batch, the originals of what it wrote and ``last_key``: one transaction."""
+    def write(
+        self,
+        source: object,
+        batch: Sequence[Replacement],
+        last_key: str | None,
+        *,
+        retried: Sequence[str] = (),
+    ) -> list[WriteOutcome]:
+        """The batch, the originals of what it wrote, the keys it retried and found busy, and
+        ``last_key``: one transaction."""
         if source is not self._source:
             raise ValueError("a backup table backs up the source it was opened from")
 
         def body(cursor: psycopg.Cursor[Any]) -> list[WriteOutcome]:
-            outcomes = self._source._write_rows(cursor, batch)
-            saved: list[tuple[str, str, bytes | None, bytes | None]] = [
-                ("original", item.key, item.old, item.new)
-                for item, outcome in zip(batch, outcomes, strict=True)
-                if outcome is WriteOutcome.WRITTEN
-            ]
-            if last_key is not None:
-                saved.append(("committed", last_key, None, None))
+            outcomes = self._source._write_rows(cursor, batch) if batch else []
+            saved = batch_rows(batch, outcomes, last_key, retried)
             if saved:
                 cursor.executemany(self._insert, saved)
             return outcomes
@@ -493,6 +626,6 @@ class PostgresBackupTable:
         """Nothing to close: the table lives on the source's connection."""
 
 
-def open_postgres(spec: TableSpec) -> PostgresSource:
+def open_postgres(spec: TableSpec, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> PostgresSource:
     """The PostgreSQL source ``spec`` names, connected and checked against the catalog."""
-    return PostgresSource(spec)
+    return PostgresSource(spec, lock_timeout=lock_timeout)

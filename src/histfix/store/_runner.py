@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
 
 from ._backup import BatchBackup
 from ._record import Options, Record
-from ._source import Replacement, Source, Stored, WriteOutcome
+from ._source import Replacement, Source, Stored, StoreError, WriteOutcome
 from ._workers import Item, WorkerLost, Workers, can_start_workers, examine_items
 
-__all__ = ["RepairResult", "default_jobs", "examine_all", "examine_batches", "repair_source"]
+__all__ = ["RepairResult", "claim", "default_jobs", "examine_all", "examine_batches", "repair_source"]
 
 #: A whole-store rewrite (JSONL) gathers replacements up to this many bytes before it writes.
 WHOLE_STORE_WRITE_BYTES = 64 << 20
@@ -115,6 +115,43 @@ _REASONS = {
 }
 
 
+def _reason(outcome: WriteOutcome, source: Source) -> str:
+    if outcome is WriteOutcome.BUSY:
+        waited = getattr(source, "lock_timeout", None)
+        held = f"for over {waited:g} s (the lock timeout)" if waited is not None else "past the lock timeout"
+        return f"held locked by another session {held}: left as it is; resuming the run tries it again"
+    return _REASONS[outcome]
+
+
+class _Retried(list[Stored]):
+    """Rows a resume tries again because the run found them busy: ``keys`` are the keys tried
+    (a row gone since is among them, though not in the list)."""
+
+    def __init__(self, rows: list[Stored], keys: list[str]) -> None:
+        super().__init__(rows)
+        self.keys = keys
+
+
+def _retries(source: Source, keys: list[str], batch_size: int) -> Iterator[list[Stored]]:
+    read_keys: Callable[[list[str]], list[Stored]] | None = getattr(source, "read_keys", None)
+    if read_keys is None:
+        raise StoreError(
+            f"{source.url}: the backup records rows found busy, and this store cannot read rows by key"
+        )
+    for start in range(0, len(keys), batch_size):
+        chunk = keys[start : start + batch_size]
+        yield _Retried(read_keys(chunk), chunk)
+
+
+def claim(source: Source, *, writing: bool) -> None:
+    """Take the store for this run where the source can tell another histfix run is working on it
+    (a PostgreSQL table: ``PostgresSource.claim``): StoreError naming that run if one is; a
+    writing run needs the store to itself, reading runs share it."""
+    take: Callable[..., None] | None = getattr(source, "claim", None)
+    if take is not None:
+        take(writing=writing)
+
+
 def repair_source(
     source: Source,
     options: Options,
@@ -131,9 +168,14 @@ def repair_source(
     Without a backup nothing is written (a dry run). With one, each batch's originals are saved
     first (fsynced to a file, or in the batch's own transaction to a backup table), the batch is
     written (one transaction, or one atomic replace per file; a whole-store rewrite gathers
-    batches), and its last key is committed in the backup. ``on_null_keys`` hears, before the
-    first record, how many rows an SQL source cannot read for a NULL key.
+    batches), and its last key is committed in the backup. Another histfix run working on the
+    same store (where the source can tell, see :func:`claim`) stops it before anything is read.
+    A row another session holds locked
+    past the source's lock timeout is left as it is (skipped, BUSY) and recorded in the backup; a
+    resume tries those rows again first, then goes on after ``after``. ``on_null_keys`` hears,
+    before the first record, how many rows an SQL source cannot read for a NULL key.
     """
+    claim(source, writing=backup is not None)
     result = RepairResult(committed=after)
     # A row without a key cannot be paged to or written back; counted so the report says so.
     null_keys = getattr(source, "null_keys", None)
@@ -144,33 +186,39 @@ def repair_source(
     pending_bytes = 0
     last_key: str | None = after
 
-    def flush() -> None:
+    def flush(through: str | None, retried: Sequence[str] = ()) -> None:
         nonlocal pending_bytes
         if backup is None:
             return
-        if pending:
-            outcomes = backup.write(source, pending, last_key)
+        if pending or retried:
+            outcomes = backup.write(source, pending, through, retried=retried)
             for item, outcome in zip(pending, outcomes, strict=True):
                 if outcome is WriteOutcome.WRITTEN:
                     result.written += 1
                 else:
-                    result.skipped.append((item.key, _REASONS[outcome]))
+                    result.skipped.append((item.key, _reason(outcome, source)))
             pending.clear()
             pending_bytes = 0
-        elif last_key is not None and last_key != result.committed:
-            backup.commit(last_key)
-        result.committed = last_key
+        elif through is not None and through != result.committed:
+            backup.commit(through)
+        if through is not None:
+            result.committed = through
 
     wanted = Options(options.provider, options.include_pending, want_new=backup is not None)
-    for batch, records in examine_batches(source.read(after=after, batch_size=batch_size), wanted, jobs=jobs):
+    busy = _retries(source, backup.busy, batch_size) if backup is not None and backup.busy else iter(())
+    batches = chain(busy, source.read(after=after, batch_size=batch_size))
+    for batch, records in examine_batches(batches, wanted, jobs=jobs):
         for stored, record in zip(batch, records, strict=True):
             on_record(record)
             if record.new is not None:
                 pending.append(Replacement(stored.key, stored.raw, record.new))
                 pending_bytes += len(stored.raw) + len(record.new)
+        if isinstance(batch, _Retried):  # written at once, and the run's place stays where it was
+            flush(None, batch.keys)
+            continue
         if batch:
             last_key = batch[-1].key
         if not source.rewrites_whole_store or pending_bytes >= WHOLE_STORE_WRITE_BYTES:
-            flush()
-    flush()
+            flush(last_key)
+    flush(last_key)
     return result

@@ -29,9 +29,10 @@ __all__ = [
 ]
 
 
-#: Seconds a statement waits for the database file (SQLite) that another connection holds
-#: locked, before it gives up on it (``--lock-timeout``): long enough for an application's own
-#: short transactions, short enough that a repair never stalls on one that stays open.
+#: Seconds a write waits for a row (PostgreSQL) or the database file (SQLite) that another
+#: connection holds locked, before it gives up on it (``--lock-timeout``): long enough for an
+#: application's own short transactions, short enough that a repair never stalls on (or stalls
+#: the application behind) one that stays open.
 DEFAULT_LOCK_TIMEOUT = 5.0
 
 
@@ -89,6 +90,9 @@ class WriteOutcome(enum.Enum):
     CHANGED_SINCE_READ = "changed_since_read"
     #: the row or file disappeared
     GONE = "gone"
+    #: another session held its row locked past the lock timeout: left as it is, recorded in the
+    #: backup, and tried again by a resume of the run
+    BUSY = "busy"
 
 
 class Source(Protocol):

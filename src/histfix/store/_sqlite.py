@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from ._backup import batch_rows, still_busy
 from ._source import (
     DEFAULT_LOCK_TIMEOUT,
     Replacement,
@@ -44,7 +45,8 @@ _SQLITE_BUSY = 5
 
 
 #: A backup table (``--backup table:NAME``): ``seq`` orders its rows; ``kind`` is 'source' (``key``
-#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written) or 'committed'.
+#: names the store), 'original' (``old`` the bytes read, ``new`` the bytes written), 'committed',
+#: 'busy' or 'retried' (the PostgreSQL backup table's kinds: SQLite locks files, not rows).
 BACKUP_COLUMNS = "seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT, old BLOB, new BLOB"
 #: What an existing backup table must look like: each column's name and declared type, in order.
 BACKUP_SHAPE = [("seq", "INTEGER"), ("kind", "TEXT"), ("key", "TEXT"), ("old", "BLOB"), ("new", "BLOB")]
@@ -301,6 +303,7 @@ class SQLiteBackupTable:
         self._source, self.name = source, name
         self._table = _quote(name)
         self.last_committed: str | None = None
+        self.busy: list[str] = []
         exists = source._check_backup_table(name, must_exist=resume)
         try:
             if resume:
@@ -333,24 +336,31 @@ class SQLiteBackupTable:
             f"SELECT key FROM {self._table} WHERE kind = 'committed' ORDER BY seq DESC LIMIT 1"
         ).fetchone()
         self.last_committed = None if last is None else str(last[0])
+        marks = run(f"SELECT kind, key FROM {self._table} WHERE kind IN ('busy', 'retried') ORDER BY seq")
+        self.busy = still_busy((str(kind), str(key)) for kind, key in marks.fetchall())
 
     def _insert(self, kind: str, key: str, old: bytes | None = None, new: bytes | None = None) -> None:
         self._source._execute(
             f"INSERT INTO {self._table} (kind, key, old, new) VALUES (?, ?, ?, ?)", (kind, key, old, new)
         )
 
-    def write(self, source: object, batch: Sequence[Replacement], last_key: str | None) -> list[WriteOutcome]:
-        """The batch, the originals of what it wrote and ``last_key``: one transaction."""
+    def write(
+        self,
+        source: object,
+        batch: Sequence[Replacement],
+        last_key: str | None,
+        *,
+        retried: Sequence[str] = (),
+    ) -> list[WriteOutcome]:
+        """The batch, the originals of what it wrote, the keys it retried and ``last_key``: one
+        transaction."""
         if source is not self._source:
             raise ValueError("a backup table backs up the source it was opened from")
 
         def body() -> list[WriteOutcome]:
             outcomes = self._source._write_rows(batch)
-            for item, outcome in zip(batch, outcomes, strict=True):
-                if outcome is WriteOutcome.WRITTEN:
-                    self._insert("original", item.key, item.old, item.new)
-            if last_key is not None:
-                self._insert("committed", last_key)
+            for row in batch_rows(batch, outcomes, last_key, retried):
+                self._insert(*row)
             return outcomes
 
         outcomes = self._source.transaction(body)

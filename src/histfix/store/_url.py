@@ -66,8 +66,8 @@ def names_table(url: str) -> bool:
 def open_source(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Source:
     """The source ``url`` names, open; ValueError (StoreError) with one clear line if it cannot be.
 
-    ``lock_timeout``: seconds an SQLite source's statement waits for the file another connection
-    holds locked.
+    ``lock_timeout``: seconds an SQL source's statement waits for a row (PostgreSQL) or the file
+    (SQLite) another connection holds locked (files have no locks to wait for).
     """
     if not lock_timeout > 0:
         raise ValueError(f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}")
@@ -84,7 +84,7 @@ def open_source(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Sour
             raise StoreError("PostgreSQL sources need psycopg 3: pip install 'histfix[postgres]'") from None
         from ._postgres import open_postgres
 
-        source: Source = open_postgres(spec)
+        source: Source = open_postgres(spec, lock_timeout=lock_timeout)
         return source
     if scheme:
         raise ValueError(
