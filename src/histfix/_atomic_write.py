@@ -1,14 +1,23 @@
-"""Replacing a regular file atomically: the one writer the CLI and the file stores share."""
+"""Replacing a regular file atomically: the one writer the CLI and the file stores share.
+
+The new content goes to a temporary file in the target's own folder, which is then renamed over
+the target, so the rename is atomic: a crash, a signal or a full disk leaves the old file (or
+none) in place, never a truncated one. On Linux the temporary file has no name at all until the
+instant it replaces the target (``O_TMPFILE``, then a link and the rename), so even ``kill -9``
+mid-write leaves nothing behind; elsewhere, or on a file system without it, it is a hidden
+``.NAME.*.tmp`` file that every exit but ``kill -9`` removes.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomically"]
+__all__ = ["TemporaryFile", "write_atomically"]
 
 
 def _current_umask() -> int:
@@ -17,30 +26,94 @@ def _current_umask() -> int:
     return mask
 
 
-def write_atomically(target: Path, data: bytes) -> None:
-    """Replace the regular file ``target`` (or create it) through a temporary file and a rename.
-
-    The temporary file sits in ``target``'s own folder, so the rename is atomic: a crash, a signal
-    or a full disk leaves the old file (or none) in place, never a truncated one. A replaced file
-    keeps its mode (and, where the process may, its owner); a new one gets the mode the umask
-    gives, as with any Unix tool (the temporary file itself starts private, 0600).
-    """
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+def _unnamed(folder: Path) -> int | None:
+    """An fd on a new, nameless file in ``folder`` (Linux ``O_TMPFILE``), or None where there is none."""
+    flags = getattr(os, "O_TMPFILE", 0)
+    # A nameless file gets its name through /proc's link to it: without /proc it could not.
+    if not flags or not os.path.isdir("/proc/self/fd"):
+        return None
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        return os.open(folder, flags | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    except OSError:  # a file system (or kernel) without it
+        return None
+
+
+class TemporaryFile:
+    """The file that will replace ``target``: :attr:`fd` to write (and fsync) it through, then
+    :meth:`replace` puts it in place, or :meth:`discard` drops it. Starts private (0600)."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.folder = target.parent if str(target.parent) else Path(".")
+        found = _unnamed(self.folder)
+        self.path: Path | None = None  # its name, while it has one
+        if found is None:
+            found, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=self.folder)
+            self.path = Path(name)
+        self.fd = found
+
+    def _named(self) -> Path:
+        if self.path is None:
+            name = f".{self.target.name}.{secrets.token_hex(4)}.tmp"
+            folder = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+            try:
+                # A folder's fd makes this linkat(), which (unlike link()) follows /proc's link
+                # to the file itself.
+                os.link(f"/proc/self/fd/{self.fd}", name, dst_dir_fd=folder, follow_symlinks=True)
+            finally:
+                os.close(folder)
+            self.path = self.folder / name
+        return self.path
+
+    def set_mode(self, mode: int, owner: tuple[int, int] | None = None) -> None:
+        """Give it ``mode`` and, where the process may, ``owner`` (uid, gid)."""
+        if self.path is None:
+            os.fchmod(self.fd, mode)
+        else:
+            os.chmod(self.path, mode)
+        if owner is not None:
+            with contextlib.suppress(OSError):  # only root may give a file away: keep what we can
+                os.chown(self.path if self.path is not None else self.fd, *owner)
+
+    def replace(self) -> None:
+        """Rename it over the target (a nameless one is named the instant before)."""
+        os.replace(self._named(), self.target)
+        self.path = None
+        self.close()
+
+    def discard(self) -> None:
+        """Drop it: a nameless one vanishes with its fd; a named one is removed."""
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Replace the regular file ``target`` (or create it) with ``data``, atomically (see the
+    module docstring). A replaced file keeps its mode (and, where the process may, its owner); a
+    new one gets the mode the umask gives, as with any Unix tool."""
+    temporary = TemporaryFile(target)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(temporary.fd, view) :]
+        os.fsync(temporary.fd)
         try:
             old: os.stat_result | None = target.stat()
         except FileNotFoundError:
             old = None
-        os.chmod(temporary, 0o666 & ~_current_umask() if old is None else stat.S_IMODE(old.st_mode))
-        if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
-            with contextlib.suppress(OSError):  # only root may give a file away: keep what we can
-                os.chown(temporary, old.st_uid, old.st_gid)
-        os.replace(temporary, target)
+        if old is None:
+            temporary.set_mode(0o666 & ~_current_umask())
+        else:
+            keep = (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid())
+            temporary.set_mode(stat.S_IMODE(old.st_mode), (old.st_uid, old.st_gid) if keep else None)
+        temporary.replace()
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.discard()
         raise

@@ -4,8 +4,9 @@ alone (as the OOM killer or a container runtime does), ``kill -9`` of one of its
 row or database another session holds locked.
 
 After each: no histfix process left, no histfix server session left (idle in a transaction or
-otherwise), every history the original or the repair, and ``--resume`` finishing within its time
-limit. On the real PostgreSQL server and on SQLite, with ``--jobs 1`` and ``--jobs 2``.
+otherwise), no temporary file left beside a file store, every history the original or the repair,
+and ``--resume`` finishing within its time limit. On the real PostgreSQL server and on SQLite,
+with ``--jobs 1`` and ``--jobs 2``.
 """
 
 from __future__ import annotations
@@ -524,4 +525,47 @@ def test_kill_9_of_one_worker_stops_the_run_with_one_line_naming_its_batch_and_r
     assert_no_session_left(pg_server)
     assert_old_or_new(store, before, expected)
     assert_resume_finishes(store, expected)
+    capsys.readouterr()
+
+
+# --- directories and JSONL -----------------------------------------------------------------------
+
+# A run whose store writes hold still at the fsync of their temporary file (written, not yet in
+# place: the moment a temporary file exists), saying so by creating the file FLAG (argv[1]).
+_HELD_AT_THE_TEMPORARY_FSYNC = """
+import os, pathlib, sys, time
+fsync = os.fsync
+def held(fd):
+    if os.readlink(f"/proc/self/fd/{fd}").endswith((".tmp", "(deleted)")):
+        pathlib.Path(sys.argv[1]).touch()
+        time.sleep(60)
+    fsync(fd)
+os.fsync = held
+from histfix._cli.commands import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["dir", "jsonl"])
+def test_kill_9_while_a_file_store_is_written_leaves_no_temporary_file_and_no_worker(
+    kind: str, tmp_path: Path, runs: Callable[..., Run], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest(kind, tmp_path)
+    old, new = store.values(), expected(store)
+    backup, flag = tmp_path / "backup.jsonl", tmp_path / "flag"
+    # A JSONL store is rewritten once every history is examined, its workers gone: one job.
+    jobs = "2" if kind == "dir" else "1"
+    argv = ["repair", store.url, "--write", "--backup", str(backup), "--batch-size", "2", "--jobs", jobs]
+    run = runs(str(flag), *argv, code=_HELD_AT_THE_TEMPORARY_FSYNC)
+    wait_until(lambda: run.running() and flag.exists(), STEP, "a temporary file written")
+    workers = children(run.pid)
+    os.kill(run.pid, signal.SIGKILL)
+    gone = wait_until(lambda: not any(alive(pid) for pid in workers), 5, "workers gone")
+    assert gone <= WORKERS_GONE_WITHIN, f"workers outlived the run by {gone:.2f} s"
+    assert run.finish()[0] == -signal.SIGKILL
+    assert sorted(p.name for p in tmp_path.rglob(".*.tmp")) == []
+    assert_each_old_or_new(store, old, new)
+    with within(STEP):
+        assert main([*argv, "--resume", "--jobs", "1"]) == 0
+    assert store.values() == new
     capsys.readouterr()

@@ -3,7 +3,8 @@
 Nothing here follows a symlink or treats a FIFO, socket or device as a file: such entries are
 reported (``Stored.error``) and never written. Directory files are replaced one by one, each
 atomically (``histfix._atomic_write.write_atomically``); a JSONL file is rewritten whole through a
-temporary file and one rename, so a crash leaves the old file or the new one.
+temporary file and one rename (``histfix._atomic_write.TemporaryFile``: on Linux nameless until
+that rename), so a crash leaves the old file or the new one, and no temporary file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -251,16 +251,17 @@ class JSONLSource:
         return sum(1 for _, line in self._lines() if line.strip())
 
     def write(self, batch: Sequence[Replacement]) -> list[WriteOutcome]:
+        from histfix._atomic_write import TemporaryFile
+
         wanted = {item.key: item for item in batch}
         done: dict[str, WriteOutcome] = {}
-        folder = self.path.parent
         try:
             before = os.lstat(self.path)
-            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
+            temporary = TemporaryFile(self.path)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot write it ({_reason(exc)})") from exc
         try:
-            with os.fdopen(fd, "wb") as out:
+            with os.fdopen(temporary.fd, "wb", closefd=False) as out:
                 for number, line in self._lines():
                     body = line.rstrip(b"\n")
                     item = wanted.get(_line_key(body, number)) if body.strip() else None
@@ -273,7 +274,7 @@ class JSONLSource:
                     out.write(line)
                 out.flush()
                 os.fsync(out.fileno())
-            os.chmod(temporary, stat.S_IMODE(before.st_mode))
+            temporary.set_mode(stat.S_IMODE(before.st_mode))
             after = os.lstat(self.path)
             if (after.st_ino, after.st_size, after.st_mtime_ns) != (
                 before.st_ino,
@@ -281,11 +282,11 @@ class JSONLSource:
                 before.st_mtime_ns,
             ):
                 # Someone wrote the file while it was copied: everything is left as they wrote it.
-                os.unlink(temporary)
+                temporary.discard()
                 return [WriteOutcome.CHANGED_SINCE_READ for _ in batch]
-            os.replace(temporary, self.path)
+            temporary.replace()
         except BaseException as exc:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.discard()
             if isinstance(exc, OSError):
                 raise StoreError(f"{self.path}: cannot write it ({_reason(exc)})") from exc
             raise
