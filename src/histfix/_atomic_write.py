@@ -33,7 +33,7 @@ def _unnamed(folder: Path) -> int | None:
     if not flags or not os.path.isdir("/proc/self/fd"):
         return None
     try:
-        return os.open(folder, flags | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        return os.open(folder, flags | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError:  # a file system (or kernel) without it
         return None
 
@@ -60,10 +60,32 @@ class TemporaryFile:
                 # A folder's fd makes this linkat(), which (unlike link()) follows /proc's link
                 # to the file itself.
                 os.link(f"/proc/self/fd/{self.fd}", name, dst_dir_fd=folder, follow_symlinks=True)
+                self.path = self.folder / name
+            except OSError:  # a /proc that will not link (some sandboxes): a named copy instead
+                self._copy_to_a_named_file()
             finally:
                 os.close(folder)
-            self.path = self.folder / name
+        assert self.path is not None
         return self.path
+
+    def _copy_to_a_named_file(self) -> None:
+        nameless = self.fd
+        self.fd, name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.folder)
+        self.path = Path(name)
+        try:
+            made = os.fstat(nameless)
+            os.fchmod(self.fd, stat.S_IMODE(made.st_mode))
+            if (made.st_uid, made.st_gid) != (os.geteuid(), os.getegid()):
+                with contextlib.suppress(OSError):
+                    os.fchown(self.fd, made.st_uid, made.st_gid)
+            os.lseek(nameless, 0, os.SEEK_SET)
+            while chunk := os.read(nameless, 1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(self.fd, view) :]
+            os.fsync(self.fd)
+        finally:
+            os.close(nameless)
 
     def set_mode(self, mode: int, owner: tuple[int, int] | None = None) -> None:
         """Give it ``mode`` and, where the process may, ``owner`` (uid, gid)."""

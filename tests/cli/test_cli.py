@@ -234,6 +234,24 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
     assert [p.name for p in tmp_path.iterdir()] == ["kept.json"]
 
 
+def test_a_nameless_temporary_file_that_cannot_be_linked_is_copied_to_a_named_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Some sandboxes' /proc refuses the link that names an O_TMPFILE file: the write still lands.
+    target = tmp_path / "kept.json"
+    target.write_text("old")
+    target.chmod(0o640)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refused)
+    write_atomically(target, b"new" * 100_000)
+    assert target.read_bytes() == b"new" * 100_000
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["kept.json"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
