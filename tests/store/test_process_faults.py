@@ -443,10 +443,11 @@ def test_a_session_bounds_its_lock_waits_and_asks_the_server_to_end_it_if_abando
 
 
 def assert_refused_while_the_run_works(store: PgStore, capsys: pytest.CaptureFixture[str]) -> None:
-    """A second run (a scan, a --resume of the same run) says in one line that another histfix run
-    is writing the table, and waits for nothing."""
+    """A second run (a scan, a --resume of the same run, a restore) says in one line that another
+    histfix run is writing the table, and waits for nothing."""
     capsys.readouterr()
-    for second in (["scan", store.url, "--jobs", "1"], write_args(store, 1, "--resume")):
+    restore = ["restore", f"table:{store.table}_bk", store.url]
+    for second in (["scan", store.url, "--jobs", "1"], write_args(store, 1, "--resume"), restore):
         with within(STEP):
             assert main(second) == 2
         err = capsys.readouterr().err

@@ -571,11 +571,13 @@ def run_store_repair(argv: Sequence[str]) -> int:
 def _restore(args: argparse.Namespace) -> int:
     from ..store import open_source
     from ..store._backup import restore
+    from ..store._runner import claim
 
     _quiet_driver_logs()
 
     try:
         with open_source(args.source) as source:
+            claim(source, writing=True)
             result = restore(args.backup, source)
     except ValueError as exc:  # StoreError too
         return _fail(str(exc))
