@@ -53,6 +53,7 @@ def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.RETURN_HAS_TOOL_KIND is (Version("1.95.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_TIMESTAMP is (Version("1.38.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_METADATA is (Version("1.20.0") <= PYDANTIC_AI)
+    assert _compat.HAS_CONVERSATION_STORE is (Version("2.78.0") <= PYDANTIC_AI)
     # behaviour, asked of the release itself
     assert _compat.ARGS_AS_DICT_TOLERATES_INVALID is _args_as_dict_tolerates_invalid()
     assert _compat.PROFILE_FITS_TOOL_CALL_IDS is mistral_profile_fits_ids()

@@ -630,9 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
         "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"
     )
     info.set_defaults(run=_info)
-    from .store_commands import add_store_commands
+    from .conversation_commands import add_all_store_commands
 
-    add_store_commands(command)
+    add_all_store_commands(command)
     return parser
 
 
@@ -667,8 +667,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from .conversation_commands import names_conversation_command, run_conversation_command
     from .store_commands import is_store_repair, run_store_repair
 
+    if names_conversation_command(sys.argv[1:] if argv is None else argv):  # py:module:attr
+        return run_conversation_command(sys.argv[1:] if argv is None else argv)
     if is_store_repair(sys.argv[1:] if argv is None else argv):  # a directory, .jsonl or URL
         return run_store_repair(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

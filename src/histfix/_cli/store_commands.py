@@ -35,8 +35,9 @@ DEFAULT_LOCK_TIMEOUT = 5.0
 DASK_CONNECT_TIMEOUT = 10
 
 SOURCE_HELP = (
-    "a store: DIR (every *.json below it), FILE.jsonl, sqlite:///PATH.db?table=T&key=K&column=C "
-    "or postgresql://USER:PW@HOST/DB?table=T&key=K&column=C"
+    "a store: DIR (every *.json below it), FILE.jsonl, sqlite:///PATH.db?table=T&key=K&column=C, "
+    "postgresql://USER:PW@HOST/DB?table=T&key=K&column=C, or a pydantic-ai ConversationStore "
+    "py:MODULE:ATTR (with --scope S; see `histfix scan py:M:A --help`)"
 )
 
 

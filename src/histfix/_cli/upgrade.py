@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..store._source import Source
     from ..store._upgrade import PairRecord, ReleaseSummary, UpgradeResult
 
 __all__ = ["run_upgrade_scan"]
@@ -97,8 +98,9 @@ def _print_summary(result: UpgradeResult, url: str, seconds: float) -> None:
         print("nothing would break")
 
 
-def run_upgrade_scan(args: argparse.Namespace) -> int:
-    """``histfix scan SOURCE --against R[,R...]``, its options already parsed."""
+def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) -> int:
+    """``histfix scan SOURCE --against R[,R...]``, its options already parsed; ``source`` is the
+    store already open when the caller opened it (a ConversationStore), else ``args.source`` is."""
     from .._compare import environments as compare
     from ..store import StoreError, open_source
     from ..store._upgrade import check_upgrade
@@ -109,8 +111,11 @@ def run_upgrade_scan(args: argparse.Namespace) -> int:
         if args.find_links is not None and not Path(args.find_links).is_dir():
             raise ValueError(f"--find-links {args.find_links}: no such folder")
         uv = compare.find_uv()
-        source = open_source(args.source)
+        if source is None:
+            source = open_source(args.source)
     except (ValueError, compare.CompareError) as exc:
+        if source is not None:
+            source.close()
         print(f"histfix: {str(exc).replace('--releases', '--against')}", file=sys.stderr)
         return EXIT_BAD_INPUT
     bars: _Bars | None = None

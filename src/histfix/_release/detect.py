@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import inspect
 from typing import Any
 
@@ -38,6 +39,7 @@ def switches() -> dict[str, Any]:
         "ARGS_AS_DICT_TOLERATES_INVALID": "raise_if_invalid"
         in inspect.signature(messages.ToolCallPart.args_as_dict).parameters,
         "PROFILE_FITS_TOOL_CALL_IDS": "tool_call_id_length" in _profile_keys(),
+        "HAS_CONVERSATION_STORE": importlib.util.find_spec("pydantic_ai.conversation_store") is not None,
     }
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE",
     "BEDROCK_SKIPS_RESPONSE_FILES_SINCE",
     "FRAMING_ANNOUNCED_SINCE",
+    "HAS_CONVERSATION_STORE",
     "HAS_REPAIR_MESSAGES",
     "HAS_RETRY_FEEDBACK_PART",
     "INSTRUCTIONS_AT_SYSTEM_COUNT",
@@ -106,6 +107,9 @@ OUTCOME_RETRIED: bool
 ARGS_AS_DICT_TOLERATES_INVALID: bool
 #: 2.59.0: ``ModelProfile`` key ``tool_call_id_length``, with which MistralModel fits ids (before: sent as stored).
 PROFILE_FITS_TOOL_CALL_IDS: bool
+
+#: 2.78.0: ``pydantic_ai.conversation_store`` (``ConversationStore``, its records, branches and revisions).
+HAS_CONVERSATION_STORE: bool
 
 #: The names :func:`.detect.switches` detects: exactly those declared above without a value.
 DETECTED = frozenset(__annotations__)

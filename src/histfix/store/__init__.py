@@ -6,13 +6,20 @@ runs the per-history record (``examine``) over it, writing repairs with a backup
 ``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
 releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
 pairs, for a store histfix has no source for; ``histfix.store.dask`` runs the same scan on a
-Dask cluster (``histfix[dask]``). Imported only when asked for (``import histfix`` does not
-import it).
+Dask cluster (``histfix[dask]``). A pydantic-ai ``ConversationStore`` (2.78.0 on) is a source too
+(``ConversationSource``): ``repair_conversations`` saves repairs by the store's own rules (the old
+history stays as a branch), ``restore_conversations`` branches back, and ``migrate`` moves any
+other store into one. Imported only when asked for (``import histfix`` does not import it).
 """
 
 from __future__ import annotations
 
 from ._backup import Backup, BatchBackup, RestoreResult, open_backup, restore
+from ._conversation_access import NoConversationStore
+from ._conversation_journal import Journal
+from ._conversation_repair import repair_conversations, restore_conversations
+from ._conversation_source import ConversationSource
+from ._migrate import MigrateResult, Migration, migrate
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
@@ -25,6 +32,11 @@ __all__ = [
     "MESSAGES_FIELDS",
     "Backup",
     "BatchBackup",
+    "ConversationSource",
+    "Journal",
+    "MigrateResult",
+    "Migration",
+    "NoConversationStore",
     "Options",
     "PairRecord",
     "Record",
@@ -44,9 +56,12 @@ __all__ = [
     "check_upgrade",
     "examine",
     "examine_all",
+    "migrate",
     "open_backup",
     "open_source",
     "parse_table_url",
+    "repair_conversations",
     "repair_source",
     "restore",
+    "restore_conversations",
 ]

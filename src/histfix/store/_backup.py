@@ -151,19 +151,20 @@ def _decode(row: dict[str, Any], name: str) -> bytes:
     return base64.b64decode(row[f"{name}_b64"])
 
 
-def _open_regular(path: Path, flags: int) -> int:
-    """An fd on ``path`` as a regular file: never through a symlink, never a FIFO or device."""
+def _open_regular(path: Path, flags: int, *, what: str = "backup") -> int:
+    """An fd on ``path`` as a regular file: never through a symlink, never a FIFO or device.
+    ``what`` names the file in the one-line errors (a backup, a journal)."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600)
     except FileExistsError:
         raise StoreError(
-            f"backup {path}: already exists; --resume continues that run, or name a new backup"
+            f"{what} {path}: already exists; --resume continues that run, or name a new {what}"
         ) from None
     except OSError as exc:
-        raise StoreError(f"backup {path}: cannot open it ({exc.strerror})") from exc
+        raise StoreError(f"{what} {path}: cannot open it ({exc.strerror})") from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise StoreError(f"backup {path}: not a regular file")
+        raise StoreError(f"{what} {path}: not a regular file")
     return fd
 
 

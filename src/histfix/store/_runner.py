@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
+from typing import Any
 
 from ._backup import BatchBackup
 from ._record import Options, Record
@@ -46,21 +47,30 @@ def _returned(workers: Workers, batch: list[Stored], worker: int) -> tuple[list[
 
 
 def examine_batches(
-    batches: Iterable[list[Stored]], options: Options, *, jobs: int = 1
-) -> Iterator[tuple[list[Stored], list[Record]]]:
+    batches: Iterable[list[Stored]],
+    options: Options,
+    *,
+    jobs: int = 1,
+    work: Callable[[list[Item], Options], list[Any]] = examine_items,
+) -> Iterator[tuple[list[Stored], list[Any]]]:
     """Each batch with its records, in the order given, examined by ``jobs`` worker processes
-    (:mod:`._workers`); WorkerLost if one ends before it returns a batch."""
+    (:mod:`._workers`); WorkerLost if one ends before it returns a batch.
+
+    ``work`` (a module-level function, or a partial of one: the workers get it pickled) may do
+    other per-history work than ``examine`` in the same processes: a migration prepares each
+    history to save with it.
+    """
     iterator = iter(batches)
     first = list(islice(iterator, 2))
     # A store of one batch is done before worker processes would have started.
     if jobs <= 1 or len(first) < 2 or not can_start_workers():
         for batch in chain(first, iterator):
-            yield batch, examine_items(_items(batch), options)
+            yield batch, work(_items(batch), options)
         return
     # Batch n goes to worker n % jobs, and each worker answers in order, so the records come
     # back in the order read whichever worker is faster.
     in_flight: deque[tuple[list[Stored], int]] = deque()
-    with Workers(jobs, options) as workers:
+    with Workers(jobs, options, work) as workers:
         for number, batch in enumerate(chain(first, iterator)):
             workers.send(number % jobs, _items(batch))
             in_flight.append((batch, number % jobs))

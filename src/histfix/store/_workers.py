@@ -12,7 +12,8 @@ or died and the kernel closed its end), even mid-batch, and writing records to a
 fails at once instead of blocking. On Linux the kernel also kills it when the run dies
 (``PR_SET_PDEATHSIG``), even while it holds the interpreter in a long computation.
 
-The run sends each worker its :class:`Options`, then batches of items (length-prefixed pickles on
+The run sends each worker its :class:`Options` and the function it runs on each batch
+(``examine_items`` unless the run says otherwise: a migration prepares histories to save), then batches of items (length-prefixed pickles on
 the worker's stdin); the worker answers each batch, in order, with its records on its stdout.
 """
 
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from ._record import Options, Record, examine
@@ -126,7 +128,9 @@ class Workers:
     :meth:`receive` its records, in the order it was sent to that worker. A context manager; on
     leaving it every worker has exited."""
 
-    def __init__(self, jobs: int, options: Options) -> None:
+    def __init__(
+        self, jobs: int, options: Options, work: Callable[[list[Any], Options], list[Any]] = examine_items
+    ) -> None:
         self._processes: list[subprocess.Popen[bytes]] = []
         # The kernel's parent-death signal follows the thread that started the process: only the
         # main thread is sure to live as long as the run.
@@ -158,7 +162,7 @@ class Workers:
                     )
                 )
             for worker in range(jobs):
-                self.send(worker, options)
+                self.send(worker, (options, work))
         except OSError as exc:
             self.close()
             raise WorkerLost(f"cannot start a worker process ({exc.strerror or exc})") from exc
@@ -166,7 +170,7 @@ class Workers:
             self.close()
             raise
 
-    def send(self, worker: int, value: list[Item] | Options) -> None:
+    def send(self, worker: int, value: list[Any] | tuple[Options, Callable[..., Any]]) -> None:
         """Hand ``value`` to ``worker``. A worker that is gone is noticed by :meth:`receive`, after
         the records it returned before it went."""
         stdin = self._processes[worker].stdin
@@ -259,7 +263,7 @@ def serve(parent: int, die_with_parent: bool) -> NoReturn:
     results = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # whatever a library prints goes to stderr, never into the records
     try:
-        options: Options = _read_frame(tasks)
+        options, work = _read_frame(tasks)
     except (EOFError, OSError):
         os._exit(0)
     batches: list[list[Item]] = []
@@ -274,7 +278,7 @@ def serve(parent: int, die_with_parent: bool) -> NoReturn:
             items = batches.pop(0)
         reply: tuple[Any, ...]
         try:
-            reply = ("records", examine_items(items, options))
+            reply = ("records", work(items, options))
         except Exception as exc:  # a bug, not bad data (examine never raises for that): the run re-raises it
             import traceback
 
