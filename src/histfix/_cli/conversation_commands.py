@@ -201,7 +201,10 @@ def _open(args: argparse.Namespace, *, readers: int = 1) -> ConversationSource:
     from ..store._conversation_source import ConversationSource
 
     return ConversationSource(
-        args.source, scope=args.scope, branches=getattr(args, "branches", False), readers=readers
+        args.source,
+        scope=getattr(args, "scope", None),
+        branches=getattr(args, "branches", False),
+        readers=readers,
     )
 
 
