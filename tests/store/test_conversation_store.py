@@ -478,17 +478,9 @@ def test_migrate_moves_a_legacy_store_repairs_it_and_never_overwrites(
     assert loaded(backend, keys[0])[0] is None
 
     journal = str(tmp_path / "migrate.jsonl")
-    argv = [
-        "migrate",
-        str(legacy),
-        backend.cli,
-        "--scope-field",
-        "user",
-        "--write",
-        "--verify",
-        "--journal",
-        journal,
-    ]
+    # Two workers: a factory's store (SQLite, PostgreSQL) is saved to by each worker, the object in memory here.
+    argv = ["migrate", str(legacy), backend.cli, "--scope-field", "user", "--write", "--verify"]
+    argv += ["--journal", journal, "--jobs", "2", "--batch-size", "2"]
     status, out, err = cli(capsys, *argv)
     assert status == 1
     assert "migrated: 5 into" in out and "(repaired 2;" in out
@@ -501,7 +493,7 @@ def test_migrate_moves_a_legacy_store_repairs_it_and_never_overwrites(
     assert loaded(backend, keys[1])[1].messages == load(BROKEN)  # theirs, untouched
     assert loaded(backend, keys[4])[1].messages == load(HEALTHY)
 
-    status, out, _ = cli(capsys, *argv[:-2], "--journal", str(tmp_path / "again.jsonl"))
+    status, out, _ = cli(capsys, *argv[:-6], "--journal", str(tmp_path / "again.jsonl"))
     assert "migrated: 0" in out and "already there with this very history: 5" in out
 
 

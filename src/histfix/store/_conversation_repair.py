@@ -14,15 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._backup import RestoreResult
 from ._conversation_journal import Journal, Saved, read_journal
-from ._conversation_source import ConversationBatch, ConversationSource, ReadConversation
-from ._record import Options, Record
+from ._conversation_source import ConversationBatch, ConversationSource, Read, ReadConversation
+from ._record import Options, Record, examine_loaded
 from ._runner import RepairResult, examine_batches
 from ._source import Stored, WriteOutcome, first_line
 
-__all__ = ["repair_conversations", "restore_conversations"]
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["examine_conversations", "repair_conversations", "restore_conversations"]
 
 
 def _left_pending(record: Record) -> Record:
@@ -30,6 +34,21 @@ def _left_pending(record: Record) -> Record:
     if record.action in ("not_loaded", "left_pending"):
         return record
     return replace(record, action="left_pending", changes={}, removed=(), new=None)
+
+
+def examine_conversations(items: list[Read], options: Options) -> list[Record]:
+    """Each conversation's record, from its messages (runs in the worker processes)."""
+    return [
+        examine_loaded(key, messages, options)
+        if messages is not None
+        else Record(key=key, size=0, action="not_loaded", error=error)
+        for key, messages, error in items
+    ]
+
+
+def _items(batch: list[Stored]) -> list[Read]:
+    assert isinstance(batch, ConversationBatch)
+    return batch.items()
 
 
 def repair_conversations(
@@ -46,26 +65,32 @@ def repair_conversations(
 
     Without a journal nothing is written (a dry run). With one, each repair is saved by the
     store's own rules with the revision read and recorded in the journal, and after each batch
-    its last conversation id is committed there (what ``after`` resumes past).
+    its last conversation id is committed there (what ``after`` resumes past). The records are
+    ``examine``'s, of the messages as read (``size`` is 0: the store keeps messages, not bytes).
     """
     import histfix
 
     options = options or Options()
     result = RepairResult(committed=after)
-    wanted = replace(options, want_new=journal is not None)
-    batches = source.read(after=after, batch_size=batch_size)
-    for batch, records in examine_batches(batches, wanted, jobs=jobs):
-        known = batch.read if isinstance(batch, ConversationBatch) else {}
-        saves: list[tuple[ReadConversation, bytes]] = []
+    batches = source.conversations(after=after, batch_size=batch_size)
+    for batch, records in examine_batches(
+        batches, options, jobs=jobs, work=examine_conversations, pack=_items
+    ):
+        assert isinstance(batch, ConversationBatch)
+        saves: list[tuple[ReadConversation, list[ModelMessage]]] = []
         for stored, examined in zip(batch, records, strict=True):
-            read = known.get(stored.key)
+            read = batch.read.get(stored.key)
             paused = read is not None and read.paused and not options.include_pending
             record = _left_pending(examined) if paused else examined
             on_record(record)
-            if journal is not None and read is not None and record.new is not None:
-                saves.append((read, record.new))
-        for read, new in saves:
-            outcome = source.save_repair(read, histfix.load_json(new))
+            messages = batch.messages(stored.key)
+            if journal is not None and read is not None and record.would_change and messages is not None:
+                saves.append((read, messages))
+        for read, messages in saves:
+            # The repair the record reported, made again here from the same messages (deterministic):
+            # cheaper than carrying each repaired history back from the worker.
+            repaired = histfix.repair_report(messages, provider=options.provider).messages
+            outcome = source.save_repair(read, repaired)
             conversation_id = read.record.conversation_id
             if outcome.outcome is WriteOutcome.WRITTEN:
                 assert journal is not None
@@ -81,10 +106,9 @@ def repair_conversations(
     return result
 
 
-def _last_conversation(batch: list[Stored]) -> str | None:
-    """The id of the batch's last conversation (a branch's key names its conversation first)."""
-    known = batch.read if isinstance(batch, ConversationBatch) else {}
-    return max(known) if known else None
+def _last_conversation(batch: ConversationBatch) -> str | None:
+    """The id of the batch's last conversation (its records come in ascending id)."""
+    return max(batch.read) if batch.read else None
 
 
 def restore_conversations(journal: Path | str, source: ConversationSource) -> RestoreResult:

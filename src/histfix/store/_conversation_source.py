@@ -49,12 +49,27 @@ class ReadConversation:
         return self.record.deferred_tool_requests is not None
 
 
-class ConversationBatch(list[Stored]):
-    """A batch of histories as read, with each conversation's record by key (branches have none)."""
+#: One history as read: its key, its messages (None when it does not read) and why not.
+Read = tuple[str, "list[ModelMessage] | None", "str | None"]
 
-    def __init__(self, items: Sequence[Stored], read: dict[str, ReadConversation]) -> None:
-        super().__init__(items)
-        self.read = read
+
+class ConversationBatch(list[Stored]):
+    """A batch of histories as read: a :class:`Stored` per history (the store's reason when it
+    does not read, no bytes otherwise), its messages by key, and each conversation's record."""
+
+    def __init__(self, read: Sequence[Read], records: dict[str, ReadConversation]) -> None:
+        super().__init__(Stored(key, b"", error=error) for key, _, error in read)
+        self._read = list(read)
+        self._messages = {key: messages for key, messages, _ in self._read}
+        self.read = records
+
+    def items(self) -> list[Read]:
+        """``(key, messages, error)`` of each history: what a scan's worker examines."""
+        return self._read
+
+    def messages(self, key: str) -> list[ModelMessage] | None:
+        """The messages read under ``key`` (None when it did not read)."""
+        return self._messages.get(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +110,25 @@ class ConversationSource:
         except BaseException:
             self._loop.close()
             raise
+        self.target = target
+        self._from_factory = from_factory
         self._readers = max(1, readers) if from_factory else 1
         self._lanes: list[ConversationStore] = [self.store]
         self.scope = scope
         self.branches = branches
         named = target if isinstance(target, str) else f"{type(self.store).__qualname__} object"
         self.url = named if scope is None else f"{named} (scope {scope!r})"
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether the target is a factory whose stores are distinct objects (each its own
+        connection to the same data), so that other processes can open their own and use them
+        side by side; a factory that hands out one object, like a store in memory, is not."""
+        if not self._from_factory:
+            return False
+        if len(self._lanes) < 2:
+            self._lanes.append(self._make())
+        return self._lanes[1] is not self.store
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -124,8 +152,20 @@ class ConversationSource:
         return len(listed) + (sum(len(r.branches) for r in listed) if self.branches else 0)
 
     def read(self, *, after: str | None = None, batch_size: int = 500) -> Iterator[list[Stored]]:
-        """Every conversation (and with ``branches`` each branch after it) as a
-        :class:`ConversationBatch`, in ascending conversation id; ``after`` resumes past an id."""
+        """The :class:`~histfix.store.Source` read: every history as its JSON bytes, in ascending
+        conversation id (with ``branches`` each branch after its conversation); ``after`` resumes
+        past an id. histfix's own scan reads :meth:`conversations` instead, without the JSON."""
+        for batch in self.conversations(after=after, batch_size=batch_size):
+            yield [
+                Stored(key, _dump(messages)) if messages is not None else Stored(key, b"", error=error)
+                for key, messages, error in batch.items()
+            ]
+
+    def conversations(
+        self, *, after: str | None = None, batch_size: int = 500
+    ) -> Iterator[ConversationBatch]:
+        """Every conversation as read, in batches, in ascending conversation id: the messages
+        themselves (a history's JSON would cost more to make than to scan: 2.78.0's serializer)."""
         listed = self.records(after=after)
         lanes = self._stores()  # made here: an async factory runs in the loop, not inside it
         for start in range(0, len(listed), batch_size):
@@ -134,12 +174,12 @@ class ConversationSource:
     def _stores(self) -> list[ConversationStore]:
         while len(self._lanes) < self._readers:
             self._lanes.append(self._make())
-        return self._lanes
+        return self._lanes[: self._readers]
 
     async def _read_batch(
         self, lanes: list[ConversationStore], records: list[ConversationRecord]
     ) -> ConversationBatch:
-        read: list[tuple[ConversationRecord, list[Stored]]] = [(r, []) for r in records]
+        read: list[tuple[ConversationRecord, list[Read]]] = [(r, []) for r in records]
 
         async def lane(store: ConversationStore, first: int) -> None:
             for index in range(first, len(records), len(lanes)):
@@ -151,24 +191,27 @@ class ConversationSource:
 
     async def _read_conversation(
         self, store: ConversationStore, record: ConversationRecord
-    ) -> tuple[ConversationRecord, list[Stored]]:
+    ) -> tuple[ConversationRecord, list[Read]]:
         """The record the history was read under (the current one, if a save moved it during the
         read) and the conversation's history, then with ``branches`` each branch it lists."""
         key = record.conversation_id
+        items: list[Read]
         try:
             record, messages = await self._history(store, record)
         except Exception as exc:
-            why = f"its history does not read from its head {record.head_id!r}: {_failure(exc)}"
-            items = [Stored(key, b"", error=why)]
+            items = [
+                (key, None, f"its history does not read from its head {record.head_id!r}: {_failure(exc)}")
+            ]
         else:
-            items = [Stored(key, _dump(messages))]
+            items = [(key, messages, None)]
         for tip in record.branches if self.branches else ():
             branch = f"{key}{BRANCH_MARK}{tip}"
             try:
                 entries = await store.read_history(tip)
-                items.append(Stored(branch, _dump([entry.message for entry in entries])))
             except Exception as exc:
-                items.append(Stored(branch, b"", error=f"the branch does not read: {_failure(exc)}"))
+                items.append((branch, None, f"the branch does not read: {_failure(exc)}"))
+            else:
+                items.append((branch, [entry.message for entry in entries], None))
         return record, items
 
     async def _history(

@@ -11,11 +11,14 @@ the last key a batch committed in the journal.
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from ._conversation_access import StoreTarget
 from ._conversation_journal import Journal, Saved
 from ._conversation_source import ConversationSource
 from ._record import PENDING_KINDS, Options, _unwrap
@@ -41,6 +44,9 @@ class Migration:
     #: a run can resume it: saved as it was, not repaired (without ``include_pending``)
     pending: bool = False
     scope: str | None = None
+    #: what saving it did, when a worker saved it (``migrated``, ``already``, ...), and the detail
+    outcome: str | None = None
+    detail: str | None = None
 
 
 @dataclass
@@ -102,9 +108,56 @@ def _migration(item: Item, options: Options, scope_field: str | None) -> Migrati
     return Migration(key, messages=repaired, repaired=repaired != history, scope=scope)
 
 
-def prepare_batch(items: list[Item], options: Options, *, scope_field: str | None = None) -> list[Migration]:
-    """Each legacy history of a batch loaded and repaired (runs in the worker processes)."""
-    return [_migration(item, options, scope_field) for item in items]
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """How a worker saves the migrations it prepares itself: the target it opens once (a factory,
+    or the ``py:`` name of one), and the run's settings."""
+
+    target: StoreTarget
+    write: bool
+    scope: str | None
+    verify: bool
+    #: the process that runs the migration: a batch it prepares itself (one batch, no pool) it
+    #: saves itself, through the target it already has open
+    parent: int = field(default_factory=os.getpid)
+
+
+#: The ConversationSource each worker process opened for its saves, by target.
+_WORKER_TARGETS: dict[str, ConversationSource] = {}
+
+
+def prepare_batch(
+    items: list[Item], options: Options, *, scope_field: str | None = None, saving: Saving | None = None
+) -> list[Migration]:
+    """Each legacy history of a batch loaded and repaired (runs in the worker processes), and with
+    ``saving`` saved there too, each returned with its outcome and without its messages."""
+    migrations = [_migration(item, options, scope_field) for item in items]
+    if saving is None or os.getpid() == saving.parent:
+        return migrations
+    name = repr(saving.target)
+    target = _WORKER_TARGETS.get(name)
+    if target is None:
+        target = _WORKER_TARGETS[name] = ConversationSource(saving.target)
+    outcomes = target.run(
+        _save_all(target, migrations, write=saving.write, scope=saving.scope, verify=saving.verify)
+    )
+    return [
+        replace(migration, messages=None, outcome=outcome, detail=detail)
+        for migration, (outcome, detail) in zip(migrations, outcomes, strict=True)
+    ]
+
+
+def _saves_in_workers(target: ConversationSource, jobs: int) -> StoreTarget | None:
+    """What each worker opens to save by itself, when the target is a factory whose stores are
+    distinct objects (a database each one connects to, not one object in this process) and can
+    be sent to a worker; None when the saves are made here, one after another."""
+    if jobs <= 1 or not target.concurrent:
+        return None
+    try:
+        pickle.dumps(target.target)
+    except Exception:  # a lambda, a closure: the workers could not be given it
+        return None
+    return target.target
 
 
 def migrate(
@@ -132,24 +185,31 @@ def migrate(
     ``verify`` loads every migrated conversation back and compares its messages with what was saved.
     ``on_history`` hears each history with its outcome: ``migrated``, ``already``, ``existing``,
     ``not_loaded``, ``failed`` or ``mismatched``.
+
+    With ``jobs`` > 1 and a target made by a factory (or named ``py:`` as one) whose stores are
+    distinct objects, each worker makes its own store and saves what it prepared, so the
+    backend's own work (serializing, writing) runs side by side too; otherwise the saves are made
+    in this process, in order.
     """
     if scope is not None and scope_field is not None:
         raise ValueError("give a fixed scope or the field to take it from, not both")
     if verify and not write:
         raise ValueError("verify compares what a migration saved: it needs write")
     result = MigrateResult(committed=after)
-    work = partial(prepare_batch, scope_field=scope_field)
+    in_workers = _saves_in_workers(target, jobs)
+    saving = None if in_workers is None else Saving(in_workers, write, scope, verify)
+    work = partial(prepare_batch, scope_field=scope_field, saving=saving)
     options = Options(provider=provider, include_pending=include_pending)
     batches = source.read(after=after, batch_size=batch_size)
     for batch, migrations in examine_batches(batches, options, jobs=jobs, work=work):
-        saved = target.run(
-            _save_batch(target, migrations, result, write=write, scope=scope, on_history=on_history)
-        )
-        if journal is not None:
-            for migration in saved:
+        if all(m.outcome is not None for m in migrations):  # saved by the workers
+            outcomes = [(m.outcome or "", m.detail) for m in migrations]
+        else:
+            outcomes = target.run(_save_all(target, migrations, write=write, scope=scope, verify=verify))
+        for migration, (outcome, detail) in zip(migrations, outcomes, strict=True):
+            _tally(result, migration, outcome, detail, on_history)
+            if journal is not None and outcome == "migrated":
                 journal.saved(Saved(migration.key))
-        if verify:
-            target.run(_verify(target, saved, result, on_history))
         if batch:
             result.committed = batch[-1].key
             if journal is not None:
@@ -157,28 +217,52 @@ def migrate(
     return result
 
 
-async def _save_batch(
+def _tally(
+    result: MigrateResult,
+    migration: Migration,
+    outcome: str,
+    detail: str | None,
+    on_history: Callable[[Migration, str], None],
+) -> None:
+    result.total += 1
+    if outcome == "migrated":
+        result.migrated += 1
+        result.repaired += migration.repaired
+        result.pending += migration.pending
+        if detail is not None:  # saved, but it did not load back as saved
+            result.mismatched.append((migration.key, detail))
+            on_history(migration, "mismatched")
+    elif outcome == "already":
+        result.already += 1
+    elif outcome == "existing":
+        result.existing.append(migration.key)
+    elif outcome == "not_loaded":
+        result.not_loaded.append((migration.key, detail or "not loadable"))
+    else:
+        result.failed.append((migration.key, detail or "the store failed"))
+    on_history(migration, outcome)
+
+
+async def _save_all(
     target: ConversationSource,
     migrations: Sequence[Migration],
-    result: MigrateResult,
     *,
     write: bool,
     scope: str | None,
-    on_history: Callable[[Migration, str], None],
-) -> list[Migration]:
-    """Save each migration (a dry run asks whether the store has it); the ones saved."""
+    verify: bool,
+) -> list[tuple[str, str | None]]:
+    """Each migration saved (a dry run asks whether the store has it), with its outcome and detail:
+    ``migrated`` (detail: how it did not load back, with ``verify``), ``already``, ``existing``,
+    ``not_loaded`` or ``failed`` (detail: why)."""
     from pydantic_ai.conversation import Conversation
     from pydantic_ai.conversation_store import ConversationConflict
 
     store = target.store
-    saved = []
+    outcomes: list[tuple[str, str | None]] = []
     for migration in migrations:
-        result.total += 1
         if migration.messages is None:
-            result.not_loaded.append((migration.key, migration.error or "not loadable"))
-            on_history(migration, "not_loaded")
+            outcomes.append(("not_loaded", migration.error))
             continue
-        outcome = "migrated"
         try:
             if write:
                 conversation = Conversation(messages=list(migration.messages), conversation_id=migration.key)
@@ -186,22 +270,13 @@ async def _save_batch(
             elif await store.read_record(migration.key) is not None:
                 raise ConversationConflict(migration.key)
         except ConversationConflict:
-            outcome = await _existing(target, migration)
+            outcomes.append((await _existing(target, migration), None))
+            continue
         except Exception as exc:
-            why = f"the store failed: {type(exc).__name__}: {first_line(exc)}"
-            result.failed.append((migration.key, why))
-            outcome = "failed"
-        if outcome == "migrated":
-            result.migrated += 1
-            result.repaired += migration.repaired
-            result.pending += migration.pending
-            saved.append(migration)
-        elif outcome == "already":
-            result.already += 1
-        elif outcome == "existing":
-            result.existing.append(migration.key)
-        on_history(migration, outcome)
-    return saved
+            outcomes.append(("failed", f"the store failed: {type(exc).__name__}: {first_line(exc)}"))
+            continue
+        outcomes.append(("migrated", await _loads_back(target, migration) if verify else None))
+    return outcomes
 
 
 async def _existing(target: ConversationSource, migration: Migration) -> str:
@@ -211,19 +286,6 @@ async def _existing(target: ConversationSource, migration: Migration) -> str:
     except Exception:
         return "existing"
     return "already" if loaded is not None and loaded.messages == migration.messages else "existing"
-
-
-async def _verify(
-    target: ConversationSource,
-    saved: Sequence[Migration],
-    result: MigrateResult,
-    on_history: Callable[[Migration, str], None],
-) -> None:
-    for migration in saved:
-        how = await _loads_back(target, migration)
-        if how is not None:
-            result.mismatched.append((migration.key, how))
-            on_history(migration, "mismatched")
 
 
 async def _loads_back(target: ConversationSource, migration: Migration) -> str | None:

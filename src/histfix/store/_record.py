@@ -15,11 +15,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._source import first_line
 
-__all__ = ["KEY_FIELDS", "MESSAGES_FIELDS", "Action", "Options", "Record", "RemovedContent", "examine"]
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = [
+    "KEY_FIELDS",
+    "MESSAGES_FIELDS",
+    "Action",
+    "Options",
+    "Record",
+    "RemovedContent",
+    "examine",
+    "examine_loaded",
+]
 
 #: The key fields an envelope may carry, in the order they are looked for.
 KEY_FIELDS = ("key", "id", "conversation_id", "session_id", "thread_id")
@@ -136,11 +148,6 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     """
     import histfix
 
-    from .._check.classify import classify_history
-    from .._check.history import check_history
-    from .._check.rejections import check_for, mark_rejections
-    from .._profiles.targets import resolve_provider
-
     size = len(raw)
     if error is not None:
         return Record(key=key, size=size, action="not_loaded", error=error)
@@ -151,6 +158,27 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
         return Record(key=key, size=size, action="not_loaded", error=f"not UTF-8 text ({exc.reason})")
     except (ValueError, TypeError) as exc:
         return Record(key=key, size=size, action="not_loaded", error=first_line(exc))
+    return examine_loaded(key, history, options, size=size, envelope=envelope, name=name)
+
+
+def examine_loaded(
+    key: str,
+    history: list[ModelMessage],
+    options: Options = Options(),
+    *,
+    size: int = 0,
+    envelope: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> Record:
+    """:func:`examine` of a history already loaded, as a store that keeps messages rather than
+    bytes (a ConversationStore) hands them over: ``size`` is what the stored value weighs, if known."""
+    import histfix
+
+    from .._check.classify import classify_history
+    from .._check.history import check_history
+    from .._check.rejections import check_for, mark_rejections
+    from .._profiles.targets import resolve_provider
+
     # The validator runs once for classify, check and check(provider=) alike (each would run it
     # again), and once more only for a resumable history, whose open calls are then left alone.
     found = check_history(history, repair_last_response=True)

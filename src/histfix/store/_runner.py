@@ -51,28 +51,30 @@ def examine_batches(
     options: Options,
     *,
     jobs: int = 1,
-    work: Callable[[list[Item], Options], list[Any]] = examine_items,
+    work: Callable[[list[Any], Options], list[Any]] = examine_items,
+    pack: Callable[[list[Stored]], list[Any]] = _items,
 ) -> Iterator[tuple[list[Stored], list[Any]]]:
     """Each batch with its records, in the order given, examined by ``jobs`` worker processes
     (:mod:`._workers`); WorkerLost if one ends before it returns a batch.
 
     ``work`` (a module-level function, or a partial of one: the workers get it pickled) may do
-    other per-history work than ``examine`` in the same processes: a migration prepares each
-    history to save with it.
+    other per-history work than ``examine`` in the same processes, on the items ``pack`` makes of
+    each batch: a migration prepares each history to save, a ConversationStore's scan hands over
+    messages, not bytes.
     """
     iterator = iter(batches)
     first = list(islice(iterator, 2))
     # A store of one batch is done before worker processes would have started.
     if jobs <= 1 or len(first) < 2 or not can_start_workers():
         for batch in chain(first, iterator):
-            yield batch, work(_items(batch), options)
+            yield batch, work(pack(batch), options)
         return
     # Batch n goes to worker n % jobs, and each worker answers in order, so the records come
     # back in the order read whichever worker is faster.
     in_flight: deque[tuple[list[Stored], int]] = deque()
     with Workers(jobs, options, work) as workers:
         for number, batch in enumerate(chain(first, iterator)):
-            workers.send(number % jobs, _items(batch))
+            workers.send(number % jobs, pack(batch))
             in_flight.append((batch, number % jobs))
             if len(in_flight) >= 2 * jobs:
                 yield _returned(workers, *in_flight.popleft())
