@@ -70,18 +70,17 @@ class SQLiteConversationStore(ConversationStore):
         new_entries: Sequence[ConversationEntry] = (),
         expected_revision: str | None,
     ) -> None:
+        # Serialized before the transaction: another writer waits only for the statements.
+        entries = [(entry.id, ENTRY.dump_json(entry).decode()) for entry in new_entries]
+        values = (
+            record.revision,
+            record.scope,
+            record.updated_at.isoformat(),
+            RECORD.dump_json(record).decode(),
+        )
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.executemany(
-                "INSERT INTO entries (id, entry) VALUES (?, ?)",
-                [(entry.id, ENTRY.dump_json(entry).decode()) for entry in new_entries],
-            )
-            values = (
-                record.revision,
-                record.scope,
-                record.updated_at.isoformat(),
-                RECORD.dump_json(record).decode(),
-            )
+            self.db.executemany("INSERT INTO entries (id, entry) VALUES (?, ?)", entries)
             head_known = "(? IS NULL OR EXISTS (SELECT 1 FROM entries WHERE id = ?))"
             if expected_revision is None:
                 written = self.db.execute(
