@@ -84,14 +84,15 @@ def test_the_pages_have_examples() -> None:
 
 
 #: Optional extras a block may import: such a block runs where the extra is installed (the Dask
-#: page's in the `stores` session, through tests/store/test_dask.py) and is skipped elsewhere.
-EXTRA_MODULES = ("distributed", "dask")
+#: page's in the `stores` session, through tests/store/test_dask.py) and is skipped elsewhere. So
+#: does a block importing what only newer pydantic-ai releases have (the ConversationStore page's).
+EXTRA_MODULES = ("distributed", "dask", "pydantic_ai.conversation_store")
 
 
 def missing_extra(block: Block) -> str | None:
     """The first optional module the block imports that is not installed here, if any."""
     for module in EXTRA_MODULES:
-        imports = re.search(rf"^\s*(?:from|import) {module}\b", block.code, flags=re.MULTILINE)
+        imports = re.search(rf"^\s*(?:from|import) {re.escape(module)}\b", block.code, flags=re.MULTILINE)
         if imports and importlib.util.find_spec(module) is None:
             return module
     return None
