@@ -125,8 +125,17 @@ def run_migrate(count: int, jobs_list: list[int]) -> None:
             os.environ["CONVERSATION_DB"] = str(db)
             wall, children = time.perf_counter(), children_cpu()
             parent = time.process_time()
+            seen = [0]
+
+            def progress(
+                migration: object, outcome: str, started: float = wall, seen: list[int] = seen
+            ) -> None:
+                seen[0] += 1
+                if seen[0] % 10_000 == 0:  # a long run shows its pace as it goes (wall clock)
+                    print(f"    {seen[0]:,} after {time.perf_counter() - started:.0f} s", flush=True)
+
             with open_source(str(path)) as source, ConversationSource(TARGET) as target:
-                result = migrate(source, target, write=True, jobs=jobs)
+                result = migrate(source, target, write=True, jobs=jobs, on_history=progress)
             parent = time.process_time() - parent
             wall = time.perf_counter() - wall
             workers = children_cpu() - children
