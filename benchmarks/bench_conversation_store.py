@@ -103,7 +103,7 @@ def compare_scan(count: int, rounds: int) -> None:
     print(f"  ConversationStore scan:    {best['store']:7.2f} s  ({count / best['store']:,.0f}/s)")
     print(f"    the backend's reading:   {best['backend']:7.2f} s  (read_records + read_history)")
     print(
-        f"    the source's read:       {best['source read']:7.2f} s  (the backend's, and each history's JSON)"
+        f"    as bytes (Source.read):  {best['source read']:7.2f} s  (the backend's, and each history's JSON: what --against reads)"
     )
     print(
         f"    the rest, histfix's:     {rest:7.2f} s  = {rest / best['jsonl']:.2f}x the JSONL scan (target 1.5x)"
