@@ -158,6 +158,8 @@ def _fail(message: str) -> int:
 
 def run_conversation_command(argv: Sequence[str]) -> int:
     """``histfix scan|repair|restore ... py:MODULE:ATTR ...``."""
+    from .store_commands import DEFAULT_LOCK_TIMEOUT
+
     command = argv[0]
     parser = _parser(command)
     args = parser.parse_args(list(argv[1:]))
@@ -177,6 +179,10 @@ def run_conversation_command(argv: Sequence[str]) -> int:
             return _fail("--find-links and --cache-dir only apply with --against")
     if not args.source.startswith(PY_PREFIX):
         return _fail(f"{args.source}: a ConversationStore is named py:MODULE.PATH:ATTR")
+    if getattr(args, "lock_timeout", DEFAULT_LOCK_TIMEOUT) != DEFAULT_LOCK_TIMEOUT:
+        return _fail(
+            "--lock-timeout applies to SQLite and PostgreSQL tables; a ConversationStore waits as its backend does"
+        )
     from ..store import StoreError
 
     _quiet_driver_logs()

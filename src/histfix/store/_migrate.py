@@ -22,8 +22,9 @@ from ._conversation_access import StoreTarget
 from ._conversation_journal import Journal, Saved
 from ._conversation_source import ConversationSource
 from ._record import PENDING_KINDS, Options, _unwrap
-from ._runner import Item, examine_batches
+from ._runner import examine_batches
 from ._source import Source, first_line
+from ._workers import Item
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

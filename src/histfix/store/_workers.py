@@ -13,8 +13,9 @@ fails at once instead of blocking. On Linux the kernel also kills it when the ru
 (``PR_SET_PDEATHSIG``), even while it holds the interpreter in a long computation.
 
 The run sends each worker its :class:`Options` and the function it runs on each batch
-(``examine_items`` unless the run says otherwise: a migration prepares histories to save), then batches of items (length-prefixed pickles on
-the worker's stdin); the worker answers each batch, in order, with its records on its stdout.
+(``examine_items``, unless the run gives another: a migration prepares histories to save), then
+batches of items (length-prefixed pickles on the worker's stdin); the worker answers each batch,
+in order, with its records on its stdout.
 """
 
 from __future__ import annotations
