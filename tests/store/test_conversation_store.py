@@ -189,7 +189,10 @@ def test_scan_repair_restore_through_the_command_line(
     save(backend, "b-broken", BROKEN)
     save(backend, "c-paused", BROKEN, deferred_tool_requests=deferred())
     save(backend, "d-marked", PAUSED_MARK)
-    status, out, _ = cli(capsys, "scan", backend.cli, "--jsonl", "--jobs", "2", "--batch-size", "1")
+    # Workers (fresh interpreters, a second or two each to start) on one backend only: PostgreSQL's,
+    # whose factory also gives two connections read side by side.
+    jobs = ["--jobs", "2", "--batch-size", "1"] if backend.name == "postgres" else ["--jobs", "1"]
+    status, out, _ = cli(capsys, "scan", backend.cli, "--jsonl", *jobs)
     assert status == 1
     actions = {key: row["action"] for key, row in records(out).items()}
     assert actions == {
@@ -478,9 +481,10 @@ def test_migrate_moves_a_legacy_store_repairs_it_and_never_overwrites(
     assert loaded(backend, keys[0])[0] is None
 
     journal = str(tmp_path / "migrate.jsonl")
-    # Two workers: a factory's store (SQLite, PostgreSQL) is saved to by each worker, the object in memory here.
+    # Two workers on SQLite only (each starts a fresh interpreter): each saves through its own store.
     argv = ["migrate", str(legacy), backend.cli, "--scope-field", "user", "--write", "--verify"]
-    argv += ["--journal", journal, "--jobs", "2", "--batch-size", "2"]
+    jobs = ["--jobs", "2", "--batch-size", "2"] if backend.name == "sqlite" else ["--jobs", "1"]
+    argv += ["--journal", journal, *jobs]
     status, out, err = cli(capsys, *argv)
     assert status == 1
     assert "migrated: 5 into" in out and "(repaired 2;" in out
@@ -493,7 +497,7 @@ def test_migrate_moves_a_legacy_store_repairs_it_and_never_overwrites(
     assert loaded(backend, keys[1])[1].messages == load(BROKEN)  # theirs, untouched
     assert loaded(backend, keys[4])[1].messages == load(HEALTHY)
 
-    status, out, _ = cli(capsys, *argv[:-6], "--journal", str(tmp_path / "again.jsonl"))
+    status, out, _ = cli(capsys, *argv[:7], "--journal", str(tmp_path / "again.jsonl"))
     assert "migrated: 0" in out and "already there with this very history: 5" in out
 
 
