@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._source import Replacement, Source, StoreError, WriteOutcome
-from ._url import TABLE_NAME
+from ._source import TABLE_NAME, Replacement, Source, StoreError, WriteOutcome
 
 __all__ = [
     "TABLE_PREFIX",

@@ -9,6 +9,7 @@ changed in between is skipped, never overwritten. Parsing, repairing and reporti
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
+    "TABLE_NAME",
     "RangeSource",
     "Replacement",
     "Source",
@@ -34,6 +36,10 @@ __all__ = [
 #: application's own short transactions, short enough that a repair never stalls on (or stalls
 #: the application behind) one that stays open.
 DEFAULT_LOCK_TIMEOUT = 5.0
+
+
+#: A table name, optionally schema-qualified: quoted into SQL, so only plain identifiers.
+TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 def first_line(exc: BaseException) -> str:

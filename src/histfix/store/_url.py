@@ -11,14 +11,13 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from ._source import DEFAULT_LOCK_TIMEOUT, Source, StoreError, TableSpec
+from ._source import DEFAULT_LOCK_TIMEOUT, TABLE_NAME, Source, StoreError, TableSpec
 
-__all__ = ["TABLE_NAME", "mask_password", "names_table", "open_source", "parse_table_url"]
+__all__ = ["mask_password", "names_table", "open_source", "parse_table_url"]
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: A table (optionally schema-qualified) or column name: quoted into SQL, so only plain identifiers.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 def mask_password(url: str) -> str:
