@@ -607,7 +607,7 @@ profile, as `otari`, `stav` (`OpenAIChatModel` on their own provider classes) an
 (`CloudflareChatModel`, at Workers AI's path) do from 2.78.0 (*unavailable* before); Bedrock's models
 other than Claude (here Llama) refuse anything beside tool results in a turn, which
 `provider="bedrock:<model>"` handles. Measured by `tests/profiles/test_provider_prefixes.py`:
-the same histories as above (on 2.68.0 the fixed sample: 1.0.0 sends them all), sent through the
+the same histories as above (on the newest release the fixed sample: 1.0.0 sends them all), sent through the
 release's own class and SDK to the API's emulator. A
 cell is *accepted as stored → after `histfix.repair`*, then *profile · any* (after
 `repair(h, provider=target)` and after `provider="any"`, both asserted accepted; `any` is not sent

@@ -9,7 +9,7 @@ map messages themselves, but what they send is Chat Completions, so ``provider="
 ``openai-chat`` profile too, and skip where the installed release has no such provider (feature
 detection: ``wire.prefix_absent``). That mapping is only a claim until their
 own classes carry the result: here every history of the provider truth's sample
-(``test_provider_truth.SELECTED``; on its other fully measured release, 2.68.0, its fixed sample:
+(``test_provider_truth.SELECTED``; on its other fully measured release, the newest, its fixed sample:
 ``FULL_HERE``) goes through the installed release's ``GroqModel`` and
 ``HuggingFaceModel``, over HTTP, to the strict Chat Completions emulator, after
 ``repair(h, provider=<prefix>)`` and after ``repair(h, provider="any")``; both must be accepted.

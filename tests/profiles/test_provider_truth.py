@@ -33,6 +33,7 @@ from pydantic_ai import messages as pai
 from test_provider_generated import NOTHING_SENDABLE, may_refuse
 
 import histfix
+from histfix._release.pinned import NEWEST
 
 from conftest import PROVIDERS, PYDANTIC_AI
 from corpus import CASES
@@ -46,7 +47,7 @@ from wire import Outcome, client_for
 #: (`nox -s sweep -- --providers`) sends every case on every release, so the cross product of each
 #: pinned release (2.9.1 and 2.10.0 among them, the last without and first with internal repair)
 #: is measured there, recorded in tests/data/sweep-providers.json and compat-matrix.md.
-FULL_RELEASES = frozenset({"2.68.0", "1.0.0"})
+FULL_RELEASES = frozenset({NEWEST, "1.0.0"})
 SAMPLE_EVERY = 10
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"
 
