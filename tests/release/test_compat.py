@@ -51,6 +51,7 @@ def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.OUTCOME_RETRIED is (Version("2.60.0") <= PYDANTIC_AI)
     assert _compat.RETURN_HAS_OUTCOME is (Version("1.67.0") <= PYDANTIC_AI)
     assert _compat.RETURN_HAS_TOOL_KIND is (Version("1.95.0") <= PYDANTIC_AI)
+    assert _compat.RETURN_HAS_UI_VISIBILITY is (Version("2.78.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_TIMESTAMP is (Version("1.38.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_METADATA is (Version("1.20.0") <= PYDANTIC_AI)
     assert _compat.HAS_CONVERSATION_STORE is (Version("2.78.0") <= PYDANTIC_AI)
@@ -66,6 +67,7 @@ def test_features_name_the_detected_switches() -> None:
         "tool_return_outcome": _compat.RETURN_HAS_OUTCOME,
         "outcome_interrupted": _compat.OUTCOME_INTERRUPTED,
         "tool_return_tool_kind": _compat.RETURN_HAS_TOOL_KIND,
+        "tool_return_ui_visibility": _compat.RETURN_HAS_UI_VISIBILITY,
         "request_timestamp": _compat.REQUEST_HAS_TIMESTAMP,
         "request_metadata": _compat.REQUEST_HAS_METADATA,
         "tool_availability_delta_part": _compat.TOOL_AVAILABILITY_DELTA is not None,

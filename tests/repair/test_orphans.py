@@ -15,9 +15,9 @@ from pydantic_ai import Agent
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
 
 from dsl import Json, call, dump, load, real, req, ret, retry, text, user
+from oracle import upstream_is_oracle
 from strict import StrictModel, pairing_problems
 
 PREFIX = "[histfix: orphaned tool result]"
@@ -91,7 +91,7 @@ def test_pure_deterministic_idempotent(history: list[Json]) -> None:
     assert histfix.repair(once) == once  # a note is not a result: the default keeps it too
     for backend in ("histfix", "auto"):
         assert histfix.repair(loaded, orphans="note", backend=backend) == once  # type: ignore[arg-type]
-    if _compat.UPSTREAM_REPAIR_IS_CURRENT:  # 2.53-2.59's repair_messages is not the newest behaviour
+    if upstream_is_oracle(loaded):  # 2.53-2.59's repair_messages is not the newest behaviour
         assert histfix.repair(loaded, orphans="note", backend="upstream") == once
 
 

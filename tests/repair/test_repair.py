@@ -17,7 +17,7 @@ import histfix
 from histfix._release import switches as _compat
 
 from corpus import CASES
-from dsl import Case, dump, load, load_history
+from dsl import Case, dump, load, load_history, req, resp, text, user
 from generate import random_history
 from strict import pairing_problems
 
@@ -139,3 +139,30 @@ def test_new_request_is_the_constructors_request(case: Case) -> None:
         built = pai.ModelRequest(parts=list(message.parts), **fields)
         assert made == built
         assert vars(made) == vars(built)
+
+
+@pytest.mark.skipif(not _compat.REQUEST_HAS_METADATA, reason="ModelRequest.metadata arrived in 1.20.0")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_namespace_json_cannot_hold_merges_as_any_dict(backend: histfix.Backend) -> None:
+    """In memory a namespace may have keys that are not strings: upstream counts any dict as a
+    namespace (2.42.0-2.78.0 alike), so the merge keeps those keys, and the pause mark where every
+    request carries it. No JSON history can say this, so it is no corpus case."""
+    ns = "__pydantic_ai__"
+    first, second, third, answer = load(
+        [req(user("a")), req(user("b")), req(user("c")), resp(text("ok"), at=10)]
+    )
+    history = [
+        dataclasses.replace(first, metadata={ns: {1: "one", "deferred_pause": True}}),
+        dataclasses.replace(second, metadata={ns: {(2, 3): "pair", "deferred_pause": True}}),
+        answer,
+        dataclasses.replace(third, metadata={ns: {4: "four", "deferred_pause": True}}),
+        dataclasses.replace(third, metadata={"app": 5}),
+    ]
+    out = histfix.repair(history, backend=backend)
+    assert [message.metadata for message in out] == [  # type: ignore[union-attr]
+        {ns: {1: "one", "deferred_pause": True, (2, 3): "pair"}},
+        None,
+        {ns: {4: "four"}},
+    ]
+    if _compat.UPSTREAM_REPAIR_IS_CURRENT:
+        assert out == pai.repair_messages(history)  # type: ignore[attr-defined]

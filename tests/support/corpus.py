@@ -1,7 +1,7 @@
-"""Named stored histories and what pydantic-ai 2.68.0's ``repair_messages`` makes of them.
+"""Named stored histories and what pydantic-ai 2.78.0's ``repair_messages`` makes of them.
 
 Every expected history is written out by hand from the rules in
-``/work/shared/spec/upstream-behaviour.md`` §3 and checked against the real 2.68.0 function
+``/work/shared/spec/upstream-behaviour.md`` §3 and §7 and checked against the real 2.78.0 function
 (``repair_messages(load(case.history), repair_last_response=...) == load(case.expected)``).
 Tool-less retry prompts are written as stored JSON (``retry-prompt`` without ``tool_name``); from
 2.60 they load as ``RetryFeedbackPart``, which the merge never moves, and the expected outputs
@@ -793,6 +793,136 @@ case(
         real(text("ok"), at=10),
     ],
 )
+# === P: the deferred-pause mark in merges (2.78.0) ==================================================
+#: What a run writes on the requests it records when it pauses for deferred or approval calls.
+PAUSED = {NS: {"deferred_pause": True}}
+case(
+    "P_pause_dropped_when_a_new_prompt_merges",
+    "A run paused on deferred call c1 (c2's result marked as the pause); the user then wrote something "
+    "else: the merged request is no pause record, and its namespace stays, emptied.",
+    history=[
+        req(user("delete the old backups")),
+        real(call("delete_backups", "c1"), call("list_backups", "c2"), at=10),
+        req(ret("list_backups", "c2"), metadata=PAUSED),
+        req(user("Actually, never mind.")),
+    ],
+    expected=[
+        req(user("delete the old backups")),
+        real(call("delete_backups", "c1"), call("list_backups", "c2"), at=10),
+        req(
+            ret("list_backups", "c2"),
+            synth("delete_backups", "c1", at=10),
+            user("Actually, never mind."),
+            metadata={NS: {}},
+        ),
+    ],
+)
+case(
+    "P2_pause_dropped_open_frontier_kept",
+    "The same pause and new prompt with repair_last_response=False: c1 stays open, and the merge "
+    "still drops the mark.",
+    history=[
+        req(user("delete the old backups")),
+        real(call("delete_backups", "c1"), call("list_backups", "c2"), at=10),
+        req(ret("list_backups", "c2"), metadata=PAUSED),
+        req(user("Actually, never mind.")),
+    ],
+    expected=[
+        req(user("delete the old backups")),
+        real(call("delete_backups", "c1"), call("list_backups", "c2"), at=10),
+        req(ret("list_backups", "c2"), user("Actually, never mind."), metadata={NS: {}}),
+    ],
+    repair_last_response=False,
+)
+case(
+    "P3_pause_kept_when_every_request_paused",
+    "Two pause records merged (results and content recorded at the pause) stay one; other keys merge.",
+    history=[
+        req(user("go")),
+        real(call("approve_me", "c1"), call("f", "c2"), at=10),
+        req(ret("f", "c2"), metadata={NS: {"deferred_pause": True, "a": 1}}),
+        req(user("queued note"), metadata={NS: {"deferred_pause": True, "b": 2}, "app": "x"}),
+    ],
+    expected=[
+        req(user("go")),
+        real(call("approve_me", "c1"), call("f", "c2"), at=10),
+        req(
+            ret("f", "c2"),
+            synth("approve_me", "c1", at=10),
+            user("queued note"),
+            metadata={NS: {"deferred_pause": True, "a": 1, "b": 2}},
+        ),
+    ],
+)
+case(
+    "P4_pause_three_way_fold_needs_all",
+    "Three requests fold pairwise: the mark survives only when all three carry it; the other keys stay.",
+    history=[
+        req(user("a"), metadata={NS: {"deferred_pause": True, "k": 1}}),
+        req(user("b")),
+        req(user("c"), metadata={NS: {"deferred_pause": True, "j": 2}}),
+        real(text("ok"), at=10),
+    ],
+    expected=[
+        req(user("a"), user("b"), user("c"), metadata={NS: {"k": 1, "j": 2}}),
+        real(text("ok"), at=10),
+    ],
+)
+case(
+    "P5_pause_three_way_all_paused",
+    "Three pause records fold into one pause record.",
+    history=[
+        req(user("a"), metadata=PAUSED),
+        req(user("b"), metadata=PAUSED),
+        req(user("c"), metadata=PAUSED),
+        real(text("ok"), at=10),
+    ],
+    expected=[req(user("a"), user("b"), user("c"), metadata=PAUSED), real(text("ok"), at=10)],
+)
+case(
+    "P6_pause_mark_must_be_exactly_true",
+    "Only deferred_pause: true marks a pause: 1 or 'true' on one side drops the mark from the merge.",
+    history=[
+        req(user("a"), metadata={NS: {"deferred_pause": 1}}),
+        req(user("b"), metadata=PAUSED),
+        real(text("ok"), at=10),
+        req(user("c"), metadata=PAUSED),
+        req(user("d"), metadata={NS: {"deferred_pause": "true"}}),
+        real(text("ok"), at=20),
+    ],
+    expected=[
+        req(user("a"), user("b"), metadata={NS: {}}),
+        real(text("ok"), at=10),
+        req(user("c"), user("d"), metadata={NS: {}}),
+        real(text("ok"), at=20),
+    ],
+)
+case(
+    "P7_pause_beside_a_namespace_not_a_dict",
+    "A '__pydantic_ai__' that is not a dict is no pause record: the other request's mark goes too.",
+    history=[
+        req(user("a"), metadata={NS: "paused"}),
+        req(user("b"), metadata=PAUSED),
+        real(text("ok"), at=10),
+    ],
+    expected=[req(user("a"), user("b"), metadata={NS: {}}), real(text("ok"), at=10)],
+)
+case(
+    "P8_pause_kept_on_a_request_not_merged",
+    "A pause record that merges with nothing keeps its metadata as it is.",
+    history=[
+        req(user("go")),
+        real(call("approve_me", "c1"), call("f", "c2"), at=10),
+        req(ret("f", "c2"), metadata={**PAUSED, "app": "x"}),
+    ],
+    expected=[
+        req(user("go")),
+        real(call("approve_me", "c1"), call("f", "c2"), at=10),
+        req(ret("f", "c2"), metadata={**PAUSED, "app": "x"}),
+    ],
+    repair_last_response=False,
+)
+
 case(
     "J6_system_request_merges_with_prompt",
     "A leading system-prompt request merges with the user-prompt request after it.",
@@ -958,6 +1088,37 @@ case(
     # 1.107.10 validates a 'tool-return' with tool_kind='tool-search' as a typed ToolSearchReturnPart,
     # whose content must be an object: the synthesized return's string content cannot load there.
     needs=frozenset({"core_tool_kind_return"}),
+)
+
+# === U: ui_visibility (2.78.0) ======================================================================
+case(
+    "U_ui_visibility_copied_to_synthesized_return",
+    "A dangling call's ui_visibility is copied to its synthesized return (releases without the field "
+    "ignore the key).",
+    history=[
+        req(user("go")),
+        real(call("read_secrets", "c1", ui_visibility="private"), call("f", "c2"), at=10),
+        req(user("next")),
+    ],
+    expected=[
+        req(user("go")),
+        real(call("read_secrets", "c1", ui_visibility="private"), call("f", "c2"), at=10),
+        req(synth("read_secrets", "c1", at=10, ui_visibility="private"), synth("f", "c2", at=10), user("next")),
+    ],
+)
+case(
+    "U2_ui_visibility_with_custom_tool_kind",
+    "ui_visibility is copied beside a custom tool_kind (the return made through its constructor).",
+    history=[
+        req(user("go")),
+        real(call("inventory", "c1", {"sku": "A1"}, tool_kind="mykind", ui_visibility="redacted"), at=10),
+    ],
+    expected=[
+        req(user("go")),
+        real(call("inventory", "c1", {"sku": "A1"}, tool_kind="mykind", ui_visibility="redacted"), at=10),
+        req(synth("inventory", "c1", at=10, tool_kind="mykind", ui_visibility="redacted")),
+    ],
+    needs=frozenset({"custom_tool_kind"}),
 )
 
 # === X: other shapes ================================================================================

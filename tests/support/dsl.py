@@ -56,8 +56,11 @@ def retry(content: str, name: str | None = None, id: str = "retry", at: int = 0)
     }
 
 
-def synth(name: str, id: str, at: int, tool_kind: str | None = None) -> Json:
-    """The return both repairs synthesize for a dangling call made in the response stamped ``at``."""
+def synth(
+    name: str, id: str, at: int, tool_kind: str | None = None, ui_visibility: str | None = None
+) -> Json:
+    """The return both repairs synthesize for a dangling call made in the response stamped ``at``
+    (with the call's ``tool_kind`` and ``ui_visibility``, which it copies)."""
     part = {
         "part_kind": "tool-return",
         "tool_name": name,
@@ -70,6 +73,8 @@ def synth(name: str, id: str, at: int, tool_kind: str | None = None) -> Json:
     }
     if tool_kind is not None:
         part["tool_kind"] = tool_kind
+    if ui_visibility is not None:
+        part["ui_visibility"] = ui_visibility
     return part
 
 

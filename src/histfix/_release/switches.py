@@ -36,6 +36,7 @@ __all__ = [
     "RESPONSES_REASONING_OWN_ONLY_SINCE",
     "RETURN_HAS_OUTCOME",
     "RETURN_HAS_TOOL_KIND",
+    "RETURN_HAS_UI_VISIBILITY",
     "RUN_REPAIR_DICT_MATCHING",
     "THINKING_SENT_SINCE",
     "TOOL_AVAILABILITY_DELTA",
@@ -93,6 +94,8 @@ RETURN_HAS_OUTCOME: bool
 OUTCOME_INTERRUPTED: bool
 #: 1.95.0: ``ToolReturnPart.tool_kind``.
 RETURN_HAS_TOOL_KIND: bool
+#: 2.78.0: ``ToolReturnPart.ui_visibility``, which a synthesized return copies from its call.
+RETURN_HAS_UI_VISIBILITY: bool
 #: 1.38.0: ``ModelRequest.timestamp``.
 REQUEST_HAS_TIMESTAMP: bool
 #: 1.20.0: ``ModelRequest.metadata``.

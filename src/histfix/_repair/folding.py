@@ -39,6 +39,10 @@ _M = TypeVar("_M", ModelRequest, ModelResponse)
 
 #: The metadata namespace that survives a request merge (upstream since 2.42.0).
 _FRAMEWORK_NAMESPACE = "__pydantic_ai__"
+#: The key in that namespace of a request written when a run paused for deferred calls (2.78.0): a
+#: merge keeps it only when every merged request carries it as ``True``, so that a prompt added after
+#: the pause continues the run instead of resuming only the paused calls.
+_PAUSE_KEY = "deferred_pause"
 
 
 def with_parts(message: _M, parts: list[Any]) -> _M:
@@ -138,7 +142,9 @@ def merged_request(
     """One request from a run of consecutive compatible requests: results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
-    only the framework namespace survives. Every other field takes its default. ``returns`` (the
+    only the framework namespace survives (later keys win), without the pause mark unless every
+    member is a pause record: upstream's pairwise fold, which keeps the mark only where both sides
+    have it, keeps it through a run exactly then. Every other field takes its default. ``returns`` (the
     synthesized returns of the calls the run answers) go after the first request's results, where
     ``parts.after_results`` puts them: the merge keeps results in order, so that is their place.
     """
@@ -153,6 +159,7 @@ def merged_request(
     instructions: str | None = None
     stamp = first.timestamp if stamped else None
     namespace: dict[str, Any] | None = None
+    paused = True  # every member so far is a pause record
     # One pass over the members: their parts, then the fields the merge keeps of them.
     for number, (request, own, _) in enumerate(run):
         parts = (request.parts if own is None else own) if number else head
@@ -169,10 +176,13 @@ def merged_request(
             instructions = request.instructions
         if stamped and request.timestamp:
             stamp = request.timestamp
-        if with_metadata and request.metadata:  # most requests have none
-            found = _framework_namespace(request)
-            if found is not None:
-                namespace = {**(namespace or {}), **found}
+        if with_metadata:
+            found = _framework_namespace(request) if request.metadata else None  # most have none
+            if found is None:
+                paused = False
+            else:
+                namespace = {**(namespace or {}), **found}  # a new dict: the members' stay as they are
+                paused = paused and found.get(_PAUSE_KEY) is True
     results += rest
     fields: dict[str, Any] = {
         "instructions": run[-1][0].instructions if instructions is None else instructions
@@ -180,6 +190,8 @@ def merged_request(
     if stamped:
         fields["timestamp"] = stamp
     if namespace is not None:
+        if not paused:
+            namespace.pop(_PAUSE_KEY, None)  # an emptied namespace stays, as ``{}``
         fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
     return new_request(results, **fields)
 

@@ -38,9 +38,12 @@ __all__ = [
 
 def _synthesized_return(call: ToolCallPart, stamp: Any, fields: dict[str, Any]) -> ModelRequestPart:
     """The placeholder result for a dangling call, stamped with its response's time, through the
-    constructor (``fields``: the release's fixed extras, from :func:`_return_fields`)."""
+    constructor (``fields``: the release's fixed extras, from :func:`_return_fields`), with the
+    call's ``ui_visibility`` where returns have one (what a UI may show of the result)."""
     kind = getattr(call, "tool_kind", None) if _compat.RETURN_HAS_TOOL_KIND else None
     promote = kind is not None and _compat.return_tool_kind_loads(kind)
+    if _compat.RETURN_HAS_UI_VISIBILITY:
+        fields = {**fields, "ui_visibility": getattr(call, "ui_visibility", None)}
     part: ModelRequestPart = ToolReturnPart(
         tool_name=call.tool_name,
         content=SYNTHESIZED_CONTENT,
@@ -67,8 +70,8 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
     """The function a walk makes its synthesized returns with: ``make(call, stamp)``.
 
     ``ToolReturnPart`` is a plain dataclass on every release so far (no ``__post_init__``), so a
-    return is one constructor-made template's fields with the call's four set, at two thirds of
-    the constructor's cost (tests/test_synthesized.py compares the two on every release). A call
+    return is one constructor-made template's fields with the call's four (five with
+    ``ui_visibility``) set, at two thirds of the constructor's cost (tests/test_synthesized.py compares the two on every release). A call
     whose ``tool_kind`` the release promotes, or a class that is no longer plain, takes the
     constructor.
     """
@@ -91,6 +94,7 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
     plain_fields: dict[str, Any] = base
     new = object.__new__
     kinds = _compat.RETURN_HAS_TOOL_KIND
+    visible = _compat.RETURN_HAS_UI_VISIBILITY
 
     def make(call: ToolCallPart, stamp: Any) -> ModelRequestPart:
         if kinds and getattr(call, "tool_kind", None) is not None:
@@ -100,6 +104,8 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
         values["tool_call_id"] = call.tool_call_id
         values["metadata"] = {SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True}
         values["timestamp"] = stamp
+        if visible:
+            values["ui_visibility"] = getattr(call, "ui_visibility", None)
         part: ModelRequestPart = new(ToolReturnPart)
         part.__dict__ = values
         return part
