@@ -135,13 +135,14 @@ def test_environment_variable_forces_auto(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize(
     ("version", "current"),
     [
-        ("2.60.0", True),
-        ("2.68.0", True),
+        ("2.78.0", True),
         ("3.4.0", True),
-        ("2.68.0+local", True),
-        ("2.60.0.dev3", False),
+        ("2.78.0+local", True),
+        ("2.78.0.dev3", False),
+        ("2.68.0", False),
+        ("2.60.0", False),
         ("2.59.0", False),
-        ("2.60.0rc1", False),
+        ("2.78.0rc1", False),
         ("not-a-version", False),
     ],
 )
@@ -189,18 +190,25 @@ def test_reason_for_unusual_versions() -> None:
     backend, reason = choose_backend("9.1.0", has_repair_messages=True)
     assert backend == "upstream"
     assert f"newer than the newest release histfix was measured on ({NEWEST_TESTED})" in reason
-    for measured in ("2.60.0", str(NEWEST_TESTED)):  # up to the newest measured release: no warning
+    for measured in ("2.78.0", str(NEWEST_TESTED)):  # up to the newest measured release: no warning
         assert choose_backend(measured, has_repair_messages=True) == (
             "upstream",
-            f"pydantic-ai {measured} has repair_messages with the newest behaviour (>= 2.60.0)",
+            f"pydantic-ai {measured} has repair_messages with the newest behaviour (>= 2.78.0)",
         )
     backend, reason = choose_backend("weird", has_repair_messages=True)
     assert backend == "histfix"
     assert "not PEP 440" in reason
-    backend, reason = choose_backend("2.55.0", has_repair_messages=True)
+    backend, reason = choose_backend("2.68.0", has_repair_messages=True)
     assert (backend, reason) == (
         "histfix",
-        "pydantic-ai 2.55.0 has repair_messages, but it differs from the newest behaviour before 2.60.0",
+        "pydantic-ai 2.68.0 has repair_messages, but it differs from the newest behaviour before 2.78.0: "
+        "a merge keeps deferred_pause when any merged request has it, not only when all do",
+    )
+    backend, reason = choose_backend("2.59.0", has_repair_messages=True)
+    assert backend == "histfix"
+    assert reason.endswith(  # every difference a release still has, oldest fix first
+        "before 2.78.0: a merge hoists a tool-less retry prompt (2.60.0 loads it as RetryFeedbackPart); "
+        "a merge keeps deferred_pause when any merged request has it, not only when all do"
     )
     assert choose_backend("1.0.0", has_repair_messages=False) == (
         "histfix",

@@ -167,7 +167,8 @@ def test_upstream_repair_is_current_needs_repair_messages_and_a_release_from_the
     """The detection itself (uncached) on the installed messages module, as if it were each release."""
     from histfix._release import detect as _detect
 
-    for release, current in (("2.59.0", False), ("2.60.0", True), ("2.68.0", True), ("weird", False)):
+    cases = (("2.59.0", False), ("2.68.0", False), ("2.78.0rc1", False), ("2.78.0", True), ("weird", False))
+    for release, current in cases:
         monkeypatch.setattr(_detect, "VERSION_STRING", release)
         detected = _detect.switches.__wrapped__()
         assert detected["UPSTREAM_REPAIR_IS_CURRENT"] is (HAS_UPSTREAM_REPAIR and current), release

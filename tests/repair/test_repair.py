@@ -103,7 +103,7 @@ def test_random_histories_idempotent_and_pure(seed: int) -> None:
 
 
 def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``auto`` calls upstream ``repair_messages`` on 2.60.0+ (once per repair) and never before."""
+    """``auto`` calls upstream ``repair_messages`` on 2.78.0+ (once per repair) and never before."""
     upstream = getattr(pai, "repair_messages", None)
     calls: list[int] = []
 
@@ -118,8 +118,8 @@ def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.Mo
         assert histfix.repair(history) == histfix.repair(history, backend="histfix")
     assert len(calls) == (len(histories) if _compat.UPSTREAM_REPAIR_IS_CURRENT else 0)
     if upstream is not None and not _compat.UPSTREAM_REPAIR_IS_CURRENT:
-        # 2.53-2.59: a history this release's repair_messages gets wrong comes out as the walk's
-        history = load_history(CASES_BY_NAME["G3_toolless_retry_not_hoisted_in_merge"])
+        # 2.53-2.68: a history this release's repair_messages gets wrong comes out as the walk's
+        history = load_history(CASES_BY_NAME["P_pause_dropped_when_a_new_prompt_merges"])
         assert dump(histfix.repair(history)) != dump(upstream(history))
 
 

@@ -9,14 +9,20 @@ from __future__ import annotations
 from .installed import NEWEST_TESTED
 from .versions import compare
 
-__all__ = ["UPSTREAM_CURRENT_SINCE", "choose_backend", "upstream_is_current"]
+__all__ = ["UPSTREAM_CURRENT_SINCE", "UPSTREAM_FIXES", "choose_backend", "upstream_is_current"]
 
-#: ``repair_messages`` exists from 2.53.0 but matches the newest behaviour only from 2.60.0:
-#: 2.53-2.54 synthesize duplicate ids non-idempotently (FIFO matching arrived in 2.55.0),
-#: 2.53-2.57 do not copy ``tool_kind`` (2.58.0), 2.53-2.58 do not move parts from between
-#: tool results (2.59.0), and 2.53-2.59 hoist tool-less retry prompts in merges (2.60.0 loads
-#: those as ``RetryFeedbackPart``). A pre-release or dev build of 2.60.0 counts as older.
-UPSTREAM_CURRENT_SINCE = "2.60.0"  # a string, unlike the switches' releases: info orders it without packaging
+#: Each release that brought ``repair_messages`` (2.53.0) closer to the newest behaviour, oldest
+#: first, with what the releases before it do instead: the reasons ``auto`` runs histfix's walk there.
+UPSTREAM_FIXES: tuple[tuple[str, str], ...] = (
+    ("2.55.0", "duplicate ids are matched by a dict, which is not idempotent"),
+    ("2.58.0", "synthesized returns do not copy tool_kind"),
+    ("2.59.0", "parts between the results of an unmerged request stay put"),
+    ("2.60.0", "a merge hoists a tool-less retry prompt (2.60.0 loads it as RetryFeedbackPart)"),
+    ("2.78.0", "a merge keeps deferred_pause when any merged request has it, not only when all do"),
+)
+#: ``repair_messages`` matches the newest behaviour from the last of those; a pre-release or dev
+#: build of it counts as older.
+UPSTREAM_CURRENT_SINCE = UPSTREAM_FIXES[-1][0]  # a string: info orders it without packaging
 
 
 def upstream_is_current(version: str, has_repair_messages: bool) -> bool:
@@ -24,6 +30,11 @@ def upstream_is_current(version: str, has_repair_messages: bool) -> bool:
     (never for a version that is not PEP 440)."""
     order = compare(version, UPSTREAM_CURRENT_SINCE)
     return has_repair_messages and order is not None and order >= 0
+
+
+def _lacks(version: str) -> str:
+    """What ``repair_messages`` of ``version`` (older than the newest behaviour) does differently."""
+    return "; ".join(what for fixed_in, what in UPSTREAM_FIXES if compare(version, fixed_in) == -1)
 
 
 def choose_backend(version_string: str, has_repair_messages: bool, forced: str = "") -> tuple[str, str]:
@@ -44,5 +55,5 @@ def choose_backend(version_string: str, has_repair_messages: bool, forced: str =
         )
     return "histfix", (
         f"pydantic-ai {version_string} has repair_messages, but it differs from the newest behaviour "
-        f"before {UPSTREAM_CURRENT_SINCE}"
+        f"before {UPSTREAM_CURRENT_SINCE}: {_lacks(version_string)}"
     )
