@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from ._release.override import forced_backend as _forced_backend
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
+
+    from ._profiles.plan import Plan
 
 __all__ = [
     "Backend",
@@ -63,26 +64,11 @@ def _check_flags(repair_last_response: object, orphans: object) -> None:
         raise ValueError(f"orphans must be one of {', '.join(map(repr, _ORPHANS))}, got {orphans!r}")
 
 
-def _noted(history: Sequence[ModelMessage], orphans: str) -> tuple[Sequence[ModelMessage], list[Change]]:
-    """With ``orphans="note"``, the history with its orphaned results replaced by notes."""
-    if orphans != "note":
-        return history, []
-    from ._repair.notes import note_orphans
-
-    return note_orphans(history)
-
-
 def _require_pydantic_ai() -> None:
     """Raise an ImportError that says what to install when pydantic-ai is missing."""
     from ._release.installed import pydantic_ai_messages
 
     pydantic_ai_messages()
-
-
-@functools.cache
-def _auto_backend(forced: str) -> Literal["upstream", "histfix"]:
-    """The path ``backend="auto"`` takes (the installed release cannot change under a process)."""
-    return backend_info().backend
 
 
 def backend_info() -> BackendInfo:
@@ -130,30 +116,40 @@ def repair(
     run's model. Raises ValueError for an unknown name, and when a non-empty history has nothing
     sendable (only system prompts); ``[]`` stays ``[]``.
     """
+    _check_arguments(backend, repair_last_response, orphans)
+    history = as_history(messages, function="repair")
+    logged = logger.isEnabledFor(logging.DEBUG)
+    plan = _plan(backend, repair_last_response, orphans, provider, changes_wanted=logged)
+    from ._profiles.run import repair_by_plan
+
+    report = repair_by_plan(history, plan)
+    for change in report.changes:  # none unless logged
+        logger.debug("%s", change)
+    return report.messages
+
+
+def _check_arguments(backend: object, repair_last_response: object, orphans: object) -> None:
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
     _check_flags(repair_last_response, orphans)
-    history = as_history(messages, function="repair")
+
+
+def _plan(
+    backend: Backend, repair_last_response: bool, orphans: Orphans, provider: object, *, changes_wanted: bool
+) -> Plan:
+    """The plan of a ``repair``/``repair_report`` call whose other arguments are checked: the
+    provider resolved (ValueError for an unknown one), then pydantic-ai required (ImportError)."""
     target = _target(provider)
     _require_pydantic_ai()
-    if backend == "auto":
-        backend = _auto_backend(_forced_backend())
-    if target is not None:
-        logged = logger.isEnabledFor(logging.DEBUG)
-        report = _profiled_report(
-            history, target, repair_last_response, backend, orphans, changes_wanted=logged
-        )
-        for change in report.changes:
-            logger.debug("%s", change)
-        return report.messages
-    from ._repair.select import default_repair
+    from ._profiles.plan import plan_call
 
-    history, notes = _noted(history, orphans)
-    logged = logger.isEnabledFor(logging.DEBUG)
-    repaired, changes, _ = default_repair(history, repair_last_response, backend, changes_wanted=logged)
-    for change in [*notes, *changes] if logged else ():
-        logger.debug("%s", change)
-    return repaired
+    return plan_call(
+        backend=backend,
+        repair_last_response=repair_last_response,
+        orphans=orphans,
+        changes_wanted=changes_wanted,
+        target=target,
+    )
 
 
 def _target(provider: object) -> ProviderTarget | None:
@@ -162,47 +158,6 @@ def _target(provider: object) -> ProviderTarget | None:
     from ._profiles.targets import resolve_provider
 
     return resolve_provider(provider)
-
-
-def _profiled_report(
-    history: Sequence[ModelMessage],
-    target: ProviderTarget,
-    repair_last_response: bool,
-    backend: str,
-    orphans: str,
-    *,
-    changes_wanted: bool = True,
-) -> RepairReport:
-    """The profile's passes around the default repair, with every change (see ``_profiles.registry``).
-
-    ``changes_wanted=False`` (``repair`` without DEBUG logging) leaves out the default repair's
-    changes, which ``repair`` would only log: the default repair then records none, and runs as
-    one walk where that settles the input (the same output; the profiles' own changes stay).
-    """
-    from ._profiles.run import Settle, run_profile
-    from ._repair.forward import settled_with_ids
-    from ._repair.pairing import Pairing, pair
-    from ._repair.select import default_repair
-
-    def noted_default_repair(
-        current: Sequence[ModelMessage], pairing: Pairing | None
-    ) -> tuple[list[ModelMessage], list[Change], bool]:
-        noted, notes = _noted(current, orphans)
-        if pairing is None or noted is not current:  # orphans="note" replaced parts: pair those
-            pairing = pair(noted, repair_last_response)
-        repaired, found, engine = default_repair(
-            noted, repair_last_response, backend, changes_wanted=changes_wanted, pairing=pairing
-        )
-        in_place = engine != "upstream" and not pairing.duplicates and not pairing.late
-        return repaired, sorted([*notes, *found], key=lambda c: c.message_index), in_place
-
-    settle: Settle | None = None
-    if not changes_wanted and backend == "histfix" and orphans == "drop":  # the one walk is histfix's
-        settle = lambda current: settled_with_ids(current, repair_last_response)  # noqa: E731
-    messages, changes = run_profile(
-        history, target, noted_default_repair, lambda current: pair(current, repair_last_response), settle
-    )
-    return RepairReport(messages, tuple(changes))
 
 
 def keep_last_turns(
@@ -311,36 +266,29 @@ def repair_report(
     messages: Sequence[ModelMessage],
     *,
     repair_last_response: bool = True,
+    backend: Backend = "auto",
     orphans: Orphans = "drop",
     provider: str | Model | None = None,
 ) -> RepairReport:
     """Repair ``messages`` and say what changed: dropped results, synthesized returns, merges, moves.
 
     ``.messages`` is exactly what ``repair`` returns with the same arguments on the installed
-    release, through the same path. The changes are recorded by histfix's own walk, which gives
-    upstream's output on 2.60.0+ except for one input, an in-memory tool-less ``RetryPromptPart``
-    (deprecated there): upstream's merge moves it forward with the tool results. The same results
-    are dropped, returns synthesized and messages merged either way; only the order of parts inside
-    that merged request differs, and ``.messages`` has upstream's. With ``orphans="note"`` it lists
-    each orphaned result kept as a note (with its content's preview) instead of dropped. With
-    ``provider``, the profile's changes follow the repair's (each with what it removed).
+    release, through the same path (``backend`` as ``repair`` takes it). The changes are recorded
+    by histfix's own walk, which gives upstream's output on 2.78.0+ except for one input, an
+    in-memory tool-less ``RetryPromptPart`` (deprecated there): upstream's merge moves it forward
+    with the tool results. The same results are dropped, returns synthesized and messages merged
+    either way; only the order of parts inside that merged request differs, and ``.messages`` has
+    upstream's. With ``orphans="note"`` it lists each orphaned result kept as a note (with its
+    content's preview) instead of dropped. With ``provider``, the profile's changes follow the
+    repair's (each with what it removed). Every change names the message it is about by its index
+    in ``messages`` (see ``Change``), also where the profile works on a list the repair shortened.
     """
-    _check_flags(repair_last_response, orphans)
+    _check_arguments(backend, repair_last_response, orphans)
     history = as_history(messages, function="repair_report")
-    target = _target(provider)
-    _require_pydantic_ai()
-    if target is not None:
-        return _profiled_report(
-            history, target, repair_last_response, _auto_backend(_forced_backend()), orphans
-        )
-    from ._repair.select import default_repair
+    plan = _plan(backend, repair_last_response, orphans, provider, changes_wanted=True)
+    from ._profiles.run import repair_by_plan
 
-    history, notes = _noted(history, orphans)
-    messages, found, _ = default_repair(
-        history, repair_last_response, _auto_backend(_forced_backend()), changes_wanted=True
-    )
-    changes = sorted([*notes, *found], key=lambda c: c.message_index)
-    return RepairReport(messages, tuple(changes))
+    return repair_by_plan(history, plan)
 
 
 def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:

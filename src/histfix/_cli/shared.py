@@ -115,7 +115,7 @@ def check_environment(command: str) -> None:
         and command != "compare"
         and source_defines("messages", "repair_messages") is False
     ):
-        from .._repair.select import upstream_missing
+        from .._repair.engine import upstream_missing
 
         raise InputError(
             f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "

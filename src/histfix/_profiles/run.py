@@ -1,48 +1,90 @@
-"""Running a provider profile around the default repair (see :mod:`.registry`)."""
+"""The repair of one call, from its plan: the default repair, and a provider profile around it.
+
+:func:`repair_by_plan` is the one pipeline ``repair`` and ``repair_report`` run. Without a target
+it is the default repair (after ``orphans="note"``'s notes); with one, :func:`run_profile`: the
+profile's ``before`` passes, the default repair, then its ``after`` passes (see :mod:`.registry`).
+Either way the default repair is the plan's engine's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import is_
 from typing import TYPE_CHECKING
 
-from .._records.changes import Change
-from .registry import rules_for
+from .._records.changes import Change, RepairReport
+from .plan import Plan
 from .scan import CallIdFacts, Scan
-from .targets import ProviderTarget
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from .._repair.forward import Settled
     from .._repair.pairing import Pairing
 
-__all__ = ["nothing_sendable", "run_profile"]
-
-#: The default repair of a list, reusing ``pairing`` (made of that very list) when it is not None:
-#: the repaired list, its changes, and whether it holds every result in place (no duplicate or late
-#: one: then the passes skip their walk for those).
-DefaultRepair = Callable[
-    ["Sequence[ModelMessage]", "Pairing | None"], "tuple[list[ModelMessage], list[Change], bool]"
-]
-#: The default repair of a list in one walk, with the facts the passes read, or None where it cannot
-#: settle that list alone (``forward.settled_with_ids``); it records no changes.
-Settle = Callable[["Sequence[ModelMessage]"], "Settled | None"]
+__all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
 
-def run_profile(
-    history: Sequence[ModelMessage],
-    target: ProviderTarget,
-    default_repair: DefaultRepair,
-    pair_input: Callable[[Sequence[ModelMessage]], Pairing],
-    settle: Settle | None = None,
-) -> tuple[list[ModelMessage], list[Change]]:
-    """The ``before`` passes, the default repair, then the ``after`` passes; every change, in order.
+def repair_by_plan(history: Sequence[ModelMessage], plan: Plan) -> RepairReport:
+    """The repaired history and, when the plan wants them, its changes in input order (the default
+    repair's sorted by index, then each pass's as it made them); none when it does not."""
+    if plan.target is not None:
+        messages, changes = run_profile(history, plan)
+    else:
+        messages, changes, _ = _default_stage(history, plan, None)
+    return RepairReport(messages, tuple(changes) if plan.changes_wanted else ())
 
-    The input is paired first (``pair_input``, as the default repair pairs it): the before-stage's
-    early exits read its calls from that walk instead of surveying every part, and the default
-    repair reuses it when the before-stage changed nothing. With ``settle`` (when no change of the
-    default repair is wanted), the one-walk repair is tried first instead: where it settles the
+
+def _default_stage(
+    history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None
+) -> tuple[list[ModelMessage], list[Change], bool]:
+    """``orphans="note"``'s notes, then the plan's engine's default repair (reusing ``pairing``, made
+    of ``history`` itself, where the notes changed nothing): the messages, the changes sorted by
+    index, and whether every result of the output is in the request right after its call (no
+    duplicate or late one: the passes then skip their walk for those)."""
+    from .._repair.engine import default_repair
+
+    notes: list[Change] = []
+    noted: Sequence[ModelMessage] = history
+    if plan.orphans == "note":
+        from .._repair.notes import note_orphans
+
+        noted, notes = note_orphans(history)  # each note takes its orphan's place: the same indices
+        pairing = None
+    if pairing is None and plan.target is not None:  # the passes read its facts
+        from .._repair.pairing import pair
+
+        pairing = pair(noted, plan.repair_last_response)
+    repaired, found = default_repair(
+        noted, plan.repair_last_response, plan.engine, changes_wanted=plan.changes_wanted, pairing=pairing
+    )
+    # The walk only drops orphans, adds each dangling call's return right after it and merges
+    # neighbours, which brings a late result next to its call, never one apart: what the pairing
+    # found of the input holds of the output. So does upstream's repair where it gives the walk's
+    # output: where it is the newest behaviour, and no in-memory tool-less retry prompt is there.
+    in_place = (
+        pairing is not None
+        and not pairing.duplicates
+        and not pairing.late
+        and (plan.engine == "histfix" or (_upstream_is_current() and not pairing.toolless_retry))
+    )
+    changes = sorted([*notes, *found], key=lambda change: change.message_index) if notes else found
+    return repaired, changes, in_place
+
+
+def _upstream_is_current() -> bool:
+    from .._release import switches as _compat
+
+    return _compat.UPSTREAM_REPAIR_IS_CURRENT
+
+
+def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[ModelMessage], list[Change]]:
+    """The ``before`` passes, the default repair, then the ``after`` passes of the plan's target;
+    every change, in order (each pass's by the indices of the list it received).
+
+    The input is paired first (as the default repair pairs it): the before-stage's early exits read
+    its calls from that walk instead of surveying every part, and the default repair reuses it when
+    the before-stage changed nothing. Where histfix's walk is the engine and no change of the
+    default repair is wanted, the one-walk repair is tried first instead: where it settles the
     input, its ids serve the early exits, and its output is the default repair when the
     before-stage changed nothing (where it says every result is in place, the passes skip their
     walk for duplicate and late results too). Either way the output is the same.
@@ -53,14 +95,21 @@ def run_profile(
     nothing to send is a conversation not started yet, as ``[]`` is: it is returned (repaired), and
     the run that continues it supplies the user's prompt.
     """
+    from .._repair import forward
+    from .._repair.pairing import pair
+    from .registry import rules_for  # every rule module: imported only where a profile runs
     from .rules.turns import sends_nothing
 
+    target = plan.target
+    assert target is not None  # the caller's check: a plan without a target has no profile
     scan = Scan()  # what the passes learn about the lists they hand on, for this run only
     current = paired = list(history)
-    settled = None if settle is None else settle(paired)
+    settled = None
+    if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
+        settled = forward.settled_with_ids(paired, plan.repair_last_response)
     pairing: Pairing | None = None
     if settled is None:
-        pairing = pair_input(paired)
+        pairing = pair(paired, plan.repair_last_response)
         scan.remember_pairing(paired, pairing)
     else:
         ids = settled.ids
@@ -72,7 +121,7 @@ def run_profile(
     if settled is not None and current is paired:
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
-        repaired, found, in_place = default_repair(current, pairing if current is paired else None)
+        repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
     if in_place:
         scan.remember_results_in_place(repaired)
     changes.extend(found)
@@ -92,7 +141,7 @@ def run_profile(
             "result or text); add the user's prompt to it, "
             "or start the run with the prompt and without this history"
         )
-    return current, changes
+    return current, changes if plan.changes_wanted else []
 
 
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:

@@ -1,0 +1,75 @@
+"""The default repair by one engine: upstream ``repair_messages``, or histfix's own walk.
+
+A call's plan (``_profiles.plan``) names the engine once; this module only runs it. For histfix's
+engine it takes the fastest route to the walk's output: the general walk where it records the
+changes or reuses a pairing already made, the forward walk (one pass, handing over to the general
+walk where it stops) otherwise. All routes give the same messages (tests/repair/test_forward.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from .._records.changes import Change
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+    from .pairing import Pairing
+
+__all__ = ["Engine", "default_repair", "upstream_missing", "upstream_repair"]
+
+#: Whose repair makes the default messages: upstream's ``repair_messages`` or histfix's walk.
+Engine = Literal["upstream", "histfix"]
+
+
+def default_repair(
+    history: Sequence[ModelMessage],
+    repair_last_response: bool,
+    engine: Engine,
+    *,
+    changes_wanted: bool,
+    pairing: Pairing | None = None,
+) -> tuple[list[ModelMessage], list[Change]]:
+    """The default repair of a checked history by ``engine``: its messages, and the changes histfix's
+    walk records (``[]`` unless ``changes_wanted``; upstream records none, and its messages differ
+    from the walk's only as ``repair_report`` says). ``pairing``: one already made of these very
+    messages with this ``repair_last_response``, to reuse."""
+    from .report import repair_with_changes
+
+    if changes_wanted:
+        report = repair_with_changes(history, repair_last_response, pairing)
+        messages = upstream_repair(history, repair_last_response) if engine == "upstream" else report.messages
+        return messages, list(report.changes)
+    if engine == "upstream":
+        return upstream_repair(history, repair_last_response), []
+    if pairing is not None:
+        from .walk import repair_walk
+
+        return repair_walk(history, repair_last_response=repair_last_response, pairing=pairing), []
+    from .forward import repair as forward_repair
+
+    return forward_repair(history, repair_last_response), []
+
+
+def upstream_missing(version: str) -> str:
+    """Why the upstream path cannot run on ``version`` (a release without ``repair_messages``)."""
+    return f"pydantic-ai {version} has no pydantic_ai.messages.repair_messages (it arrived in 2.53.0)"
+
+
+def upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
+    """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
+    from .._records.inputs import check_messages
+    from .._release import installed as _release
+    from .._release import switches as _compat
+
+    if not _compat.HAS_REPAIR_MESSAGES:
+        raise RuntimeError(
+            f"backend='upstream' cannot run: {upstream_missing(_release.VERSION_STRING)}; "
+            "use backend='auto' or 'histfix'"
+        )
+    from pydantic_ai import messages as pai
+
+    check_messages(history, pai.ModelRequest, pai.ModelResponse)
+    return pai.repair_messages(history, repair_last_response=repair_last_response)  # type: ignore[attr-defined,no-any-return,unused-ignore]
