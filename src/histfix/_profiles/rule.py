@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .._records.changes import Change
+from .._records.changes import Change, renumbered
 from .._records.depth import text_or_depth
 from .._records.problems import Problem, ProblemKind
 from .scan import Scan
@@ -171,11 +171,17 @@ def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> Model
     return fixed
 
 
-def renormalized(history: list[ModelMessage]) -> tuple[list[ModelMessage], list[Change]]:
+def renormalized(
+    history: list[ModelMessage], positions: Sequence[int]
+) -> tuple[list[ModelMessage], list[Change]]:
     """The default repair's merges for messages a drop made neighbours (two requests, or two
     responses no provider produced), so that a re-run's default repair finds nothing to do.
-    ``repair_last_response=False``: the default repair already closed every call it would close."""
+    ``repair_last_response=False``: the default repair already closed every call it would close.
+    ``positions``: where each message of ``history`` stood in the list the pass received, whose
+    indices its changes name (the drop left gaps)."""
     from .._repair.report import repair_with_changes
 
     report = repair_with_changes(history, repair_last_response=False)
-    return (report.messages, list(report.changes)) if report.changes else (history, [])
+    if not report.changes:
+        return history, []
+    return report.messages, [renumbered(change, positions.__getitem__) for change in report.changes]

@@ -3,7 +3,8 @@
 :func:`repair_by_plan` is the one pipeline ``repair`` and ``repair_report`` run. Without a target
 it is the default repair (after ``orphans="note"``'s notes); with one, :func:`run_profile`: the
 profile's ``before`` passes, the default repair, then its ``after`` passes (see :mod:`.registry`).
-Either way the default repair is the plan's engine's.
+Either way the default repair is the plan's engine's, and every change it reports names the
+caller's list (:mod:`.lineage`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from .._records.changes import Change, RepairReport
+from .lineage import Lineage
 from .plan import Plan
 from .scan import CallIdFacts, Scan
 
@@ -79,7 +81,7 @@ def _upstream_is_current() -> bool:
 
 def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[ModelMessage], list[Change]]:
     """The ``before`` passes, the default repair, then the ``after`` passes of the plan's target;
-    every change, in order (each pass's by the indices of the list it received).
+    every change, in order, named by the caller's indices.
 
     The input is paired first (as the default repair pairs it): the before-stage's early exits read
     its calls from that walk instead of surveying every part, and the default repair reuses it when
@@ -104,6 +106,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     assert target is not None  # the caller's check: a plan without a target has no profile
     scan = Scan()  # what the passes learn about the lists they hand on, for this run only
     current = paired = list(history)
+    lineage = Lineage(paired)  # a copy of the caller's list: the same indices
     settled = None
     if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
         settled = forward.settled_with_ids(paired, plan.repair_last_response)
@@ -114,24 +117,30 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     else:
         ids = settled.ids
         scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
-    changes: list[Change] = []
+    found_by_step: list[tuple[int, list[Change]]] = []
     for rule in rules_for(target, "before"):
+        step = lineage.step
         current, found = rule.fix(current, target, scan)
-        changes.extend(found)
+        found_by_step.append((step, found))
+        lineage.hand_on(current)
+    step = lineage.step
     if settled is not None and current is paired:
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
         repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
     if in_place:
         scan.remember_results_in_place(repaired)
-    changes.extend(found)
+    found_by_step.append((step, found))
     if found or len(repaired) != len(current) or not all(map(is_, repaired, current)):
         current = repaired
+        lineage.hand_on(current)
     # else: the same messages; going on with the list the before-stage surveyed keeps its survey
     # (a copy of the caller's list that nothing mutates, as ``repaired`` would be)
     for rule in rules_for(target, "after"):
+        step = lineage.step
         current, found = rule.fix(current, target, scan)
-        changes.extend(found)
+        found_by_step.append((step, found))
+        lineage.hand_on(current)
     if (nothing_sendable(current, scan) or sends_nothing(current, target)) and not nothing_sendable(
         history, Scan()
     ):
@@ -141,7 +150,9 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
             "result or text); add the user's prompt to it, "
             "or start the run with the prompt and without this history"
         )
-    return current, changes if plan.changes_wanted else []
+    if not plan.changes_wanted:
+        return current, []
+    return current, [change for step, found in found_by_step for change in lineage.in_input(step, found)]
 
 
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:

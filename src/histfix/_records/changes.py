@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Change", "ChangeKind", "RepairReport"]
+__all__ = ["Change", "ChangeKind", "RepairReport", "renumbered"]
 
 ChangeKind = Literal[
     "dropped_result",
@@ -45,13 +46,21 @@ ChangeKind = Literal[
 ]
 
 
+#: How a change's description names a message: ``messages[3]``.
+_NAMED_MESSAGE = re.compile(r"messages\[(\d+)\]")
+
+
 @dataclass(frozen=True)
 class Change:
-    """One thing repair changed. ``message_index`` points into the input history.
+    """One thing repair changed. ``message_index`` points into the input history: the list the
+    caller passed, also under ``provider=``, where the profile's passes work on lists the repair
+    has already merged or shortened (the message a change is about, or for a message repair
+    made up, the message it was made for).
 
     For merges, ``merged`` lists the input indices that became one message (a request that
     repair itself created has no input index and is left out). ``preview`` shows the start of what
-    was removed (a dropped result's content, a dropped part's text).
+    was removed (a dropped result's content, a dropped part's text). A description that names
+    another message names it by its input index too, as ``messages[i]``.
     """
 
     kind: ChangeKind
@@ -87,3 +96,22 @@ class RepairReport:
         if not self.changes:
             return "nothing to repair"
         return "\n".join(str(change) for change in self.changes)
+
+
+def renumbered(
+    change: Change, origin: Callable[[int], int], made_up: Callable[[int], bool] = lambda index: False
+) -> Change:
+    """``change`` with every message index it holds (``message_index``, ``merged``, and each
+    ``messages[i]`` and the merge's members in its description) mapped through ``origin``: from the
+    list it was found in to the one that list came from. A message ``made_up`` (no message of that
+    list became it: a request of synthesized returns) is left out of ``merged``, as the default
+    repair leaves it out; a merge named by one is named by its first member instead."""
+    description = _NAMED_MESSAGE.sub(lambda named: f"messages[{origin(int(named[1]))}]", change.description)
+    merged = tuple(origin(index) for index in change.merged if not made_up(index))
+    if change.merged:  # the default repair's merges list their members: "merged requests i, j into one"
+        before = f" {', '.join(map(str, change.merged))} into one"
+        after = f" {', '.join(map(str, merged)) or '(synthesized)'} into one"
+        description = description.replace(before, after, 1)
+    index = change.message_index
+    message_index = merged[0] if merged and made_up(index) else origin(index)
+    return replace(change, message_index=message_index, description=description, merged=merged)

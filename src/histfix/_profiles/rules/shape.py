@@ -328,6 +328,7 @@ def no_empty_content(
         )
         return history, [dropped]
     fixed: list[ModelMessage] = []
+    kept: list[int] = []  # the index in ``history`` of each message in ``fixed``
     changes: list[Change] = []
     dropped_message = False
     for index, message in enumerate(history):
@@ -346,6 +347,7 @@ def no_empty_content(
             )
         if not parts and index == len(history) - 1 and isinstance(message, ModelRequest) and not ends_on_user:
             fixed.append(message)  # an empty last request sends nothing: only Gemini needs it gone
+            kept.append(index)
             continue
         if not parts:
             held = message.instructions if isinstance(message, ModelRequest) else None
@@ -360,10 +362,11 @@ def no_empty_content(
             dropped_message = True
             continue
         fixed.append(replaced(message, parts=parts) if removed else message)
+        kept.append(index)
     if not changes:
         return history, []  # the blank string was in a part this rule leaves alone
     if dropped_message:
-        fixed, found = renormalized(fixed)
+        fixed, found = renormalized(fixed, kept)
         changes.extend(found)
     return fixed, changes
 

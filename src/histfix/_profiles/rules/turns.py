@@ -239,12 +239,14 @@ def responses_send_something(
     if not any(unsent):
         return history, []
     fixed: list[ModelMessage] = []
+    kept: list[int] = []  # the index in ``history`` of each message in ``fixed``
     changes: list[Change] = []
     dropped = False
     index = 0
     while index < len(history):
         if history[index].kind != "response":
             fixed.append(history[index])
+            kept.append(index)
             index += 1
             continue
         end = index
@@ -254,14 +256,16 @@ def responses_send_something(
         anchors = [i for i in run if not unsent[i]]
         if len(anchors) == len(run):
             fixed.extend(history[index:end])
+            kept.extend(run)
         elif not anchors:
             dropped = True
             changes.extend(_dropped(i, history[i], target) for i in run)
         else:
             fixed.extend(_joined(history, run, anchors, changes))
+            kept.extend(anchors)
         index = end
     if dropped:
-        fixed, found = renormalized(fixed)
+        fixed, found = renormalized(fixed, kept)
         changes.extend(found)
     return fixed, changes
 
