@@ -7,8 +7,8 @@ every profile and without one, both ways of treating orphans: the message at ``m
 at every index a description names as ``messages[i]``, and every merged index) must be the kind
 of message the change is about, holding what the change says it held. A message the repair merged
 from several is named by its first member, as the merge itself is, so what it held is looked for
-in every member; the request of a response's synthesized returns, which no input message became, is
-named by that response.
+in every member; a request made up for a response (its synthesized returns, or its late results
+moved to right after it), which no input message became, is named by that response.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ RESULT_KINDS = {"dropped_result", "noted_result", "dropped_duplicate_result", "d
 REQUEST_KINDS = {"moved_parts", "separated_results", "moved_late_result", *RESULT_KINDS}
 RESPONSE_KINDS = {
     "synthesized_return",
-    "renamed_call_id",
     "dropped_native",
     "dropped_signature",
     "dropped_unsent",
@@ -55,6 +54,16 @@ def _members(index: int, changes: list[histfix.Change]) -> set[int]:
     return group
 
 
+def _made_for(index: int, changes: list[histfix.Change]) -> bool:
+    """Whether a request was made up for the response at ``index``: its synthesized returns, or its
+    late results moved to right after its calls."""
+    return any(
+        (c.kind == "synthesized_return" and c.message_index == index)
+        or (c.kind == "moved_late_result" and f"its call in messages[{index}]" in c.description)
+        for c in changes
+    )
+
+
 def _names(change: histfix.Change, history: list[pai.ModelMessage], changes: list[histfix.Change]) -> str | None:
     """What is wrong with ``change``'s indices against ``history`` (None: nothing)."""
     size = len(history)
@@ -66,8 +75,7 @@ def _names(change: histfix.Change, history: list[pai.ModelMessage], changes: lis
     for kind, at in NAMED_KIND.findall(change.description):
         if history[int(at)].kind != kind:
             return f"names messages[{at}] a {kind}"
-    made_up_returns = any(c.kind == "synthesized_return" and c.message_index == change.message_index for c in changes)
-    if change.kind in REQUEST_KINDS and message.kind != "request" and not made_up_returns:
+    if change.kind in REQUEST_KINDS and message.kind != "request" and not _made_for(change.message_index, changes):
         return "is about a request"
     if change.kind in RESPONSE_KINDS and message.kind != "response":
         return "is about a response"
@@ -82,9 +90,14 @@ def _names(change: histfix.Change, history: list[pai.ModelMessage], changes: lis
     named = [part for part in held if getattr(part, "tool_name", None) == change.tool_name]
     if change.tool_name is not None and not named:
         return f"holds no part of tool {change.tool_name!r}"
-    if change.kind in RESULT_KINDS | {"renamed_call_id", "dropped_native"}:
+    if change.kind == "renamed_call_id" and change.tool_call_id is None:  # one change for a whole format
+        (first,) = re.findall(r"\(the first: '(.*?)' ->", change.description)
+        if first not in {getattr(part, "tool_call_id", None) for part in held}:
+            return f"holds no part with id {first!r}, the first renamed"
+    elif change.kind in RESULT_KINDS | {"renamed_call_id", "dropped_native"}:
         ids = {getattr(part, "tool_call_id", None) for part in named}
-        renamed = change.kind in RESULT_KINDS and change.kind != "dropped_result"  # may carry a new id
+        # a result's change names the id it has after the profile's renames, if any ran
+        renamed = change.kind in RESULT_KINDS and any(c.kind == "renamed_call_id" for c in changes)
         if change.tool_call_id not in ids and not renamed:
             return f"holds no part with id {change.tool_call_id!r}"
     if change.kind == "dropped_signature":

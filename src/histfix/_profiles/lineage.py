@@ -8,8 +8,8 @@ So each message of a stage's output is traced back to its input by identity: the
 the earliest message holding one of its parts (the first member of a merge), else (a message made
 only of new parts) the message of its kind in its place between two traced ones. A message with
 none of those the stage made up (the request of a response's synthesized returns, a prompt put
-before a history): it has no input message, and is named by the one it was made for, the message
-before it (after it, at the start). The trace is made only for lists whose changes are asked for,
+before a history, a request holding results moved forward to their call): it has no input
+message, and is named by the one it was made for, the message before it (after it, at the start). The trace is made only for lists whose changes are asked for,
 once each.
 """
 
@@ -108,16 +108,31 @@ def traced(newer: Sequence[ModelMessage], older: Sequence[ModelMessage]) -> tupl
 
 
 def _by_parts(newer: Sequence[ModelMessage], older: Sequence[ModelMessage], found: list[int | None]) -> None:
-    """Trace each untraced message to the earliest message of ``older`` holding one of its parts."""
+    """Trace each untraced message to the earliest message of ``older`` holding one of its parts,
+    unless that message comes after one traced later in ``newer``: then the stage moved those parts
+    forward (a late result put right after its call), into a message it made up."""
     holder: dict[int, int] = {}
     for at, message in enumerate(older):
         for part in message.parts:
             holder.setdefault(id(part), at)
+    by_parts = []
     for index, message in enumerate(newer):
         if found[index] is None:
             held = [holder[id(part)] for part in message.parts if id(part) in holder]
             if held:
                 found[index] = min(held)
+                by_parts.append(index)
+    if by_parts:
+        lowest_later = len(older)
+        moved = set(by_parts)
+        for index in range(len(newer) - 1, -1, -1):
+            at = found[index]
+            if at is None:
+                continue
+            if index in moved and at > lowest_later:
+                found[index] = None  # placed by :func:`_by_place`, as made up
+            else:
+                lowest_later = min(lowest_later, at)
 
 
 def _by_place(

@@ -105,13 +105,17 @@ def renumbered(
     ``messages[i]`` and the merge's members in its description) mapped through ``origin``: from the
     list it was found in to the one that list came from. A message ``made_up`` (no message of that
     list became it: a request of synthesized returns) is left out of ``merged``, as the default
-    repair leaves it out; a merge named by one is named by its first member instead."""
+    repair leaves it out, and counted in the description; a merge named by one is named by its
+    first member instead. Two members from one message (a pass split it, a later merge joined the
+    pieces) are that message once."""
     description = _NAMED_MESSAGE.sub(lambda named: f"messages[{origin(int(named[1]))}]", change.description)
-    merged = tuple(origin(index) for index in change.merged if not made_up(index))
+    merged = tuple(dict.fromkeys(origin(index) for index in change.merged if not made_up(index)))
     if change.merged:  # the default repair's merges list their members: "merged requests i, j into one"
-        before = f" {', '.join(map(str, change.merged))} into one"
-        after = f" {', '.join(map(str, merged)) or '(synthesized)'} into one"
-        description = description.replace(before, after, 1)
+        invented = sum(map(made_up, change.merged))
+        members = ", ".join(map(str, merged)) or "(synthesized)"
+        if merged and invented:
+            members += f" and {invented} made up"
+        description = description.replace(f" {', '.join(map(str, change.merged))} into one", f" {members} into one", 1)
     index = change.message_index
     message_index = merged[0] if merged and made_up(index) else origin(index)
     return replace(change, message_index=message_index, description=description, merged=merged)
