@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ._profiles.targets import ProviderTarget
-from ._records.changes import Change, RepairReport
+from ._records.changes import RepairReport
 from ._records.inputs import as_history
 from ._records.problems import Problem
 from ._records.state import HistoryState

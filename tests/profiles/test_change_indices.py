@@ -64,7 +64,9 @@ def _made_for(index: int, changes: list[histfix.Change]) -> bool:
     )
 
 
-def _names(change: histfix.Change, history: list[pai.ModelMessage], changes: list[histfix.Change]) -> str | None:
+def _names(
+    change: histfix.Change, history: list[pai.ModelMessage], changes: list[histfix.Change]
+) -> str | None:
     """What is wrong with ``change``'s indices against ``history`` (None: nothing)."""
     size = len(history)
     indices = [change.message_index, *change.merged]
@@ -75,7 +77,11 @@ def _names(change: histfix.Change, history: list[pai.ModelMessage], changes: lis
     for kind, at in NAMED_KIND.findall(change.description):
         if history[int(at)].kind != kind:
             return f"names messages[{at}] a {kind}"
-    if change.kind in REQUEST_KINDS and message.kind != "request" and not _made_for(change.message_index, changes):
+    if (
+        change.kind in REQUEST_KINDS
+        and message.kind != "request"
+        and not _made_for(change.message_index, changes)
+    ):
         return "is about a request"
     if change.kind in RESPONSE_KINDS and message.kind != "response":
         return "is about a response"

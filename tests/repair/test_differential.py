@@ -10,6 +10,7 @@ silently go stale.
 from __future__ import annotations
 
 import pytest
+from oracle import UPSTREAM_AGREES_BUT_FOR_PAUSES, upstream_is_oracle
 from packaging.version import Version
 from pydantic_ai import messages as pai
 
@@ -21,7 +22,6 @@ from corpus import CASES
 from dsl import Case, dump, load, load_history
 from generate import random_history
 from json_diff import differences
-from oracle import UPSTREAM_AGREES_BUT_FOR_PAUSES, upstream_is_oracle
 from strict import pairing_problems
 
 pytestmark = pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="repair_messages arrived in 2.53.0")

@@ -1103,7 +1103,9 @@ case(
     expected=[
         req(user("go")),
         real(call("read_secrets", "c1", ui_visibility="private"), call("f", "c2"), at=10),
-        req(synth("read_secrets", "c1", at=10, ui_visibility="private"), synth("f", "c2", at=10), user("next")),
+        req(
+            synth("read_secrets", "c1", at=10, ui_visibility="private"), synth("f", "c2", at=10), user("next")
+        ),
     ],
 )
 case(

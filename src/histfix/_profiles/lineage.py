@@ -92,11 +92,11 @@ def traced(newer: Sequence[ModelMessage], older: Sequence[ModelMessage]) -> tupl
     found: list[int | None] = []
     floor = 0  # messages keep their order: an object held twice is taken at its next place
     for message in newer:
-        at = positions.get(id(message))
-        if at is None:
+        places = positions.get(id(message))
+        if places is None:
             found.append(None)
             continue
-        place = at[min(bisect_left(at, floor), len(at) - 1)]
+        place = places[min(bisect_left(places, floor), len(places) - 1)]
         found.append(place)
         floor = place
     invented: set[int] = set()
@@ -126,13 +126,13 @@ def _by_parts(newer: Sequence[ModelMessage], older: Sequence[ModelMessage], foun
         lowest_later = len(older)
         moved = set(by_parts)
         for index in range(len(newer) - 1, -1, -1):
-            at = found[index]
-            if at is None:
+            origin = found[index]
+            if origin is None:
                 continue
-            if index in moved and at > lowest_later:
+            if index in moved and origin > lowest_later:
                 found[index] = None  # placed by :func:`_by_place`, as made up
             else:
-                lowest_later = min(lowest_later, at)
+                lowest_later = min(lowest_later, origin)
 
 
 def _by_place(

@@ -115,7 +115,9 @@ def renumbered(
         members = ", ".join(map(str, merged)) or "(synthesized)"
         if merged and invented:
             members += f" and {invented} made up"
-        description = description.replace(f" {', '.join(map(str, change.merged))} into one", f" {members} into one", 1)
+        description = description.replace(
+            f" {', '.join(map(str, change.merged))} into one", f" {members} into one", 1
+        )
     index = change.message_index
     message_index = merged[0] if merged and made_up(index) else origin(index)
     return replace(change, message_index=message_index, description=description, merged=merged)
