@@ -47,6 +47,7 @@ RELEASES = [
     "2.59.0",
     "2.60.0",
     "2.68.0",
+    "2.78.0",
 ]
 DUMP_FILES = sorted(DUMPS.glob("*.json"), key=lambda path: Version(path.stem))
 RELEASE = f"pydantic-ai {_release.VERSION_STRING}"

@@ -4,7 +4,7 @@ Run it once under each release the portable-JSON tests cross (test_portable.py l
 on whatever release is installed, and the nox matrix installs each pinned release in turn):
 
     for X in 1.0.0 1.0.7 1.67.0 1.95.0 1.107.10 2.0.0 2.9.1 2.10.0 2.52.0 2.53.0 2.55.0 2.59.0 \\
-             2.60.0 2.68.0; do
+             2.60.0 2.68.0 2.78.0; do
         pins=$(python3 -c "from packaging.version import Version as V; \\
                            print(\\"'opentelemetry-api<1.39'\\" if V('$X') < V('1.32.0') else '')")
         uv venv -q -p 3.11 /tmp/portable/v$X
@@ -19,9 +19,10 @@ scripted ``FunctionModel`` (system prompt, instructions, thinking, parallel tool
 tool-less ``RetryPromptPart`` or a ``RetryFeedbackPart``), then a crashed turn built from the
 release's own classes (a native/builtin tool call and return, a tool return with metadata, a
 custom ``tool_kind`` where the release keeps one, ``state='interrupted'`` where it has the field,
-request metadata) with a dangling call that ``histfix.repair`` closes with a synthesized return.
+request metadata, ``ui_visibility`` where calls have it) with a dangling call that ``histfix.repair``
+closes with a synthesized return.
 It is dumped with the release's ``ModelMessagesTypeAdapter``; only volatile values (clock
-timestamps, run ids, generated call ids) are replaced by fixed ones, consistently, so that
+timestamps and durations, run ids, generated call ids) are replaced by fixed ones, consistently, so that
 regenerating a file changes nothing.
 """
 
@@ -49,6 +50,10 @@ DUMPS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dumps"
 CUSTOM_KIND = "travel:booking"
 ISO_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 GENERATED_ID = re.compile(r"^pyd_ai_[0-9a-f]{32}$")
+#: An ISO 8601 duration, as ``ModelResponse.duration`` (2.78.0+) is written: the time a request took.
+ISO_DURATION = re.compile(r"^P(T[0-9.]+S)?$")
+#: The keys holding a clock time (``request_timestamp``: when a response's request went out, 2.78.0+).
+CLOCK_KEYS = ("timestamp", "request_timestamp")
 VOLATILE_KEYS = ("run_id", "conversation_id")
 
 
@@ -167,6 +172,7 @@ def crashed_turn() -> list[pai.ModelMessage]:
                     tool_name="book_hotel",
                     args={"hotel": "Albergo Sole", "nights": 2},
                     tool_call_id="call_book",
+                    ui_visibility="private",  # 2.78.0+: what a UI may show; its synthesized return copies it
                     **kind,
                 ),
             ],
@@ -204,7 +210,7 @@ def crashed_turn() -> list[pai.ModelMessage]:
 
 
 def stable(data: Any) -> Any:
-    """``data`` with clock timestamps, run ids and generated call ids replaced, consistently.
+    """``data`` with clock timestamps, durations, run ids and generated call ids replaced, consistently.
 
     Each distinct original value gets the next fixed value in order of first appearance, so equal
     values (a synthesized return carries its response's timestamp) stay equal.
@@ -222,8 +228,10 @@ def stable(data: Any) -> Any:
         if isinstance(node, dict):
             return {k: walk(v, k) for k, v in node.items()}
         if isinstance(node, str):
-            if key == "timestamp" and ISO_TIMESTAMP.match(node):
+            if key in CLOCK_KEYS and ISO_TIMESTAMP.match(node):
                 return fixed(node, lambda n: f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z")
+            if key == "duration" and ISO_DURATION.match(node):
+                return fixed(node, lambda n: f"PT0.{n:03d}S")
             if key in VOLATILE_KEYS:
                 return fixed(node, lambda n: f"00000000-0000-4000-8000-{n:012d}")
             if key == "tool_call_id" and GENERATED_ID.match(node):
