@@ -364,8 +364,8 @@ def wheelhouse(session: nox.Session) -> None:
 
 #: The `tests(X)` sessions longest first (and the short `tools`, `lint`, `typecheck` after them), so
 #: the parallel run never ends on a long one with a core idle: the newest and the oldest send every
-#: provider case and run the full fuzz set, 2.60.0 (the first release whose repair_messages is
-#: current) the full fuzz set (about 75, 60 and 57 s under the parallel run on 2 cores, against
+#: provider case and run the full fuzz set, 2.60.0 (the first release whose repair_messages is the
+#: newest but for the pause rule) the full fuzz set (about 75, 60 and 57 s under the parallel run on 2 cores, against
 #: 44-53 s for the others), then the rest in pinned order.
 LONGEST_FIRST = [r for r in (NEWEST, PYDANTIC_AI_RELEASES[0], "2.60.0") if r in PYDANTIC_AI_RELEASES]
 LONGEST_FIRST += [release for release in PYDANTIC_AI_RELEASES if release not in LONGEST_FIRST]
