@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import is_
 from typing import TYPE_CHECKING
 
 from .._records.changes import renumbered
@@ -86,11 +88,30 @@ def traced(newer: Sequence[ModelMessage], older: Sequence[ModelMessage]) -> tupl
     every index is in range when ``older`` is not empty."""
     if not older:
         return [0] * len(newer), set(range(len(newer)))
+    place_of = {id(message): at for at, message in enumerate(older)}
+    found: list[int | None]
+    if len(place_of) == len(older):  # each message once, as ever but in a list built by hand
+        found = list(map(place_of.get, map(id, newer)))
+    else:
+        found = _by_identity(newer, older)
+    invented: set[int] = set()
+    if None in found and _in_place(newer, older, found):  # each changed message replaced in its place
+        return list(range(len(newer))), invented
+    if None in found:
+        _by_parts(newer, older, found)
+    if None in found:
+        _by_place(newer, older, found, invented)
+    return found, invented  # type: ignore[return-value]  # no None is left
+
+
+def _by_identity(newer: Sequence[ModelMessage], older: Sequence[ModelMessage]) -> list[int | None]:
+    """Each message of ``newer`` that ``older`` holds, by its place there, for an ``older`` holding
+    some message object twice: each is taken at its next place, the order being kept."""
     positions: dict[int, list[int]] = {}
     for at, message in enumerate(older):
         positions.setdefault(id(message), []).append(at)
     found: list[int | None] = []
-    floor = 0  # messages keep their order: an object held twice is taken at its next place
+    floor = 0
     for message in newer:
         places = positions.get(id(message))
         if places is None:
@@ -99,40 +120,43 @@ def traced(newer: Sequence[ModelMessage], older: Sequence[ModelMessage]) -> tupl
         place = places[min(bisect_left(places, floor), len(places) - 1)]
         found.append(place)
         floor = place
-    invented: set[int] = set()
-    if None in found:
-        _by_parts(newer, older, found)
-    if None in found:
-        _by_place(newer, older, found, invented)
-    return found, invented  # type: ignore[return-value]  # no None is left
+    return found
+
+
+def _in_place(newer: Sequence[ModelMessage], older: Sequence[ModelMessage], found: list[int | None]) -> bool:
+    """Whether ``newer`` is ``older`` with some messages replaced in their places, by messages of
+    their kind (what the passes before the default repair do: they rename ids)."""
+    if len(newer) != len(older) or any(at is not None and at != index for index, at in enumerate(found)):
+        return False
+    return all(newer[index].kind == older[index].kind for index in _untraced(found))
+
+
+def _untraced(found: list[int | None]) -> list[int]:
+    """The indices still untraced (C-level: a history of thousands has a handful)."""
+    return list(compress(range(len(found)), map(is_, found, repeat(None))))
 
 
 def _by_parts(newer: Sequence[ModelMessage], older: Sequence[ModelMessage], found: list[int | None]) -> None:
     """Trace each untraced message to the earliest message of ``older`` holding one of its parts,
-    unless that message comes after one traced later in ``newer``: then the stage moved those parts
-    forward (a late result put right after its call), into a message it made up."""
+    unless that message comes after the next one traced in ``newer``: then the stage moved those
+    parts forward (a late result put right after its call), into a message it made up."""
     holder: dict[int, int] = {}
-    for at, message in enumerate(older):
-        for part in message.parts:
+    for at in sorted(set(range(len(older))).difference(found)):  # a message handed on whole lent none
+        for part in older[at].parts:
             holder.setdefault(id(part), at)
     by_parts = []
-    for index, message in enumerate(newer):
-        if found[index] is None:
-            held = [holder[id(part)] for part in message.parts if id(part) in holder]
-            if held:
-                found[index] = min(held)
-                by_parts.append(index)
-    if by_parts:
-        lowest_later = len(older)
-        moved = set(by_parts)
-        for index in range(len(newer) - 1, -1, -1):
-            origin = found[index]
-            if origin is None:
-                continue
-            if index in moved and origin > lowest_later:
-                found[index] = None  # placed by :func:`_by_place`, as made up
-            else:
-                lowest_later = min(lowest_later, origin)
+    for index in _untraced(found):
+        held = [holder[id(part)] for part in newer[index].parts if id(part) in holder]
+        if held:
+            found[index] = min(held)
+            by_parts.append(index)
+    for index in by_parts:
+        after = index + 1
+        while after < len(found) and found[after] is None:
+            after += 1
+        origin, later = found[index], found[after] if after < len(found) else len(older)
+        if origin is not None and later is not None and origin > later:
+            found[index] = None  # placed by :func:`_by_place`, as made up
 
 
 def _by_place(
@@ -142,13 +166,11 @@ def _by_place(
     between the traced ones around it, taken in order, each by the next of the same kind (request
     or response; a message made of several takes the first). One with none left was made up: it is
     the message before its run (after it, at the start), which it was made for."""
-    index = 0
-    while index < len(found):
-        if found[index] is not None:
-            index += 1
-            continue
-        end = index
-        while end < len(found) and found[end] is None:
+    untraced = _untraced(found)
+    while untraced:
+        index = end = untraced[0]
+        while untraced and untraced[0] == end:  # one run of untraced places
+            untraced.pop(0)
             end += 1
         before = found[index - 1] if index else -1
         after = found[end] if end < len(found) else len(older)
@@ -165,4 +187,3 @@ def _by_place(
             else:
                 found[at] = made_for
                 invented.add(at)
-        index = end
