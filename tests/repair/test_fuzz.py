@@ -15,7 +15,6 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import UPSTREAM_AGREES_BUT_FOR_PAUSES, upstream_is_oracle
 from pydantic_ai import messages as pai
 from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
@@ -28,6 +27,7 @@ from conftest import PYDANTIC_AI
 from dsl import MARKER, Json, load
 from emulators import PROVIDER_APIS
 from fuzz_strategies import histories
+from oracle import UPSTREAM_AGREES_BUT_FOR_PAUSES, upstream_is_oracle
 from schema_strategies import histories as schema_histories
 from schema_strategies import quiet
 from strict import pairing_problems

@@ -11,13 +11,13 @@ import copy
 from typing import Any
 
 import pytest
-from oracle import upstream_is_oracle
 from pydantic_ai import Agent
 from pydantic_ai import messages as pai
 
 import histfix
 
 from dsl import Json, call, dump, load, real, req, ret, retry, text, user
+from oracle import upstream_is_oracle
 from strict import StrictModel, pairing_problems
 
 PREFIX = "[histfix: orphaned tool result]"
