@@ -52,8 +52,6 @@ ISO_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:
 GENERATED_ID = re.compile(r"^pyd_ai_[0-9a-f]{32}$")
 #: An ISO 8601 duration, as ``ModelResponse.duration`` (2.78.0+) is written: the time a request took.
 ISO_DURATION = re.compile(r"^P(T[0-9.]+S)?$")
-#: The keys holding a clock time (``request_timestamp``: when a response's request went out, 2.78.0+).
-CLOCK_KEYS = ("timestamp", "request_timestamp")
 VOLATILE_KEYS = ("run_id", "conversation_id")
 
 
@@ -213,14 +211,17 @@ def stable(data: Any) -> Any:
     """``data`` with clock timestamps, durations, run ids and generated call ids replaced, consistently.
 
     Each distinct original value gets the next fixed value in order of first appearance, so equal
-    values (a synthesized return carries its response's timestamp) stay equal.
+    values (a synthesized return carries its response's timestamp) stay equal. When a response's
+    request went out (``request_timestamp``, 2.78.0+) counts on its own, on the next day, and every
+    ``duration`` (2.78.0+) is one millisecond.
     """
     seen: dict[str, str] = {}
+    requested: dict[str, str] = {}
 
-    def fixed(value: str, make: Callable[[int], str]) -> str:
-        if value not in seen:
-            seen[value] = make(len(seen))
-        return seen[value]
+    def fixed(value: str, make: Callable[[int], str], values: dict[str, str] = seen) -> str:
+        if value not in values:
+            values[value] = make(len(values))
+        return values[value]
 
     def walk(node: Any, key: str | None = None) -> Any:
         if isinstance(node, list):
@@ -228,10 +229,12 @@ def stable(data: Any) -> Any:
         if isinstance(node, dict):
             return {k: walk(v, k) for k, v in node.items()}
         if isinstance(node, str):
-            if key in CLOCK_KEYS and ISO_TIMESTAMP.match(node):
+            if key == "timestamp" and ISO_TIMESTAMP.match(node):
                 return fixed(node, lambda n: f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z")
+            if key == "request_timestamp" and ISO_TIMESTAMP.match(node):
+                return fixed(node, lambda n: f"2026-01-02T00:00:{n:02d}Z", requested)
             if key == "duration" and ISO_DURATION.match(node):
-                return fixed(node, lambda n: f"PT0.{n:03d}S")
+                return "PT0.001S"
             if key in VOLATILE_KEYS:
                 return fixed(node, lambda n: f"00000000-0000-4000-8000-{n:012d}")
             if key == "tool_call_id" and GENERATED_ID.match(node):
