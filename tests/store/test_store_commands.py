@@ -15,7 +15,7 @@ import pytest
 from histfix._cli.commands import main
 from histfix.store._record import PENDING_KINDS, Options, examine
 
-from store_cases import STORE_KINDS, StoreUnderTest, histories, write_sqlite
+from store_cases import REPAIRED, STORE_KINDS, StoreUnderTest, histories, write_sqlite
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -38,7 +38,7 @@ def test_scan_reads_only_and_exits_1_when_repair_would_change(
     before = store.snapshot()
     assert main(["scan", store.url, "--jobs", "1"]) == 1
     out = capsys.readouterr().out
-    assert "repair would change: 60 " in out
+    assert f"repair would change: {REPAIRED} " in out
     assert "not loaded:" in out and "not UTF-8 text" in out and "truncated?" in out
     assert store.snapshot() == before
 
@@ -73,7 +73,7 @@ def test_dry_run_writes_nothing_and_says_what_it_would_do(
     before = store.snapshot()
     assert main(["repair", store.url, "--jobs", "1"]) == 1
     out = capsys.readouterr().out
-    assert "dry run: 60 histories would be repaired" in out
+    assert f"dry run: {REPAIRED} histories would be repaired" in out
     # each history it would repair, with its changes, and the content it would remove
     trimmed = "example-trimmed_slice" + (".json" if store.kind == "dir" else "")
     assert f"\n{trimmed}: dropped_result 1\n" in out
@@ -91,7 +91,7 @@ def test_repair_writes_each_repair_then_a_second_run_changes_nothing_then_restor
         main(["repair", store.url, "--write", "--backup", str(backup), "--jobs", "1", "--batch-size", "7"])
         == 0
     )
-    assert "repaired 60 histories" in capsys.readouterr().out
+    assert f"repaired {REPAIRED} histories" in capsys.readouterr().out
     assert store.values() == expected
 
     after = store.snapshot()
@@ -101,7 +101,7 @@ def test_repair_writes_each_repair_then_a_second_run_changes_nothing_then_restor
     assert store.snapshot() == after
 
     assert main(["restore", str(backup), store.url]) == 0
-    assert "restored 60 histories" in capsys.readouterr().out
+    assert f"restored {REPAIRED} histories" in capsys.readouterr().out
     assert store.snapshot() == before
 
 

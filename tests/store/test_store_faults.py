@@ -24,7 +24,7 @@ from histfix.store import Replacement, Stored, WriteOutcome, open_source
 from histfix.store._record import Options, examine
 from histfix.store._runner import repair_source
 
-from store_cases import StoreUnderTest
+from store_cases import REPAIRED, StoreUnderTest
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -106,7 +106,7 @@ def test_the_run_reports_what_a_concurrent_writer_changed_and_leaves_it(kind: st
     backup.close()
     source.close()
     assert [k for k, _ in result.skipped] == [key] and "changed by someone else" in result.skipped[0][1]
-    assert result.written == 59
+    assert result.written == REPAIRED - 1
     assert store.values()[key] == source.written[key]
 
 
@@ -159,10 +159,10 @@ def test_ctrl_c_stops_between_writes_with_one_line_and_resume_finishes(
     assert stopped.returncode == 130, stopped.stderr
     assert stopped.stderr.count("\n") == 1 and "--resume" in stopped.stderr, stopped.stderr
     written = assert_each_old_or_new(store, old, new)
-    assert 0 < written < 60
+    assert 0 < written < REPAIRED
 
     assert main(["repair", store.url, "--write", "--backup", str(backup), "--resume", "--jobs", "1"]) == 0
-    assert f"repaired {60 - written} histories" in capsys.readouterr().out
+    assert f"repaired {REPAIRED - written} histories" in capsys.readouterr().out
     assert store.values() == new
     assert main(["restore", str(backup), store.url]) == 0
     assert store.snapshot() == before
@@ -265,11 +265,11 @@ def test_a_backup_on_a_disk_that_fills_stops_with_one_line_and_resume_finishes_o
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "No space left on device" in err and "--resume" in err, err
         written = assert_each_old_or_new(store, old, new)
-        assert 0 < written < 60
+        assert 0 < written < REPAIRED
 
         subprocess.run(["mount", "-o", "remount,size=1m", str(small)], check=True, timeout=30)
         assert main([*argv, "--resume"]) == 0
-        assert f"repaired {60 - written} histories" in capsys.readouterr().out
+        assert f"repaired {REPAIRED - written} histories" in capsys.readouterr().out
         assert store.values() == new
         assert main(["restore", str(backup), store.url]) == 0
     assert store.snapshot() == before
