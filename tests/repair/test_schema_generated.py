@@ -183,6 +183,21 @@ def test_a_recursive_definition_is_followed_once() -> None:
     assert max(map(depth, values)) == 1
 
 
+def test_a_recursive_definition_with_an_unconstrained_branch_ends_in_a_plain_value() -> None:
+    """1.67.0-2.10.0's tool return content has no string branch: its plain values come from its
+    ``{}`` (any value) branch, which a definition met inside itself draws as a plain value."""
+    content = {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Content"}}, {}]}
+    values = draws({"$ref": "#/$defs/Content"}, 100, Content=content)
+    inner = [item for v in values if isinstance(v, list) for item in v]
+    assert inner and not any(isinstance(item, (list, dict)) for item in inner)
+
+
+def test_a_strings_length_bounds_are_kept() -> None:
+    """2.52.0-2.55.0 declare a file's ``media_type`` with ``minLength: 1``."""
+    assert all(len(v) >= 3 for v in draws({"type": "string", "minLength": 3}))
+    assert all(1 <= len(v) <= 2 for v in draws({"type": "string", "minLength": 1, "maxLength": 2}))
+
+
 @pytest.mark.parametrize(
     ("node", "named"),
     [
@@ -192,6 +207,8 @@ def test_a_recursive_definition_is_followed_once() -> None:
         ({"type": "tuple"}, "'tuple'"),
         ({"$ref": "#/$defs/Missing"}, "Missing"),
         ({"$ref": "#/$defs/Loop"}, "no plain branch"),
+        ({"type": "string", "format": "date-time", "minLength": 40}, "length bound"),
+        ({"type": "string", "maxLength": 0}, "0 characters"),
     ],
 )
 def test_what_the_walker_cannot_draw_is_refused_by_name(node: dict[str, Any], named: str) -> None:

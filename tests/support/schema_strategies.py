@@ -60,8 +60,10 @@ FORMATS: dict[str, st.SearchStrategy[str]] = {
 _ANNOTATIONS = frozenset({"title", "description", "default", "discriminator", "deprecated", "examples"})
 _HANDLED = frozenset(
     {"$ref", "$defs", "anyOf", "oneOf", "const", "enum", "type", "format", "properties", "required"}
-    | {"additionalProperties", "items"}
+    | {"additionalProperties", "items", "minLength", "maxLength"}
 )
+#: The types of a union's branches that hold no further structure.
+_PLAIN_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
 
 
 #: Stands for an optional key left out of a drawn object.
@@ -74,6 +76,13 @@ def _present(drawn: Json) -> Json:
 
 class UnsupportedSchema(ValueError):
     """The installed release's schema uses a keyword or format the walker cannot draw from."""
+
+
+def _holds_no_structure(node: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is a plain value's schema (its types all plain), or no constraint at all."""
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return all(k in _PLAIN_TYPES for k in kinds) if kind is not None else not set(node) - _ANNOTATIONS
 
 
 def release_metadata_keys(module: ModuleType = pai) -> tuple[str, ...]:
@@ -189,12 +198,7 @@ class SchemaStrategies:
         if kind == "array":
             return st.lists(self.build(node.get("items", {}), depth, active), max_size=MAX_ITEMS)
         if kind == "string":
-            fmt = node.get("format")
-            if fmt is None:
-                return st.sampled_from(WORDS)
-            if fmt not in FORMATS:
-                raise UnsupportedSchema(f"string format the generator has no values for: {fmt!r}")
-            return FORMATS[fmt]
+            return self._string(node)
         simple: dict[str, st.SearchStrategy[Any]] = {
             "integer": st.integers(0, 3),
             "number": st.sampled_from([0, 0.5, 2.0]),
@@ -214,13 +218,31 @@ class SchemaStrategies:
         groups = [st.one_of(*(self.build(b, 1) for b in group)) for group in (pairing, others) if group]
         return st.one_of(*groups)
 
+    def _string(self, node: Mapping[str, Any]) -> st.SearchStrategy[str]:
+        """A string of ``node``'s ``format`` (or a pool word), within its ``minLength``/``maxLength``:
+        a pool word too short is repeated up to the minimum (a media type must not be empty)."""
+        shortest, longest = node.get("minLength", 0), node.get("maxLength")
+        fmt = node.get("format")
+        if fmt is None:
+            words = [w * -(-shortest // len(w)) if len(w) < shortest else w for w in WORDS]
+            fitting = [w for w in words if longest is None or len(w) <= longest]
+            if not fitting:
+                raise UnsupportedSchema(f"no string of {shortest} to {longest} characters in the pool")
+            return st.sampled_from(fitting)
+        if fmt not in FORMATS:
+            raise UnsupportedSchema(f"string format the generator has no values for: {fmt!r}")
+        if shortest or longest is not None:
+            raise UnsupportedSchema(f"a length bound on a {fmt!r} string: {json.dumps(node)[:200]}")
+        return FORMATS[fmt]
+
     def _leaf(self, node: Mapping[str, Any], depth: int) -> st.SearchStrategy[Any]:
-        """``node`` without recursion: only its branches that are plain values (a string, a number)."""
+        """``node`` without recursion: only its branches that are plain values (a string, a number;
+        an unconstrained branch, any JSON value, drawn as a plain value)."""
         branches = node.get("anyOf") or node.get("oneOf") or [node]
-        plain = [b for b in branches if b.get("type") in {"string", "integer", "number", "boolean", "null"}]
+        plain = [b for b in branches if _holds_no_structure(b)]
         if not plain:
             raise UnsupportedSchema(f"a recursive definition with no plain branch: {json.dumps(node)[:200]}")
-        return st.one_of(*(self.build(b, depth) for b in plain))
+        return st.one_of(*(self.build(b, depth) if "type" in b else self.scalar for b in plain))
 
     def _object(self, node: Mapping[str, Any], depth: int, active: frozenset[str]) -> st.SearchStrategy[Json]:
         properties: Mapping[str, Any] = node.get("properties", {})
