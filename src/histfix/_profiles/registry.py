@@ -8,8 +8,9 @@ Order: the ``"before"`` rules run on the input, before the default repair (they 
 identities, such as tool call ids, so that the default repair pairs what the wire will pair; they
 never add, drop or reorder messages). Then the default repair runs, exactly as ``provider=None``
 does. Then the ``"after"`` rules run, in the order of :data:`RULES`, each on the previous one's
-output. A rule's ``Change`` and ``Problem`` indices point into the history that rule received; the
-runner renumbers the changes into the caller's list (:mod:`.lineage`).
+output, and again over their own output while a round changes it (``run.AFTER_ROUNDS``). A
+rule's ``Change`` and ``Problem`` indices point into the history that rule received; the runner
+renumbers the changes into the caller's list (:mod:`.lineage`).
 """
 
 from __future__ import annotations

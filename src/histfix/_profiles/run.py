@@ -79,9 +79,18 @@ def _upstream_is_current() -> bool:
     return _compat.UPSTREAM_REPAIR_IS_CURRENT
 
 
+#: How many times the ``after`` passes run at most: again on their own output while a round changed
+#: it, since a later pass can hand an earlier one something new to judge (two responses merged into
+#: one, whose provider decides a thinking signature's fate), so the output is a fixed point. Every
+#: history the suite draws settles in two rounds; the bound only stops a pair of passes undoing
+#: each other from looping (the fuzz's idempotence property would then fail).
+AFTER_ROUNDS = 4
+
+
 def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[ModelMessage], list[Change]]:
-    """The ``before`` passes, the default repair, then the ``after`` passes of the plan's target;
-    every change, in order, named by the caller's indices.
+    """The ``before`` passes, the default repair, then the ``after`` passes of the plan's target
+    (again on their own output while a round changes it: :data:`AFTER_ROUNDS`); every change, in
+    order, named by the caller's indices.
 
     The input is paired first (as the default repair pairs it): the before-stage's early exits read
     its calls from that walk instead of surveying every part, and the default repair reuses it when
@@ -136,11 +145,16 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
         lineage.hand_on(current)
     # else: the same messages; going on with the list the before-stage surveyed keeps its survey
     # (a copy of the caller's list that nothing mutates, as ``repaired`` would be)
-    for rule in rules_for(target, "after"):
-        step = lineage.step
-        current, found = rule.fix(current, target, scan)
-        found_by_step.append((step, found))
-        lineage.hand_on(current)
+    after = rules_for(target, "after")
+    for _ in range(AFTER_ROUNDS):
+        handed = current
+        for rule in after:
+            step = lineage.step
+            current, found = rule.fix(current, target, scan)
+            found_by_step.append((step, found))
+            lineage.hand_on(current)
+        if current is handed:
+            break
     if (nothing_sendable(current, scan) or sends_nothing(current, target)) and not nothing_sendable(
         history, Scan()
     ):
