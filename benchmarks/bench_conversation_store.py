@@ -1,6 +1,6 @@
 """Benchmark: a pydantic-ai ConversationStore as a store: its scan against the JSONL scan, and migrate.
 
-Not a test. Needs pydantic-ai-slim 2.78.0 or newer:
+Not a test. Needs pydantic-ai-slim 2.66.0 or newer:
 ``python benchmarks/bench_conversation_store.py [--scan 10000] [--migrate 100000] [--jobs 1 2]``.
 
 The histories are bench_store.py's (realistic conversations of 3 to 300 messages, a tenth broken).

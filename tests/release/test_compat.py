@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def test_switches_agree_with_the_installed_release() -> None:
     assert _compat.RETURN_HAS_UI_VISIBILITY is (Version("2.78.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_TIMESTAMP is (Version("1.38.0") <= PYDANTIC_AI)
     assert _compat.REQUEST_HAS_METADATA is (Version("1.20.0") <= PYDANTIC_AI)
-    assert _compat.HAS_CONVERSATION_STORE is (Version("2.78.0") <= PYDANTIC_AI)
+    assert _compat.HAS_CONVERSATION_STORE is _imports("pydantic_ai.conversation_store", "ConversationStore")
     # behaviour, asked of the release itself
     assert _compat.ARGS_AS_DICT_TOLERATES_INVALID is _args_as_dict_tolerates_invalid()
     assert _compat.PROFILE_FITS_TOOL_CALL_IDS is mistral_profile_fits_ids()
@@ -74,6 +75,14 @@ def test_features_name_the_detected_switches() -> None:
         "retry_feedback_part": _compat.HAS_RETRY_FEEDBACK_PART,
         "outcome_retried": _compat.OUTCOME_RETRIED,
     }
+
+
+def _imports(module: str, name: str) -> bool:
+    """Whether ``from module import name`` works on the installed release (presence, as imported)."""
+    try:
+        return hasattr(importlib.import_module(module), name)
+    except ImportError:
+        return False
 
 
 def _args_as_dict_tolerates_invalid() -> bool:

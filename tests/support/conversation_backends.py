@@ -1,4 +1,4 @@
-"""Two small SQL backends of pydantic-ai's ``ConversationStore`` (2.78.0 on), for the store tests.
+"""Two small SQL backends of pydantic-ai's ``ConversationStore`` (2.66.0 on), for the store tests.
 
 Each implements the five primitives and nothing more (``read_history`` is the ABC's walk over
 ``read_entry``), keeps a record and its new entries in one transaction, and checks the revision in

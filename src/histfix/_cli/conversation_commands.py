@@ -62,7 +62,7 @@ def add_all_store_commands(command: Callable[..., argparse.ArgumentParser]) -> N
         "histfix migrate 'sqlite:///app.db?table=chats&key=id&column=messages' py:myapp.storage:store --write",
         "Each history is loaded with histfix.load_json (whatever release wrote it), repaired, and\n"
         "saved as a new conversation under its key; one the store already has is reported, never\n"
-        "overwritten. Needs pydantic-ai-slim 2.78.0 or newer. See docs/conversation-store.md.",
+        "overwritten. Needs a pydantic-ai-slim with ConversationStore. See docs/conversation-store.md.",
     )
     migrate.add_argument("source", metavar="SOURCE", help=LEGACY_HELP)
     migrate.add_argument("target", metavar="py:MODULE:ATTR", help=TARGET_HELP)

@@ -111,7 +111,7 @@ ARGS_AS_DICT_TOLERATES_INVALID: bool
 #: 2.59.0: ``ModelProfile`` key ``tool_call_id_length``, with which MistralModel fits ids (before: sent as stored).
 PROFILE_FITS_TOOL_CALL_IDS: bool
 
-#: 2.78.0: ``pydantic_ai.conversation_store`` (``ConversationStore``, its records, branches and revisions).
+#: 2.66.0: ``pydantic_ai.conversation_store`` (``ConversationStore``, its records, branches and revisions).
 HAS_CONVERSATION_STORE: bool
 
 #: The names :func:`.detect.switches` detects: exactly those declared above without a value.

@@ -6,7 +6,7 @@ runs the per-history record (``examine``) over it, writing repairs with a backup
 ``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
 releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
 pairs, for a store histfix has no source for; ``histfix.store.dask`` runs the same scan on a
-Dask cluster (``histfix[dask]``). A pydantic-ai ``ConversationStore`` (2.78.0 on) is a source too
+Dask cluster (``histfix[dask]``). A pydantic-ai ``ConversationStore`` (2.66.0 on) is a source too
 (``ConversationSource``): ``repair_conversations`` saves repairs by the store's own rules (the old
 history stays as a branch), ``restore_conversations`` branches back, and ``migrate`` moves any
 other store into one. Imported only when asked for (``import histfix`` does not import it).

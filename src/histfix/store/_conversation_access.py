@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationStore
 
 __all__ = [
+    "CONVERSATION_STORE_SINCE",
     "PY_PREFIX",
     "NoConversationStore",
     "StoreLoop",
@@ -33,6 +34,9 @@ __all__ = [
 
 #: ``py:module.path:attr`` names a ConversationStore (or a factory of one) to import.
 PY_PREFIX = "py:"
+#: The first release with ``pydantic_ai.conversation_store``, as the refusal and the help name it
+#: (whether the installed one has it is detected: ``switches.HAS_CONVERSATION_STORE``).
+CONVERSATION_STORE_SINCE = "2.66.0"
 
 T = TypeVar("T")
 #: What the API takes for a ConversationStore: the object, a zero-argument factory (sync or async),
@@ -41,7 +45,7 @@ StoreTarget = Union["ConversationStore", Callable[[], Any], str]
 
 
 class NoConversationStore(StoreError):
-    """The installed pydantic-ai has no ``pydantic_ai.conversation_store`` (2.78.0 added it)."""
+    """The installed pydantic-ai has no ``pydantic_ai.conversation_store`` (2.66.0 added it)."""
 
 
 def names_conversation_store(text: str) -> bool:
@@ -57,7 +61,7 @@ def require_conversation_store() -> None:
     if not switches.HAS_CONVERSATION_STORE:
         raise NoConversationStore(
             f"pydantic-ai-slim {VERSION_STRING} has no ConversationStore "
-            "(pydantic_ai.conversation_store, first in 2.78.0): upgrade pydantic-ai to use one"
+            f"(pydantic_ai.conversation_store, first in {CONVERSATION_STORE_SINCE}): upgrade pydantic-ai to use one"
         )
 
 
