@@ -34,6 +34,7 @@ __all__ = [
     "problem",
     "renormalized",
     "replaced",
+    "rule",
     "with_starter_prompt",
 ]
 
@@ -60,6 +61,24 @@ class ProfileRule:
     detect: Detect | None = None
     #: api -> the provider's own error text for this rule
     wording: Mapping[str, str] = field(default_factory=dict)
+
+    def applies_to(self, target: ProviderTarget) -> bool:
+        """Whether some API of ``target`` enforces this rule: the one test of which rules a profile runs."""
+        return not self.apis.isdisjoint(target.apis)
+
+
+def rule(
+    name: str,
+    stage: Literal["before", "after"],
+    fix: Fix,
+    detect: Detect | None,
+    wording: Mapping[str, str],
+    *,
+    why: str,
+    apis: Collection[str] | None = None,
+) -> ProfileRule:
+    """A rule for the APIs that enforce it: ``apis``, by default the APIs ``wording`` has words for."""
+    return ProfileRule(name, frozenset(wording if apis is None else apis), why, stage, fix, detect, wording)
 
 
 #: The user prompt a profile puts before a history that starts with the model's response (a slice

@@ -100,7 +100,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     from .._repair import forward
     from .._repair.pairing import pair
     from .registry import rules_for  # every rule module: imported only where a profile runs
-    from .rules.turns import sends_nothing
+    from .unsent import sends_nothing
 
     target = plan.target
     assert target is not None  # the caller's check: a plan without a target has no profile
@@ -158,6 +158,6 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """Whether no message holds anything but parts never sent as a turn: system prompts and
     tool-availability deltas (an empty list counts as nothing)."""
-    from .rules.turns import only_unsent_request_parts
+    from .unsent import only_unsent_request_parts
 
     return only_unsent_request_parts(history, scan)

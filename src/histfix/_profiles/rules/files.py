@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..rule import Finding, ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FILES_NEVER_SENT_APIS",
     "RESPONSE_FILES_APIS",
+    "RULES",
     "detect_response_files_sendable",
-    "file_rules",
     "files_only_responses_sent",
     "response_files_sendable",
 ]
@@ -165,28 +165,27 @@ def detect_response_files_sendable(
     return problems
 
 
-def file_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules in pass order (before no_empty_content, which drops a response it empties)."""
-    return (
-        ProfileRule(
-            "response_files_sendable",
-            RESPONSE_FILES_APIS,
-            "a FilePart in a response: BedrockConverseModel up to 1.79.0 asserts before sending "
-            "(its models/bedrock.py)",
-            "after",
-            response_files_sendable,
-            detect_response_files_sendable,
-            {},
-        ),
-        ProfileRule(
-            "files_only_responses_sent",
-            FILES_NEVER_SENT_APIS,
-            "a response of only files: OpenAIChatModel and MistralModel never send response files,"
-            " so it goes out empty (vercel/ai#13744) or not at all, leaving no messages "
-            "(CopilotKit#529)",
-            "after",
-            files_only_responses_sent,
-            None,
-            {},
-        ),
-    )
+#: This module's rules (their place in the pass order is the registry's).
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "response_files_sendable",
+        "after",
+        response_files_sendable,
+        detect_response_files_sendable,
+        {},
+        apis=RESPONSE_FILES_APIS,
+        why="a FilePart in a response: BedrockConverseModel up to 1.79.0 asserts before sending "
+        "(its models/bedrock.py)",
+    ),
+    rule(
+        "files_only_responses_sent",
+        "after",
+        files_only_responses_sent,
+        None,
+        {},
+        apis=FILES_NEVER_SENT_APIS,
+        why="a response of only files: OpenAIChatModel and MistralModel never send response files,"
+        " so it goes out empty (vercel/ai#13744) or not at all, leaving no messages "
+        "(CopilotKit#529)",
+    ),
+)

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, starter_prompt
+from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, rule, starter_prompt
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -47,11 +47,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ANNOUNCEMENT_APIS",
     "INSTRUCTIONS_APIS",
+    "RULES",
     "announcement_placed",
     "detect_announcement_placed",
     "detect_instructions_placed",
     "instructions_placed",
-    "instructions_rules",
 ]
 
 #: The APIs whose model class counts system messages to place the instructions (on some releases).
@@ -239,29 +239,28 @@ def detect_announcement_placed(
     ]
 
 
-def instructions_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules (after the turn rules, which can drop what they count)."""
-    return (
-        ProfileRule(
-            "announcement_placed",
-            ANNOUNCEMENT_APIS,
-            "pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562): "
-            "from 2.63.0 Model.prepare_messages puts it at the front of the first request, after the opening "
-            "response of a history that starts with tool calls (its models/__init__.py)",
-            "after",
-            announcement_placed,
-            detect_announcement_placed,
-            ANNOUNCEMENT_WORDING,
-        ),
-        ProfileRule(
-            "instructions_placed",
-            INSTRUCTIONS_APIS,
-            "the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
-            "and Mistral (its role-order error): 1.33.0-1.74.x OpenAIChatModel and MistralModel "
-            "place them after as many messages as there are system prompts (their models/*.py)",
-            "after",
-            instructions_placed,
-            detect_instructions_placed,
-            {},
-        ),
-    )
+#: This module's rules (their place in the pass order is the registry's).
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "announcement_placed",
+        "after",
+        announcement_placed,
+        detect_announcement_placed,
+        ANNOUNCEMENT_WORDING,
+        why="pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat "
+        "(pydantic-ai#562): from 2.63.0 Model.prepare_messages puts it at the front of the first "
+        "request, after the opening response of a history that starts with tool calls (its "
+        "models/__init__.py)",
+    ),
+    rule(
+        "instructions_placed",
+        "after",
+        instructions_placed,
+        detect_instructions_placed,
+        {},
+        apis=INSTRUCTIONS_APIS,
+        why="the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
+        "and Mistral (its role-order error): 1.33.0-1.74.x OpenAIChatModel and MistralModel "
+        "place them after as many messages as there are system prompts (their models/*.py)",
+    ),
+)

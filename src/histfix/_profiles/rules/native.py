@@ -1,8 +1,9 @@
-"""Profile rules about provider-native parts: server tool calls and thinking signatures.
+"""Provider-native (server) tool parts Anthropic refuses: a call without its result block, a return
+under a name the release cannot send.
 
-After-stage passes, pure, each returning the list it was given and no changes when nothing
-applies; what they remove is reported with its content. Sources: Anthropic's server-tool and
-extended-thinking documentation, and the installed releases' serializers.
+Pure, returning the list it was given and no changes when nothing applies; what it removes is
+reported with its content. Sources: Anthropic's server-tool documentation, and the installed
+releases' serializers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..rule import Finding, ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -23,22 +24,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NATIVE_CALLS_APIS",
-    "THINKING_APIS",
+    "NATIVE_CALL_WORDING",
+    "RULES",
     "detect_native_calls_paired",
-    "detect_thinking_transfers",
     "native_calls_paired",
-    "thinking_origin",
-    "thinking_transfers",
 ]
 
 NATIVE_CALL_WORDING = said({"anthropic": "native_unpaired"})
-#: Only Anthropic words its refusal; OpenAI Responses replays a signature as a reasoning item's
-#: encrypted content, which only OpenAI can decrypt, and its refusal has no documented wording.
-THINKING_WORDING = said({"anthropic": "thinking_signature"})
+
 NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
-#: The provider names (``provider_name`` prefixes) whose signatures each API can verify.
-_OWN_PROVIDERS = {"anthropic": ("anthropic",), "openai-responses": ("openai",)}
-THINKING_APIS = frozenset(_OWN_PROVIDERS)
 
 #: Before 1.0.9, AnthropicModel sends a native return only under the wire block's name
 #: (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for the tool's own
@@ -174,120 +168,16 @@ def detect_native_calls_paired(
     return found
 
 
-# --- thinking_transfers -------------------------------------------------------------------------------
-
-
-def thinking_origin(part: object, response: ModelResponse) -> str | None:
-    """Which provider produced a thinking part: its own ``provider_name`` (1.x.y+), else its response's."""
-    return getattr(part, "provider_name", None) or response.provider_name
-
-
-def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thinking: type) -> bool:
-    """A signed thinking part that the target's APIs cannot verify (another provider made it)."""
-    if not isinstance(part, thinking) or not getattr(part, "signature", None):
-        return False
-    origin = thinking_origin(part, response)
-    if origin is None:
-        return False  # unknown origin: the signature may well be the target's own
-    return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in _verifying(target))
-
-
-def _verifying(target: ProviderTarget) -> list[str]:
-    """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
-    every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
-    there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
-    from ..._release import switches as _compat
-
-    apis = [api for api in target.apis if api in _OWN_PROVIDERS]
-    return apis if _compat.thinking_sent() else [api for api in apis if api != "openai-responses"]
-
-
-def thinking_transfers(
-    history: list[ModelMessage], target: ProviderTarget, scan: Scan
-) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic `Invalid signature in thinking block` (anthropic-sdk-python#1598) and OpenAI
-    Responses reasoning items (the signature is replayed as encrypted content): a signature only its
-    own provider can verify.
-    The thinking text stays (every release sends unsigned thinking as text or drops it from the wire
-    only); the foreign signature goes, and is reported."""
-    from pydantic_ai.messages import ModelResponse, ThinkingPart
-
-    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history, scan)):
-        return history, []  # the cheap early exit: no thinking at all
-    fixed: list[ModelMessage] | None = None
-    changes: list[Change] = []
-    for index, message in enumerate(history):
-        if not isinstance(message, ModelResponse):
-            continue
-        if not any(_foreign(part, message, target, ThinkingPart) for part in message.parts):
-            continue
-        parts: list[Any] = []
-        given: list[Any] = list(message.parts)
-        for part in given:
-            if _foreign(part, message, target, ThinkingPart):
-                changes.append(
-                    Change(
-                        "dropped_signature",
-                        index,
-                        f"dropped the thinking signature from {thinking_origin(part, message)}: the target cannot "
-                        "verify it (the thinking text is kept)",
-                        preview=preview(part.signature),
-                    )
-                )
-                part = dataclasses.replace(part, signature=None)  # noqa: PLW2901
-            parts.append(part)
-        if fixed is None:
-            fixed = list(history)
-        fixed[index] = dataclasses.replace(message, parts=parts)
-    return (history, []) if fixed is None else (fixed, changes)
-
-
-def detect_thinking_transfers(
-    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Finding]:
-    from pydantic_ai.messages import ModelResponse, ThinkingPart
-
-    return [
-        problem(
-            "foreign_signature",
-            THINKING_WORDING,
-            target,
-            at=index,
-            apis=THINKING_APIS,
-            description=f"a thinking part signed by {thinking_origin(part, message)}, which the target cannot verify",
-            n=index,
-            m=at,
-            id=getattr(part, "id", None),
-        )
-        for index, message in enumerate(history)
-        if isinstance(message, ModelResponse)
-        for at, part in enumerate(message.parts)
-        if _foreign(part, message, target, ThinkingPart)
-    ]
-
-
-def native_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules: native calls paired, then thinking that can be sent where it goes."""
-    return (
-        ProfileRule(
-            "native_calls_paired",
-            NATIVE_CALLS_APIS,
-            "Anthropic: a code execution call without its result block in the same response "
-            "(pydantic-ai#6401; other server tools in flight are accepted); before 1.0.9 "
-            "AnthropicModel sends a return only under its wire name (models/anthropic.py)",
-            "after",
-            native_calls_paired,
-            detect_native_calls_paired,
-            NATIVE_CALL_WORDING,
-        ),
-        ProfileRule(
-            "thinking_transfers",
-            THINKING_APIS,
-            "a thinking signature from another provider: Anthropic (anthropic-sdk-python#1598); "
-            "OpenAI Responses decrypts only its own reasoning items",
-            "after",
-            thinking_transfers,
-            detect_thinking_transfers,
-            THINKING_WORDING,
-        ),
-    )
+#: This module's rule.
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "native_calls_paired",
+        "after",
+        native_calls_paired,
+        detect_native_calls_paired,
+        NATIVE_CALL_WORDING,
+        why="Anthropic: a code execution call without its result block in the same response "
+        "(pydantic-ai#6401; other server tools in flight are accepted); before 1.0.9 "
+        "AnthropicModel sends a return only under its wire name (models/anthropic.py)",
+    ),
+)

@@ -17,8 +17,8 @@ id is cleared, so the release sends its text as tagged assistant text (the text 
 drops the encrypted reasoning, which OpenAI would refuse anyway); on 1.0.3-1.0.4, which send every
 thinking part as an item, the run is dropped, reported with its text. Judged without knowing the
 model: a thinking part that the release might send as an item counts as one (clearing an id a
-non-reasoning model would not have sent changes nothing on the wire). After-stage, pure, before
-no_empty_content (which drops a response this empties).
+non-reasoning model would not have sent changes nothing on the wire). Pure: it returns the list it
+was given and no changes when nothing applies.
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
-from ..rule import Finding, ProfileRule, preview, problem
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
-from ..targets import ProviderTarget
+from ..targets import ProviderTarget, only_grouping_servers
 from ..wording import said
-from .call_groups import only_grouping_servers
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -40,14 +39,16 @@ if TYPE_CHECKING:
 __all__ = [
     "REASONING_APIS",
     "REASONING_WORDING",
+    "RULES",
     "detect_reasoning_followed",
     "reasoning_followed",
-    "reasoning_rules",
 ]
 
 #: The APIs that replay thinking as reasoning items.
 REASONING_APIS = frozenset({"openai-responses"})
+
 REASONING_WORDING = said({"openai-responses": "reasoning_alone"})
+
 #: The ``system`` of OpenAIResponsesModel: the provider name its own thinking and native calls carry.
 _OPENAI = "openai"
 
@@ -214,17 +215,15 @@ def detect_reasoning_followed(
     ]
 
 
-def reasoning_rules() -> tuple[ProfileRule, ...]:
-    """This module's rule (after thinking_transfers, before no_empty_content)."""
-    return (
-        ProfileRule(
-            "reasoning_followed",
-            REASONING_APIS,
-            "OpenAI Responses: a reasoning item without its following output item (vercel/ai#8321,"
-            " pydantic-ai#2861)",
-            "after",
-            reasoning_followed,
-            detect_reasoning_followed,
-            REASONING_WORDING,
-        ),
-    )
+#: This module's rule.
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "reasoning_followed",
+        "after",
+        reasoning_followed,
+        detect_reasoning_followed,
+        REASONING_WORDING,
+        why="OpenAI Responses: a reasoning item without its following output item (vercel/ai#8321,"
+        " pydantic-ai#2861)",
+    ),
+)
