@@ -236,7 +236,7 @@ def test_after_a_profile_no_result_is_misplaced_and_detect_finds_nothing(provide
             continue
         assert misplaced_results(out) == [], name
         for rule in result_rules.RULES:
-            if rule.detect is not None and set(target.apis) & rule.apis:
+            if rule.detect is not None and rule.applies_to(target):
                 assert rule.detect(out, target, Scan()) == [], (name, rule.name)
         if provider == "anthropic":
             assert_paired_on_the_wire(out)

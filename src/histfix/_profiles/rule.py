@@ -35,6 +35,7 @@ __all__ = [
     "renormalized",
     "replaced",
     "rule",
+    "starter_request",
     "with_starter_prompt",
 ]
 
@@ -177,7 +178,7 @@ def replaced(message: Any, **changes: Any) -> Any:
     return dataclasses.replace(message, **changes)
 
 
-def starter_prompt(response: ModelResponse) -> UserPromptPart:
+def _starter_prompt(response: ModelResponse) -> UserPromptPart:
     """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
     from pydantic_ai.messages import UserPromptPart
 
@@ -186,8 +187,19 @@ def starter_prompt(response: ModelResponse) -> UserPromptPart:
 
 def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
     """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
-    fixed: ModelRequest = replaced(request, parts=[*request.parts, starter_prompt(response)])
+    fixed: ModelRequest = replaced(request, parts=[*request.parts, _starter_prompt(response)])
     return fixed
+
+
+def starter_request(response: ModelResponse) -> ModelRequest:
+    """A request of the starter prompt alone, to go before ``response`` (stamped with its time where
+    requests have one)."""
+    from pydantic_ai.messages import ModelRequest
+
+    from .._release import switches as _compat
+
+    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
+    return ModelRequest(parts=[_starter_prompt(response)], **fields)
 
 
 def renormalized(

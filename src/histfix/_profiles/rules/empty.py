@@ -42,7 +42,6 @@ __all__ = [
     "EMPTY_RESPONSE_WORDING",
     "EMPTY_WORDING",
     "ENDS_ON_USER_APIS",
-    "NATIVE_BLIND_APIS",
     "NO_EMPTY_CONTENT_APIS",
     "RULES",
     "WHITESPACE_APIS",
@@ -85,9 +84,6 @@ EMPTY_MESSAGE_WORDING = said(
 #: Mistral trailing_assistant, 0xPlaygrounds/rig#1130).
 ENDS_ON_USER_APIS = frozenset({"gemini", "mistral"})
 
-#: The APIs that get an empty assistant message for a response of native (server) tool parts only,
-#: which they never send (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
-NATIVE_BLIND_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
 
 NO_EMPTY_CONTENT_APIS = frozenset(EMPTY_WORDING) | ENDS_ON_USER_APIS
 
@@ -133,7 +129,7 @@ def _response_without_blanks(response: ModelResponse, target: ProviderTarget) ->
             removed.append(preview(part.content))
             continue
         kept.append(part)
-    if kept and NATIVE_BLIND_APIS & set(target.apis) and all(map(native_kind, kept)):
+    if kept and EMPTY_RESPONSE_APIS & set(target.apis) and all(map(native_kind, kept)):
         # nothing here is sent to those APIs: the message would go out empty
         removed.extend(
             f"{p.part_kind} {p.tool_name}: {preview(getattr(p, 'content', getattr(p, 'args', None)))}"
@@ -169,7 +165,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
         return True
     if "bedrock" in target.apis and found.empty_instructions():
         return True
-    if NATIVE_BLIND_APIS & set(target.apis) and any(native_kind(kind) for kind in found.part_classes):
+    if EMPTY_RESPONSE_APIS & set(target.apis) and any(native_kind(kind) for kind in found.part_classes):
         return True  # a response of native parts only may send nothing: the exact pass decides
     contents = found.text_contents()
     strings = [content for content in contents if type(content) is str]
@@ -545,7 +541,7 @@ def requests_send_something(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Gemini empty_text (GoogleModel sends a request of only system prompts or tool-availability deltas
     as a user turn of one empty text) and Bedrock alternate_roles (BedrockConverseModel sends no user
-    message for it, so the responses around it meet; alternating_roles then merges them): such a request's parts join the request before it (before the
+    message for it, so the responses around it meet, which alternating_roles merges): such a request's parts join the request before it (before the
     first user turn: the start of that turn), and the request goes. System prompts are collected in
     order, so the wire's system text is the same; the responses around it are then adjacent, as they
     are on the wire."""

@@ -8,10 +8,9 @@ runs only where the release fails, so ``provider="any"`` keeps the files whereve
 merely skip them. OpenAI Chat and Mistral never send a response file (every release that has
 ``FilePart``): a response of nothing but files goes out as an empty assistant message (OpenAI Chat
 content_or_tool_calls) or not at all, which can leave a request with no message (Mistral
-request_schema); the second pass
-empties such a response for no_empty_content (after these) to drop. After-stage passes, pure, each
-returning the list it was given and no changes when nothing applies; a dropped file is reported
-with what it held (media type and size, not its bytes).
+request_schema); the second pass drops the files of such a response (no_empty_content drops the
+response left empty). Pure passes, each returning the list it was given and no changes when nothing
+applies; a dropped file is reported with what it held (media type and size, not its bytes).
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ def response_files_sendable(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock, up to 1.79.0: BedrockConverseModel asserts on a response ``FilePart`` before sending
     (1.80.0+ leaves it out, as this does): drop response files, each reported with what it held. A
-    response left empty is no_empty_content's (after this)."""
-    file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
+    response left empty is no_empty_content's."""
+    file_part = _failing_file_part()
     if file_part is None:
         return history, []
     why = (
@@ -129,9 +128,9 @@ def files_only_responses_sent(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat content_or_tool_calls / request_schema: OpenAIChatModel and MistralModel never send
     a response file, so a response of only files goes out empty or not at all: its files are
-    dropped (reported; the wire loses nothing) and no_empty_content, after this, drops the response
-    (native tool parts beside them are responses_send_something's, after both)."""
-    file_part = _file_part() if FILES_NEVER_SENT_APIS & set(target.apis) else None
+    dropped (reported; the wire loses nothing) and no_empty_content drops the response (native tool
+    parts beside them are responses_send_something's)."""
+    file_part = _file_part()
     if file_part is None:
         return history, []
     why = "the target's model class never sends a file in a response (it would go out empty)"
@@ -143,7 +142,7 @@ def detect_response_files_sendable(
 ) -> list[Finding]:
     """Each response file the installed BedrockConverseModel fails on (no provider wording: the
     request never leaves the process)."""
-    file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
+    file_part = _failing_file_part()
     if file_part is None:
         return []
     problems: list[Finding] = []

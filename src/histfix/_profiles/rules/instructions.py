@@ -14,8 +14,8 @@ The pass, only where the insertion would land so: move every system prompt to th
 first request (order kept, each move reported with its text), which is where the release expects
 them, or into a request of their own before a history that opens on a response; a request left
 empty by the move goes. The history's instructions are unknown when repairing
-(they come from the agent at run time), so it assumes there are some. After-stage, pure, last of
-the passes these APIs run (results_first may reorder what it counts).
+(they come from the agent at run time), so it assumes there are some. Pure: it returns the list
+it was given and no changes when nothing applies.
 
 From 2.63.0 the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
 no inline system prompts (2.78.0's CloudflareChatModel, gpt-oss), ``Model.prepare_messages`` puts a
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, rule, starter_prompt
+from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, rule, starter_request
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -69,10 +69,11 @@ def _system(part: object) -> bool:
     return getattr(part, "part_kind", "") == "system-prompt"
 
 
-def _applies(target: ProviderTarget) -> bool:
+def _placed_by_count() -> bool:
+    """Whether the installed model classes place the instructions by the count of system messages."""
     from ..._release import switches as _compat
 
-    return bool(INSTRUCTIONS_APIS & set(target.apis)) and _compat.instructions_at_system_count()
+    return _compat.instructions_at_system_count()
 
 
 def _roles(history: Sequence[ModelMessage]) -> list[str]:
@@ -113,7 +114,7 @@ def instructions_placed(
     """OpenAI Chat tool_calls_without_response / Mistral unexpected_tool_role, user_after_tool on
     1.33.0-1.74.x: where the instructions would land inside a tool exchange, the system prompts move
     to the front of the first request (each move reported), so they land after them."""
-    if not _applies(target) or _misplaced(history, target) is None:
+    if not _placed_by_count() or _misplaced(history, target) is None:
         return history, []
     opens_with_request = history[0].kind == "request"
     moved: list[Any] = []
@@ -159,7 +160,7 @@ def detect_instructions_placed(
 ) -> list[Finding]:
     """The request whose system prompt would make the instructions land inside a tool exchange (no
     provider wording: the refusal names the call or role the instructions displace)."""
-    if not _applies(target) or _misplaced(history, target) is None:
+    if not _placed_by_count() or _misplaced(history, target) is None:
         return []
     later = next(
         (
@@ -188,7 +189,7 @@ def _announcement_inside_calls(history: Sequence[ModelMessage], target: Provider
     holds their results."""
     from ..._release import switches as _compat
 
-    if not (ANNOUNCEMENT_APIS & set(target.apis)) or not history or history[0].kind != "response":
+    if not history or history[0].kind != "response":
         return False
     return _compat.framing_announced_in_first_request() and any(
         getattr(part, "part_kind", "") == "tool-call" for part in history[0].parts
@@ -203,13 +204,7 @@ def announcement_placed(
     instead of landing between those calls and their results."""
     if not _announcement_inside_calls(history, target):
         return history, []
-    from pydantic_ai.messages import ModelRequest
-
-    from ..._release import switches as _compat
-
-    response = history[0]
-    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
-    opened = ModelRequest(parts=[starter_prompt(response)], **fields)  # type: ignore[arg-type]
+    opened = starter_request(history[0])  # type: ignore[arg-type]  # a response: _announcement_inside_calls
     description = (
         f"the history starts with a response with tool calls: put the fixed prompt {STARTER_PROMPT!r} before "
         f"it, so that the system message {target.name}'s model class may add at the front of the first request "

@@ -67,15 +67,9 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     return found
 
 
-def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
-    """The classes of every part (the rules' cheap early exits, from the shared scan)."""
-
-    return scan.survey(history).part_classes
-
-
 def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """The cheap early exit: whether any message holds a native part."""
-    return any(native_kind(kind) for kind in _part_classes(history, scan))
+    return any(native_kind(kind) for kind in scan.survey(history).part_classes)
 
 
 def native_calls_paired(

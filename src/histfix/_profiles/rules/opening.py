@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..rule import STARTER_PROMPT, Finding, ProfileRule, problem, rule, starter_prompt, with_starter_prompt
+from ..rule import STARTER_PROMPT, Finding, ProfileRule, problem, rule, starter_request, with_starter_prompt
 from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
 from ..unsent import no_user_turn_before_a_response, unsent_once_answered, unsent_request_part
@@ -97,8 +97,6 @@ def starts_with_user(
     unless every named model's family takes a conversation opening on a response."""
     from pydantic_ai.messages import ModelRequest, ModelResponse
 
-    from ..._release import switches as _compat
-
     index = _opening_response(history)
     if index is None or not needs_user_first(target):
         return history, []
@@ -110,9 +108,7 @@ def starts_with_user(
         assert isinstance(opening, ModelRequest)
         fixed = [*history[: index - 1], with_starter_prompt(opening, response), *history[index:]]
         return fixed, [Change("inserted_prompt", index - 1, description)]
-    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
-    opened = ModelRequest(parts=[starter_prompt(response)], **fields)
-    return [opened, *history], [Change("inserted_prompt", 0, description)]
+    return [starter_request(response), *history], [Change("inserted_prompt", 0, description)]
 
 
 def detect_starts_with_user(

@@ -62,11 +62,11 @@ class _Wire:
 
 
 def _wire(target: ProviderTarget) -> _Wire | None:
-    """The installed release's reasoning behaviour, or None when the target has no such API or the
-    release sends no reasoning items."""
+    """The installed release's reasoning behaviour, or None where the target's Responses servers are not
+    OpenAI's or the release sends no reasoning items."""
     from ..._release import switches as _compat
 
-    if not REASONING_APIS & set(target.apis) or only_grouping_servers(target):
+    if only_grouping_servers(target):
         return None  # the rule is OpenAI's: compatible servers take reasoning items in a row
     mode = _compat.responses_reasoning_items()
     return None if mode == "none" else _Wire(mode, _compat.responses_native_calls_sent())

@@ -34,6 +34,7 @@ from ..._records.problems import ProblemKind
 from ..rule import Finding, ProfileRule, moved, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget, refuses_mixed_turns
+from ..unsent import unsent_response_part
 from ..wording import UNINDEXED, said
 
 if TYPE_CHECKING:
@@ -299,20 +300,21 @@ def _separator(stamp: Any) -> Any:
     return ModelResponse(parts=[TextPart(SEPARATOR_TEXT)], timestamp=stamp)
 
 
-def _sends_nothing() -> Callable[[object], bool]:
+def _sends_nothing(target: ProviderTarget) -> Callable[[object], bool]:
     """For a response: whether BedrockConverseModel sends nothing of it, so the user turns around it
     meet on the wire (the model class merges them): files (left out from 1.80.0; earlier the files
-    pass drops them), native parts, compaction, and thinking before 1.0.3 (not sent for models other
-    than Claude), or no parts at all."""
-    from ..._records.parts import NATIVE_KINDS
+    pass drops them) and the parts it leaves out of every response (:func:`..unsent.unsent_response_part`),
+    or no parts at all."""
     from ..._release import switches as _compat
 
-    unsent = {"file", *NATIVE_KINDS, "compaction"}
-    if not _compat.thinking_sent():
-        unsent.add("thinking")
+    thinking_sent = _compat.thinking_sent()
 
     def nothing(message: object) -> bool:
-        return all(getattr(part, "part_kind", "") in unsent for part in getattr(message, "parts", ()))
+        return all(
+            getattr(part, "part_kind", "") == "file"
+            or unsent_response_part(part, "bedrock", thinking_sent, target)
+            for part in getattr(message, "parts", ())
+        )
 
     return nothing
 
@@ -325,14 +327,14 @@ def tool_results_alone(
     a request of user content whose user turn would meet the results' on the wire (right after it,
     or after a response the release sends nothing of) gets a ``"."`` response before it; system
     prompts beside results move to the first request, whose system prompts every release sends as
-    system text. Runs after results_first, so a request's results lead it."""
+    system text."""
     from pydantic_ai.messages import ModelRequest, SystemPromptPart
 
     from ..._repair.folding import with_parts
 
     if not refuses_mixed_turns(target):
         return history, []
-    contents, nothing = _turn_contents(), _sends_nothing()
+    contents, nothing = _turn_contents(), _sends_nothing(target)
     first = next((i for i, message in enumerate(history) if isinstance(message, ModelRequest)), None)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []

@@ -160,11 +160,11 @@ _OWN = ("bedrock", "anthropic")
 
 
 def _applies(target: ProviderTarget) -> bool:
-    """Bedrock is a target, the release sends every thinking part to Claude, and the model may be
-    Claude (BedrockConverseModel sends thinking only to Claude; no model named: it may be)."""
+    """The release sends every thinking part to Claude, and the model may be Claude
+    (BedrockConverseModel sends thinking only to Claude; no model named: it may be)."""
     from ..._release import switches as _compat
 
-    if "bedrock" not in target.apis or _compat.bedrock_sends_only_own_thinking():
+    if _compat.bedrock_sends_only_own_thinking():
         return False
     named = [name for api, name in target.models if api == "bedrock"]
     return not named or any(map(bedrock_claude, named))
