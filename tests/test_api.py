@@ -7,7 +7,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
@@ -109,7 +109,7 @@ def test_backend_info_matches_release() -> None:
     info = histfix.backend_info()
     assert info.version == str(PYDANTIC_AI)
     assert info.features["repair_messages"] is HAS_UPSTREAM_REPAIR
-    expected = "upstream" if _compat.UPSTREAM_REPAIR_IS_CURRENT else "histfix"
+    expected = "upstream" if upstream_repair_is_current() else "histfix"
     assert info.backend == expected
     assert str(PYDANTIC_AI) in info.reason
 

@@ -226,13 +226,13 @@ def prefix_table() -> str:
     """The table of model-name prefixes, from ``_profiles.targets``: each API's prefixes, then the
     prefixes that get no profile with why (the same for every installed release)."""
     from histfix._profiles import targets
-    from histfix._release.switches import OPENAI_PREFIX_IS_RESPONSES_SINCE
+    from histfix._release import table
 
     rows = ["| profile | prefixes |", "|---|---|"]
     for api in targets.PROVIDER_APIS:
         names = [f"`{api}`"]
         if api == "openai-responses":
-            names.append(f"`openai` (from {OPENAI_PREFIX_IS_RESPONSES_SINCE}; `openai-chat` before)")
+            names.append(f"`openai` (from {table.OPENAI_PREFIX_IS_RESPONSES.release}; `openai-chat` before)")
         names += [
             f"`{prefix}`" + (" (unproven)" if prefix in targets.UNPROVEN_PREFIXES else "")
             for prefix, mapped in sorted(targets._PREFIXES.items())

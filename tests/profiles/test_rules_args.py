@@ -12,7 +12,8 @@ import histfix
 from histfix._profiles.rules import args
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from dsl import call, load, real, req, text, user
 
@@ -38,7 +39,7 @@ def test_truncated_args_are_kept_whole_where_the_release_cannot_send_them() -> N
         report = histfix.repair_report(history, provider=provider)
         (part,) = calls(report.messages)
         part.args_as_dict()  # what the release's AnthropicModel/GoogleModel/BedrockModel calls: never raises now
-        if _compat.ARGS_AS_DICT_TOLERATES_INVALID:
+        if has(table.ARGS_AS_DICT_TOLERATES_INVALID):
             assert part.args == raw and "wrapped_tool_args" not in kinds(report)
         else:
             assert part.args == {"INVALID_JSON": raw}
@@ -59,7 +60,7 @@ def test_detect_words_the_releases_own_error() -> None:
     truncated = load([req(user("go")), real(call("f", "c1", '{"q": "x'), at=10)])
     found = [f.problem for f in rule.detect(truncated, resolve_provider("anthropic"), Scan())]
     assert [p.kind for p in found] == (
-        [] if _compat.ARGS_AS_DICT_TOLERATES_INVALID else ["invalid_tool_args"]
+        [] if has(table.ARGS_AS_DICT_TOLERATES_INVALID) else ["invalid_tool_args"]
     )
     if found:
         assert "EOF while parsing" in (found[0].provider_error or "")

@@ -22,7 +22,8 @@ from histfix._profiles.rules import empty
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
 from histfix._profiles.unsent import EMPTY_RESPONSE_APIS
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import delta_part, has
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
@@ -58,7 +59,7 @@ DELTA_LAST = [
 ]
 
 needs_delta = pytest.mark.skipif(
-    _compat.TOOL_AVAILABILITY_DELTA is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
+    delta_part() is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
 )
 
 #: The long campaign's seeds that found it (2.68.0, and 2.55.0 with instructions on the delta's request).
@@ -215,7 +216,7 @@ def test_the_campaigns_seeds_are_accepted_by_mistral(seed: int, provider_bench: 
 
 @pytest.mark.parametrize("api", ["anthropic", "bedrock", "openai-chat", "openai-responses"])
 def test_a_last_request_of_only_deltas_stays_where_mistral_is_not_a_target(api: str) -> None:
-    if _compat.TOOL_AVAILABILITY_DELTA is None:
+    if delta_part() is None:
         pytest.skip(f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}")
     history = load(DELTA_LAST)
     assert [
@@ -326,7 +327,7 @@ def test_thinking_alone_is_unsent_only_where_the_release_drops_it() -> None:
     history = load([req(user("q")), resp(thinking("hmm")), req(user("next"))])
     for api in ("openai-chat", "gemini"):
         fixed, changes = empty.responses_send_something(history, resolve_provider(api), Scan())
-        if _compat.thinking_sent():
+        if has(table.THINKING_SENT):
             assert (fixed, changes) == (history, [])
         else:
             assert shape(fixed) == [["user-prompt", "user-prompt"]]

@@ -18,7 +18,8 @@ from histfix._profiles.registry import rules_for
 from histfix._profiles.rules import ids
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from corpus import CASES
 from dsl import call, load, loadable, real, req, ret, user
@@ -175,7 +176,9 @@ def test_mistral_ids_are_nine_letters_or_digits_and_stay_paired() -> None:
     )
     out = histfix.repair(history, provider="mistral")
     ids = [p.tool_call_id for p in calls(out)]
-    if _compat.PROFILE_FITS_TOOL_CALL_IDS:  # MistralModel fits them itself (test_provider_truth sends them)
+    if has(
+        table.PROFILE_FITS_TOOL_CALL_IDS
+    ):  # MistralModel fits them itself (test_provider_truth sends them)
         assert ids == ["call_1", "abcdefghi", "functions.lookup:0"]
         return
     assert all(MISTRAL_ID.match(i) for i in ids) and len(set(ids)) == 3
@@ -213,7 +216,7 @@ def test_detect_words_id_problems_as_the_emulators_do() -> None:
     gemini = detected(reused, "gemini", "unique_call_ids")
     chat = detected(reused, "openai-chat", "unique_call_ids")
     responses = detected(reused, "openai-responses", "unique_call_ids")
-    if _compat.run_repair_adds_surplus_results():
+    if has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO):
         assert [p.provider_error for p in gemini] == [em_gemini.COUNT.message]
         assert [p.provider_error for p in chat] == [em_openai_chat.NO_CALL.message]
         assert [p.provider_error for p in responses] == [
@@ -229,7 +232,7 @@ def test_detect_words_id_problems_as_the_emulators_do() -> None:
         and problem.provider_error == em_anthropic.PATTERN.message.replace("{n}", "N").replace("{m}", "M")
     )
     mistral = detected(odd, "mistral", "call_id_format")
-    if _compat.PROFILE_FITS_TOOL_CALL_IDS:
+    if has(table.PROFILE_FITS_TOOL_CALL_IDS):
         assert mistral == []  # MistralModel fits ids itself on this release
     else:
         assert [p.provider_error for p in mistral] == [em_mistral.ID_FORMAT.message.format(id="a.b")] * 2
@@ -246,9 +249,9 @@ def test_detect_words_id_problems_as_the_emulators_do() -> None:
 @pytest.mark.parametrize("provider", ["anthropic", "mistral", "any"])
 def test_profile_ids_are_valid_for_the_api_and_unique(provider: str) -> None:
     pattern = (
-        MISTRAL_ID if provider != "anthropic" and not _compat.PROFILE_FITS_TOOL_CALL_IDS else ANTHROPIC_ID
+        MISTRAL_ID if provider != "anthropic" and not has(table.PROFILE_FITS_TOOL_CALL_IDS) else ANTHROPIC_ID
     )
-    if provider == "mistral" and _compat.PROFILE_FITS_TOOL_CALL_IDS:
+    if provider == "mistral" and has(table.PROFILE_FITS_TOOL_CALL_IDS):
         pattern = re.compile(".*", re.DOTALL)  # ids as stored: the release fits them on the wire
     for name, history in HISTORIES:
         out = _profile(history, provider)

@@ -16,6 +16,8 @@ import histfix
 from histfix._profiles.rules import native
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
+from histfix._release import table
+from histfix._release.switches import has
 
 from dsl import load, native_call, native_return, real, req, text, user
 
@@ -58,9 +60,7 @@ def test_a_native_pair_the_api_accepts_is_kept() -> None:
     fixed = histfix.repair(history, provider="anthropic")
     kinds_ = [p.part_kind for p in fixed[1].parts]
     assert kinds_ == ["builtin-tool-call", "builtin-tool-return", "text"]
-    expected = (
-        "web_search" if histfix._release.switches.native_return_named_by_tool() else "web_search_tool_result"
-    )
+    expected = "web_search" if has(table.NATIVE_RETURN_NAMED_BY_TOOL) else "web_search_tool_result"
     assert fixed[1].parts[1].tool_name == expected
     assert histfix.repair(fixed, provider="anthropic") == fixed
 

@@ -14,7 +14,8 @@ import histfix
 from histfix._profiles.rules import opening
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import delta_part, has
 
 from conftest import PYDANTIC_AI
 from dsl import Json, load, real, req, resp, ret, system, text, user
@@ -41,7 +42,7 @@ def texts(history: list[pai.ModelMessage]) -> list[str]:
 SLICE = [req(ret("get", "c9", "42", at=3)), real(text("it is 42"), at=4)]
 
 needs_delta = pytest.mark.skipif(
-    _compat.TOOL_AVAILABILITY_DELTA is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
+    delta_part() is None, reason=f"no ToolAvailabilityDeltaPart on {PYDANTIC_AI}"
 )
 
 DELTA: Json = {"part_kind": "tool-availability-delta", "tools_added": ["get"], "tool_call_id": None}
@@ -64,9 +65,8 @@ def test_a_history_opening_on_a_response_gets_the_fixed_prompt_first(api: str) -
 
 @pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "mistral"])
 def test_apis_that_accept_a_response_first_get_no_prompt(api: str) -> None:
-    from histfix._release import switches as _compat
 
-    if _compat.agent_refuses_response_first():
+    if has(table.AGENT_REFUSES_RESPONSE_FIRST):
         pytest.skip("1.21.0's agent refuses a response-first history for every API (agent_accepts_opening)")
     assert histfix.repair(load(SLICE), provider=api) == histfix.repair(load(SLICE))
 
@@ -98,25 +98,23 @@ def test_check_names_the_first_user_rule_in_the_providers_words() -> None:
 
 def test_the_agent_opening_switch_is_1_21_0_only() -> None:
     """Read in the wheels of 1.19.0-1.23.0: only 1.21.0's agent graph raises on it."""
-    from histfix._release import switches as _compat
-
-    assert tuple(map(str, _compat.AGENT_REFUSES_RESPONSE_FIRST)) == ("1.21.0", "1.22.0")
-    assert _compat.agent_refuses_response_first() == (str(PYDANTIC_AI) == "1.21.0")
+    note = table.AGENT_REFUSES_RESPONSE_FIRST
+    assert (note.release, note.until) == ("1.21.0", "1.22.0")
+    assert has(table.AGENT_REFUSES_RESPONSE_FIRST) == (str(PYDANTIC_AI) == "1.21.0")
 
 
 @pytest.mark.parametrize("api", PROVIDER_APIS)
 def test_every_profile_opens_with_the_prompt_where_the_agent_needs_it(api: str) -> None:
-    from histfix._release import switches as _compat
 
     history = load([resp(text("where were we")), req(user("go on"))])
     report = histfix.repair_report(history, provider=api)
     inserted = [c for c in report.changes if c.kind == "inserted_prompt"]
-    needed = _compat.agent_refuses_response_first() or api in opening.STARTS_WITH_USER_APIS
+    needed = has(table.AGENT_REFUSES_RESPONSE_FIRST) or api in opening.STARTS_WITH_USER_APIS
     assert bool(inserted) == needed, report.changes
     assert isinstance(report.messages[0], pai.ModelRequest) == needed
     found = [p for p in histfix.check(history, provider=api) if p.kind == "starts_with_response"]
     assert bool(found) == needed
-    if _compat.agent_refuses_response_first() and api not in opening.STARTS_WITH_USER_APIS:
+    if has(table.AGENT_REFUSES_RESPONSE_FIRST) and api not in opening.STARTS_WITH_USER_APIS:
         assert any("cannot start with a `ModelResponse`" in (p.provider_error or "") for p in found)
 
 

@@ -22,7 +22,8 @@ import histfix
 from histfix._profiles.rules import order
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from conftest import PYDANTIC_AI
 from corpus import CASES
@@ -66,7 +67,7 @@ SHAPES = {"thinking": SPLIT_BY_THINKING, "text": SPLIT_BY_TEXT}
 
 def _sent_between(kind: str) -> bool:
     """Whether this release sends the part between the calls (thinking only from 1.0.3)."""
-    return kind == "text" or _compat.thinking_sent()
+    return kind == "text" or has(table.THINKING_SENT)
 
 
 def _calls_last(history: list[pai.ModelMessage]) -> bool:

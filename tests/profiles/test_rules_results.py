@@ -20,7 +20,8 @@ from histfix._profiles.rules import results as result_rules
 from histfix._profiles.rules.results import SEPARATOR_TEXT
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from corpus import CASES
 from dsl import call, dump, load, loadable, real, req, resp, ret, system, text, thinking, user
@@ -399,7 +400,7 @@ def test_a_prompt_whose_turn_would_meet_the_results_on_the_wire_gets_a_period_be
     assert (found.kind, found.message_index) == ("results_not_alone", 3)
 
 
-@pytest.mark.skipif(_compat.thinking_sent(), reason="from 1.0.3 BedrockConverseModel sends thinking")
+@pytest.mark.skipif(has(table.THINKING_SENT), reason="from 1.0.3 BedrockConverseModel sends thinking")
 def test_thinking_only_responses_go_where_the_release_drops_thinking_for_non_claude_models() -> None:
     """1.0.0-1.0.2 send thinking to Bedrock for Claude only: for another model a response of only
     thinking goes out empty (Bedrock empty_content; found through Llama on 1.0.0)."""

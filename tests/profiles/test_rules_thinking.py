@@ -17,7 +17,8 @@ from histfix._profiles.rules import thinking as thinking_rules
 from histfix._profiles.rules.thinking import detect_bedrock_thinking_signed
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from dsl import dump, load, real, req, resp, text, thinking, user
 
@@ -40,7 +41,7 @@ CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 LLAMA = "bedrock:us.meta.llama3-3-70b-instruct-v1:0"
 
-SENDS_EVERY_THINKING = not _compat.bedrock_sends_only_own_thinking()
+SENDS_EVERY_THINKING = not has(table.BEDROCK_SENDS_ONLY_OWN_THINKING)
 
 
 def _history(signature: str | None, provider_name: str | None) -> list[pai.ModelMessage]:
@@ -87,7 +88,7 @@ def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedr
     for provider in ("anthropic", "openai", "google-gla"):
         report = histfix.repair_report(_signed_by(provider), provider="any")
         part = report.messages[1].parts[0]
-        if _compat.bedrock_sends_only_own_thinking():
+        if has(table.BEDROCK_SENDS_ONLY_OWN_THINKING):
             assert (
                 isinstance(part, pai.ThinkingPart) and part.signature is None and part.content == "let me see"
             )
@@ -103,7 +104,7 @@ def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedr
 def test_openai_responses_drops_a_signature_only_where_it_is_sent_thinking(provider: str) -> None:
     report = histfix.repair_report(_signed_by(provider), provider="openai-responses")
     dropped = [c.preview for c in report.changes if c.kind == "dropped_signature"]
-    assert dropped == (["sig-x"] if _compat.thinking_sent() else [])
+    assert dropped == (["sig-x"] if has(table.THINKING_SENT) else [])
     assert report.messages[1].parts[0].content == "let me see"
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from .._records.changes import Change, renumbered
 from .._records.depth import text_or_depth
 from .._records.problems import Problem, ProblemKind
+from .._release import table
+from .._release.switches import has
 from .scan import Scan
 from .targets import PROVIDER_APIS, ProviderTarget
 from .wording import filled, worded
@@ -196,9 +198,7 @@ def starter_request(response: ModelResponse) -> ModelRequest:
     requests have one)."""
     from pydantic_ai.messages import ModelRequest
 
-    from .._release import switches as _compat
-
-    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
+    fields: dict[str, Any] = {"timestamp": response.timestamp} if has(table.REQUEST_TIMESTAMP) else {}
     return ModelRequest(parts=[_starter_prompt(response)], **fields)
 
 

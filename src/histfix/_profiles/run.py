@@ -14,6 +14,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from .._records.changes import Change, RepairReport
+from .._release.switches import upstream_repair_is_current
 from .lineage import Lineage
 from .plan import Plan
 from .scan import CallIdFacts, Scan
@@ -67,16 +68,10 @@ def _default_stage(
         pairing is not None
         and not pairing.duplicates
         and not pairing.late
-        and (plan.engine == "histfix" or (_upstream_is_current() and not pairing.toolless_retry))
+        and (plan.engine == "histfix" or (upstream_repair_is_current() and not pairing.toolless_retry))
     )
     changes = sorted([*notes, *found], key=lambda change: change.message_index) if notes else found
     return repaired, changes, in_place
-
-
-def _upstream_is_current() -> bool:
-    from .._release import switches as _compat
-
-    return _compat.UPSTREAM_REPAIR_IS_CURRENT
 
 
 def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[ModelMessage], list[Change]]:

@@ -138,9 +138,10 @@ def api_of_prefix(prefix: str) -> str | None:
     if prefix.startswith("gateway/"):
         prefix = prefix.removeprefix("gateway/")
     if prefix == "openai":
-        from .._release.switches import openai_prefix_api
+        from .._release import table
+        from .._release.switches import has
 
-        return openai_prefix_api()
+        return "openai-responses" if has(table.OPENAI_PREFIX_IS_RESPONSES) else "openai-chat"
     if prefix in PROVIDER_APIS:
         return prefix
     return _PREFIXES.get(prefix)

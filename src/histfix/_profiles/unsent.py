@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .._records.parts import native_kind
+from .._release import table
+from .._release.switches import has
 from .scan import Scan
 from .targets import ProviderTarget, refuses_mixed_turns
 
@@ -48,7 +50,7 @@ def _unsent_request_class(kind: type) -> bool:
 
     from .._release import switches as _compat
 
-    delta = _compat.TOOL_AVAILABILITY_DELTA
+    delta = _compat.delta_part()
     return issubclass(kind, SystemPromptPart) or (delta is not None and issubclass(kind, delta))
 
 
@@ -108,10 +110,8 @@ def _responses_leaves_out(part: object, thinking_sent: bool) -> bool:
     parts (OpenAI's own too before 1.0.9) and, before 1.0.3, thinking (read in 1.0.0's models/openai.py)."""
     from pydantic_ai.messages import ThinkingPart
 
-    from .._release import switches as _compat
-
     if native_kind(part):
-        return getattr(part, "provider_name", None) != "openai" or not _compat.responses_native_calls_sent()
+        return getattr(part, "provider_name", None) != "openai" or not has(table.RESPONSES_NATIVE_CALLS_SENT)
     return isinstance(part, ThinkingPart) and not thinking_sent
 
 
@@ -146,6 +146,5 @@ def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget) -> bo
 
 
 def _thinking_sent() -> bool:
-    from .._release import switches as _compat
 
-    return _compat.thinking_sent()
+    return has(table.THINKING_SENT)

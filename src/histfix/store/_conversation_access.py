@@ -51,13 +51,15 @@ def names_conversation_store(text: str) -> bool:
 
 def require_conversation_store() -> None:
     """Nothing when the installed release has ``ConversationStore``; else the one line saying it has none."""
-    from .._release import switches
-    from .._release.installed import VERSION_STRING
+    from .._release import table
+    from .._release.installed import current
+    from .._release.switches import has
 
-    if not switches.HAS_CONVERSATION_STORE:
+    if not has(table.CONVERSATION_STORE):
         raise NoConversationStore(
-            f"pydantic-ai-slim {VERSION_STRING} has no ConversationStore "
-            "(pydantic_ai.conversation_store, first in 2.78.0): upgrade pydantic-ai to use one"
+            f"pydantic-ai-slim {current()[1]} has no ConversationStore "
+            f"(pydantic_ai.conversation_store, first in {table.CONVERSATION_STORE.release}): upgrade "
+            "pydantic-ai to use one"
         )
 
 

@@ -8,6 +8,8 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -33,9 +35,7 @@ def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[
     from pydantic_ai.messages import BaseToolCallPart, ModelResponse
     from pydantic_core import from_json
 
-    from ..._release import switches as _compat
-
-    if _compat.ARGS_AS_DICT_TOLERATES_INVALID:
+    if has(table.ARGS_AS_DICT_TOLERATES_INVALID):
         return []
     facts = scan.survey(history)
     calls = facts.classes(BaseToolCallPart)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, renormalized, replaced, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -55,9 +57,8 @@ __all__ = [
 
 
 def _thinking_sent() -> bool:
-    from ..._release import switches as _compat
 
-    return _compat.thinking_sent()
+    return has(table.THINKING_SENT)
 
 
 EMPTY_WORDING = said(
@@ -144,7 +145,7 @@ def _only_deltas(message: ModelMessage) -> bool:
     request it leaves the response before it last on the wire, as an empty one does."""
     from ..._release import switches as _compat
 
-    delta = _compat.TOOL_AVAILABILITY_DELTA
+    delta = _compat.delta_part()
     parts = message.parts
     return (
         message.kind == "request"

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -45,10 +47,9 @@ FILES_NEVER_SENT_APIS = frozenset({"openai-chat", "mistral"})
 
 def _failing_file_part() -> type | None:
     """``FilePart`` where the installed BedrockConverseModel fails on it (None: absent, or skipped)."""
-    from ..._release import switches as _compat
 
     found = _file_part()
-    return None if found is None or _compat.bedrock_skips_response_files() else found
+    return None if found is None or has(table.BEDROCK_SKIPS_RESPONSE_FILES) else found
 
 
 def _file_part() -> type | None:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, moved, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -106,13 +108,11 @@ def detect_unique_call_ids(
 ) -> list[Finding]:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-    from ..._release import switches as _compat
-
     # The APIs that count results per call: only one id twice in one response, and only where the
     # release's own repair then adds a surplus result; Anthropic: any reuse.
     counting = (
         frozenset(UNIQUE_WORDING) - {"anthropic"}
-        if _compat.run_repair_adds_surplus_results()
+        if (has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO))
         else frozenset()
     )
     if not scan.call_id_facts(history).reused:
@@ -211,10 +211,9 @@ def call_id_format(
     to it itself (stable hashes, call and result alike), so the pass renames for Mistral only on
     older releases, which send ids as stored (renaming every id of a long history is not free, and
     2.59.0+ puts equally valid ids on the wire from the ids as stored)."""
-    from ..._release import switches as _compat
     from ..call_ids import anthropic_ids, apply_renames, mistral_ids
 
-    if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
+    if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
         renames, why = mistral_ids(history, scan), "Mistral's format (9 letters or digits)"
     elif "anthropic" in target.apis:
         renames, why = anthropic_ids(history, scan), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
@@ -238,7 +237,6 @@ def detect_call_id_format(
     from pydantic_ai.messages import ToolCallPart
 
     from ..._records.parts import is_result
-    from ..._release import switches as _compat
     from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
 
     # (api, pattern, whether results count too): Anthropic checks tool_use ids, Mistral both; a
@@ -246,7 +244,7 @@ def detect_call_id_format(
     checks = []
     if "anthropic" in target.apis:
         checks.append(("anthropic", ANTHROPIC_ID.match, False))
-    if "mistral" in target.apis and not _compat.PROFILE_FITS_TOOL_CALL_IDS:
+    if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
         checks.append(("mistral", MISTRAL_ID.match, True))
     ids = [i for i in scan.survey(history).tool_call_ids() if isinstance(i, str) and i]  # not an empty one
     if all(all(map(fits, ids)) for _, fits, _ in checks):

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, rule, starter_request
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -71,9 +73,8 @@ def _system(part: object) -> bool:
 
 def _placed_by_count() -> bool:
     """Whether the installed model classes place the instructions by the count of system messages."""
-    from ..._release import switches as _compat
 
-    return _compat.instructions_at_system_count()
+    return has(table.INSTRUCTIONS_AT_SYSTEM_COUNT)
 
 
 def _roles(history: Sequence[ModelMessage]) -> list[str]:
@@ -187,11 +188,10 @@ def _announcement_inside_calls(history: Sequence[ModelMessage], target: Provider
     """Whether the installed release may put its framing announcement between the history's opening
     calls and their results: the history opens on a response with a tool call, so the first request
     holds their results."""
-    from ..._release import switches as _compat
 
     if not history or history[0].kind != "response":
         return False
-    return _compat.framing_announced_in_first_request() and any(
+    return has(table.FRAMING_ANNOUNCED) and any(
         getattr(part, "part_kind", "") == "tool-call" for part in history[0].parts
     )
 

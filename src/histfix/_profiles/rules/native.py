@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -82,11 +84,9 @@ def native_calls_paired(
     is renamed to the wire name that release requires (it raises on the tool's own name)."""
     from pydantic_ai.messages import ModelResponse
 
-    from ..._release import switches as _compat
-
     if not _any_native(history, scan):
         return history, []
-    rename = not _compat.native_return_named_by_tool()
+    rename = not has(table.NATIVE_RETURN_NAMED_BY_TOOL)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(history):

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import STARTER_PROMPT, Finding, ProfileRule, problem, rule, starter_request, with_starter_prompt
 from ..scan import Scan
 from ..targets import PROVIDER_APIS, ProviderTarget
@@ -130,9 +132,8 @@ def detect_starts_with_user(
 
 def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
     """Whether 1.21.0's agent would refuse ``history`` (the version test first: it is all most releases need)."""
-    from ..._release import switches as _compat
 
-    return _compat.agent_refuses_response_first() and bool(history) and history[0].kind == "response"
+    return has(table.AGENT_REFUSES_RESPONSE_FIRST) and bool(history) and history[0].kind == "response"
 
 
 def agent_accepts_opening(

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, problem, replaced, rule
 from ..scan import Scan
 from ..targets import ProviderTarget, groups_calls
@@ -227,9 +229,7 @@ def calls_grouped(
         return history, []
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-    from ..._release import switches as _compat
-
-    thinking_sent = _compat.thinking_sent()
+    thinking_sent = has(table.THINKING_SENT)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(history):

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget, only_grouping_servers
@@ -57,19 +59,20 @@ _OPENAI = "openai"
 class _Wire:
     """What the installed OpenAIResponsesModel sends, as far as reasoning items are concerned."""
 
-    mode: Literal["every", "own"]  # _compat.responses_reasoning_items, where it is not "none"
+    #: which thinking parts go out as reasoning items: every one, or OpenAI's own with an id
+    mode: Literal["every", "own"]
     native_calls_sent: bool
 
 
 def _wire(target: ProviderTarget) -> _Wire | None:
     """The installed release's reasoning behaviour, or None where the target's Responses servers are not
     OpenAI's or the release sends no reasoning items."""
-    from ..._release import switches as _compat
-
     if only_grouping_servers(target):
         return None  # the rule is OpenAI's: compatible servers take reasoning items in a row
-    mode = _compat.responses_reasoning_items()
-    return None if mode == "none" else _Wire(mode, _compat.responses_native_calls_sent())
+    if not has(table.THINKING_SENT):
+        return None  # no thinking goes out at all
+    mode: Literal["every", "own"] = "own" if has(table.RESPONSES_REASONING_OWN_ONLY) else "every"
+    return _Wire(mode, has(table.RESPONSES_NATIVE_CALLS_SENT))
 
 
 def _thinking_class() -> type[Any]:

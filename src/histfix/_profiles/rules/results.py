@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from ..._records.changes import Change
 from ..._records.depth import text_or_depth
 from ..._records.problems import ProblemKind
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, moved, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget, refuses_mixed_turns
@@ -244,7 +246,7 @@ def _turn_contents() -> Callable[[Any], tuple[bool, bool, bool]]:
     from ..._records.parts import is_result
     from ..._release import switches as _compat
 
-    delta = _compat.TOOL_AVAILABILITY_DELTA
+    delta = _compat.delta_part()
 
     def contents(request: Any) -> tuple[bool, bool, bool]:
         results = system = user = False
@@ -305,9 +307,8 @@ def _sends_nothing(target: ProviderTarget) -> Callable[[object], bool]:
     meet on the wire (the model class merges them): files (left out from 1.80.0; earlier the files
     pass drops them) and the parts it leaves out of every response (:func:`..unsent.unsent_response_part`),
     or no parts at all."""
-    from ..._release import switches as _compat
 
-    thinking_sent = _compat.thinking_sent()
+    thinking_sent = has(table.THINKING_SENT)
 
     def nothing(message: object) -> bool:
         return all(

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
+from ..._release import table
+from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget, bedrock_claude
@@ -76,10 +78,9 @@ def _verifying(target: ProviderTarget) -> list[str]:
     """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
     every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
     there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
-    from ..._release import switches as _compat
 
     apis = [api for api in target.apis if api in _OWN_PROVIDERS]
-    return apis if _compat.thinking_sent() else [api for api in apis if api != "openai-responses"]
+    return apis if has(table.THINKING_SENT) else [api for api in apis if api != "openai-responses"]
 
 
 def thinking_transfers(
@@ -162,9 +163,8 @@ _OWN = ("bedrock", "anthropic")
 def _applies(target: ProviderTarget) -> bool:
     """The release sends every thinking part to Claude, and the model may be Claude
     (BedrockConverseModel sends thinking only to Claude; no model named: it may be)."""
-    from ..._release import switches as _compat
 
-    if _compat.bedrock_sends_only_own_thinking():
+    if has(table.BEDROCK_SENDS_ONLY_OWN_THINKING):
         return False
     named = [name for api, name in target.models if api == "bedrock"]
     return not named or any(map(bedrock_claude, named))
