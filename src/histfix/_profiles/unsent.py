@@ -1,9 +1,10 @@
 """What a release never sends as part of a turn: the parts the wire leaves out, and a history of only those.
 
 Some parts never reach the provider as part of a turn: system prompts (a system field, or a system
-message), tool-availability deltas (2.23.0+: a system announcement or nothing), request-scoped
-capability parts a response has answered (2.78.0+), native (server) tool parts of another provider,
-compaction, and, before 1.0.3, thinking on OpenAI Chat and Gemini. The profile rules about empty
+message), tool-availability deltas (``table.TOOL_AVAILABILITY_DELTA``: a system announcement or
+nothing), request-scoped capability parts a response has answered (``table.CAPABILITY_PARTS``), native
+(server) tool parts of another provider, compaction, and, before ``table.THINKING_SENT``, thinking on
+OpenAI Chat and Gemini. The profile rules about empty
 messages and the opening turn read these facts, and the runner refuses a profile that leaves a
 history with nothing to send.
 """
@@ -39,7 +40,7 @@ __all__ = [
 #: message (OpenAI Chat content_or_tool_calls, Gemini empty_parts, Bedrock empty_content).
 EMPTY_RESPONSE_APIS = frozenset({"openai-chat", "gemini", "bedrock"})
 
-#: The APIs whose serializers drop thinking on releases before ``switches.THINKING_SENT_SINCE``.
+#: The APIs whose serializers drop thinking on releases before ``table.THINKING_SENT``.
 _THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
 
 
@@ -60,7 +61,7 @@ def unsent_request_part(part: object) -> bool:
 
 
 def unsent_once_answered(part: object) -> bool:
-    """A request-scoped capability part (2.78.0+): ``Model.prepare_messages`` leaves it out once a response
+    """A request-scoped capability part (``table.CAPABILITY_PARTS``): ``Model.prepare_messages`` leaves it out once a response
     has answered its request (an instruction at operator authority as a request-scoped system prompt, a
     downgraded one as framed user text), so before a response it sends no user turn."""
     return getattr(part, "part_kind", "") == "capability" and getattr(part, "scope", None) == "request"
@@ -92,7 +93,7 @@ def compaction(part: object) -> bool:
 def unsent_response_part(part: object, api: str, thinking_sent: bool, target: ProviderTarget) -> bool:
     """A response part the installed release's ``api`` serializer leaves out: native parts (OpenAI Chat
     and Bedrock never send them; Gemini sends only Google's own), compaction (OpenAI Chat, Gemini and
-    Bedrock never send it), and thinking on OpenAI Chat and Gemini before 1.0.3 (1.0.0-1.0.2 drop it;
+    Bedrock never send it), and thinking on OpenAI Chat and Gemini before ``table.THINKING_SENT`` (they drop it;
     Bedrock sends it for Claude models, and drops it for the others)."""
     from pydantic_ai.messages import ThinkingPart
 
@@ -107,7 +108,8 @@ def unsent_response_part(part: object, api: str, thinking_sent: bool, target: Pr
 
 def _responses_leaves_out(part: object, thinking_sent: bool) -> bool:
     """A response part the installed OpenAIResponsesModel never sends: another provider's native
-    parts (OpenAI's own too before 1.0.9) and, before 1.0.3, thinking (read in 1.0.0's models/openai.py)."""
+    parts (OpenAI's own too before ``table.RESPONSES_NATIVE_CALLS_SENT``) and, before ``table.THINKING_SENT``,
+    thinking (read in 1.0.0's models/openai.py)."""
     from pydantic_ai.messages import ThinkingPart
 
     if native_kind(part):

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
     How = Literal["detected", "compared", "noted"]
 
-__all__ = ["NOTES", "REPAIR_FIXES", "Note", "span"]
+__all__ = ["NOTES", "OLDEST", "REPAIR_FIXES", "Note", "span"]
+
+#: The oldest release histfix supports (pydantic-ai-slim >= 1.0: the first 1.x).
+OLDEST = "1.0.0"
 
 #: The release notes of a pydantic-ai release, by its version.
 _NOTES_URL = "https://github.com/pydantic/pydantic-ai/releases/tag/v{release}"
@@ -196,7 +199,7 @@ INSTRUCTIONS_AT_SYSTEM_COUNT = Note(
     "system messages anywhere in the history",
     how="compared",
     until="1.75.0",
-    before="after the leading system messages (and again from the release it ends at)",
+    before="after the leading system messages, as the releases after the range do again",
     source="models/openai.py, models/mistral.py, read in the wheels of 1.32.0, 1.33.0, 1.74.0 and 1.75.0",
 )
 BEDROCK_SKIPS_RESPONSE_FILES = Note(
@@ -223,6 +226,14 @@ BEDROCK_SEPARATES_RESULTS = Note(
     how="noted",
     before="it sends one request as one user turn",
     source="models/bedrock.py; histfix separates them in the history on every release",
+)
+CAPABILITY_PARTS = Note(
+    "CAPABILITY_PARTS",
+    "2.78.0",
+    "CapabilityPart, what a capability or the application tells the model: Model.prepare_messages "
+    "leaves a request-scoped one out once a response answers its request",
+    how="noted",
+    source="messages.py, models/__init__.py; histfix reads part_kind, alike on every release",
 )
 FRAMING_ANNOUNCED = Note(
     "FRAMING_ANNOUNCED",

@@ -31,7 +31,7 @@ ARGS_WORDING = dict.fromkeys(("anthropic", "gemini", "bedrock"), PYDANTIC_AI["ar
 
 def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[int, int, str]]:
     """(message, part, error) for every call whose string args are not a JSON object, where the
-    release's ``args_as_dict`` raises on them (before 1.95.0)."""
+    release's ``args_as_dict`` raises on them (without ``table.ARGS_AS_DICT_TOLERATES_INVALID``)."""
     from pydantic_ai.messages import BaseToolCallPart, ModelResponse
     from pydantic_core import from_json
 
@@ -62,8 +62,10 @@ def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[
 def tool_args_sendable(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Before 1.95.0 AnthropicModel, GoogleModel and BedrockConverseModel raise on args that are not
-    a JSON object (a truncated stream) before sending (``ValueError: EOF while parsing``); such args are kept whole as ``{'INVALID_JSON': raw}``, what 1.95.0+ sends itself."""
+    """Before ``table.ARGS_AS_DICT_TOLERATES_INVALID``, AnthropicModel, GoogleModel and
+    BedrockConverseModel raise on args that are not a JSON object (a truncated stream) before sending
+    (``ValueError: EOF while parsing``); such args are kept whole as ``{'INVALID_JSON': raw}``, what
+    that release sends itself."""
     from dataclasses import replace
 
     from ..._repair.folding import with_parts
@@ -126,7 +128,8 @@ RULES: tuple[ProfileRule, ...] = (
         ARGS_WORDING,
         why=(
             "args that are not a JSON object: the Anthropic, Gemini and Bedrock model classes "
-            "before 1.95.0 raise ValueError before sending (their models/*.py)"
+            f"before {table.ARGS_AS_DICT_TOLERATES_INVALID.release} raise ValueError before sending (their "
+            "models/*.py)"
         ),
     ),
 )

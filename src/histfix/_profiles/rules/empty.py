@@ -2,8 +2,8 @@
 messages of only parts the release never sends (which go out empty, or not at all).
 
 Some parts never reach the provider as part of a turn (:mod:`..unsent`): system prompts, tool-
-availability deltas, native (server) tool parts of another provider, compaction, and, before 1.0.3,
-thinking on OpenAI Chat and Gemini. A message made only of such parts goes out empty (OpenAI Chat
+availability deltas, native (server) tool parts of another provider, compaction, and, before
+``table.THINKING_SENT``, thinking on OpenAI Chat and Gemini. A message made only of such parts goes out empty (OpenAI Chat
 ``content_or_tool_calls``, Gemini ``empty_parts``/``empty_text``, Bedrock ``empty_content``), or not
 at all, which leaves its neighbours adjacent on the wire (Bedrock ``alternate_roles``, Gemini
 ``function_call_turn_position``: ``alternating_roles`` merges them). Each pass is pure, returns the
@@ -479,7 +479,7 @@ def _unsent_request(message: ModelMessage, classes: frozenset[type]) -> bool:
 
 
 def _capability_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
-    """The history's capability part classes (2.78.0+; none before), from the run's survey."""
+    """The history's capability part classes (``table.CAPABILITY_PARTS``; none before), from the run's survey."""
     return frozenset(kind for kind in scan.survey(history).part_classes if _capability_class(kind))
 
 
@@ -499,7 +499,7 @@ def _answered_and_unsent(message: ModelMessage, classes: frozenset[type], answer
 def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[int | None, list[int]]:
     """The first user turn (the first request that sends something) and the requests of only unsent
     parts that Gemini would send as empty user turns (and, of request-scoped capability parts a response
-    answers, that 2.78.0 leaves out, which leaves the responses around them neighbours): every one after
+    answers, that the release leaves out, which leaves the responses around them neighbours): every one after
     it, and the leading ones before it when no response comes first (with a response first,
     starts_with_user puts the starter prompt in them)."""
 

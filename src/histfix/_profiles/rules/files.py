@@ -1,10 +1,10 @@
 """Profile rules about files in the model's responses: what a model class cannot send.
 
-A ``FilePart`` is a file the model produced (an image, say). From its arrival (after 1.0.7) to
-1.79.0, BedrockConverseModel asserts that every response part it does not map is a tool call, so a
-response file fails the whole request with ``AssertionError`` before anything is sent; from 1.80.0
-it leaves response files out itself (``switches.BEDROCK_SKIPS_RESPONSE_FILES_SINCE``). That pass
-runs only where the release fails, so ``provider="any"`` keeps the files wherever Bedrock would
+A ``FilePart`` is a file the model produced (an image, say). From its arrival until
+``table.BEDROCK_SKIPS_RESPONSE_FILES``, BedrockConverseModel asserts that every response part it does
+not map is a tool call, so a response file fails the whole request with ``AssertionError`` before
+anything is sent; from that release it leaves response files out itself. That pass runs only where
+the release fails, so ``provider="any"`` keeps the files wherever Bedrock would
 merely skip them. OpenAI Chat and Mistral never send a response file (every release that has
 ``FilePart``): a response of nothing but files goes out as an empty assistant message (OpenAI Chat
 content_or_tool_calls) or not at all, which can leave a request with no message (Mistral
@@ -39,8 +39,10 @@ __all__ = [
     "response_files_sendable",
 ]
 
-#: The APIs whose model class fails on a response file on some releases (Bedrock, up to 1.79.0).
+#: The APIs whose model class fails on a response file on some releases (Bedrock, before
+#: ``table.BEDROCK_SKIPS_RESPONSE_FILES``).
 RESPONSE_FILES_APIS = frozenset({"bedrock"})
+_SKIPS = table.BEDROCK_SKIPS_RESPONSE_FILES
 #: The APIs whose model class never sends a response file (a response of only files goes out empty).
 FILES_NEVER_SENT_APIS = frozenset({"openai-chat", "mistral"})
 
@@ -87,15 +89,15 @@ def _describe(part: Any) -> str:
 def response_files_sendable(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Bedrock, up to 1.79.0: BedrockConverseModel asserts on a response ``FilePart`` before sending
-    (1.80.0+ leaves it out, as this does): drop response files, each reported with what it held. A
-    response left empty is no_empty_content's."""
+    """Bedrock, before ``table.BEDROCK_SKIPS_RESPONSE_FILES``: BedrockConverseModel asserts on a response
+    ``FilePart`` before sending (that release leaves it out, as this does): drop response files, each
+    reported with what it held. A response left empty is no_empty_content's."""
     file_part = _failing_file_part()
     if file_part is None:
         return history, []
     why = (
         "this release's BedrockConverseModel cannot send a file in a response (it fails before sending; "
-        "1.80.0+ leaves them out)"
+        f"{_SKIPS.release}+ leaves them out)"
     )
     return _dropped_files(history, _files_at(history, file_part, scan), file_part, why, target)
 
@@ -159,7 +161,7 @@ def detect_response_files_sendable(
                         part_index=part_index,
                         apis=RESPONSE_FILES_APIS,
                         description="a file in the model's response: this release's BedrockConverseModel "
-                        "raises AssertionError on it before sending (1.80.0+ leaves it out)",
+                        f"raises AssertionError on it before sending ({_SKIPS.release}+ leaves it out)",
                     )
                 )
     return problems
@@ -174,8 +176,8 @@ RULES: tuple[ProfileRule, ...] = (
         detect_response_files_sendable,
         {},
         apis=RESPONSE_FILES_APIS,
-        why="a FilePart in a response: BedrockConverseModel up to 1.79.0 asserts before sending "
-        "(its models/bedrock.py)",
+        why=f"a FilePart in a response: BedrockConverseModel before {_SKIPS.release} asserts before "
+        "sending (its models/bedrock.py)",
     ),
     rule(
         "files_only_responses_sent",

@@ -27,6 +27,7 @@ __all__ = [
     "FORMAT_WORDING",
     "PRESENT_WORDING",
     "RULES",
+    "SURPLUS_RESULTS",
     "UNIQUE_WORDING",
     "call_id_format",
     "call_ids_present",
@@ -36,10 +37,14 @@ __all__ = [
     "unique_call_ids",
 ]
 
+#: The releases whose run repairs the history by a dict, adding a surplus result for an id called twice
+#: in one response: from ``table.RUN_REPAIRS_HISTORY`` to ``table.REPAIR_MATCHES_FIFO``.
+SURPLUS_RESULTS = table.span(table.RUN_REPAIRS_HISTORY.release, table.REPAIR_MATCHES_FIFO.release)
+
 UNIQUE_WORDING = said(
     {
         "anthropic": "ids_unique",
-        # what 2.10.0-2.54.x's own repair makes of one id twice in a response (a surplus result):
+        # what the run's own repair makes of one id twice in a response (a surplus result), SURPLUS_RESULTS:
         "openai-chat": "no_call",
         "openai-responses": "duplicate_output",
         "gemini": "count",
@@ -93,7 +98,7 @@ def unique_call_ids(
     """Anthropic: tool_use ids unique in the request (trycua/cua#524); two tool_result blocks with
     one id fail multiple_results (vectorize-io/hindsight#4250).
     OpenAI Chat, OpenAI Responses, Gemini, Bedrock, Mistral: one id twice in one response gets a
-    surplus synthesized result from 2.10.0-2.54.x's own repair, which they
+    surplus synthesized result from the run's own repair on :data:`SURPLUS_RESULTS`, which they
     reject as a second result for one call; fresh ids are harmless on every release, so the pass
     runs for them everywhere (no switch)."""
     from ..call_ids import reused_id_renames
@@ -109,12 +114,9 @@ def detect_unique_call_ids(
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     # The APIs that count results per call: only one id twice in one response, and only where the
-    # release's own repair then adds a surplus result; Anthropic: any reuse.
-    counting = (
-        frozenset(UNIQUE_WORDING) - {"anthropic"}
-        if (has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO))
-        else frozenset()
-    )
+    # release's own repair then adds a surplus result (SURPLUS_RESULTS); Anthropic: any reuse.
+    surplus = has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO)
+    counting = frozenset(UNIQUE_WORDING) - {"anthropic"} if surplus else frozenset()
     if not scan.call_id_facts(history).reused:
         return []  # every call has an id of its own
     seen: set[str] = set()
@@ -207,10 +209,11 @@ def call_id_format(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Mistral: ids are 9 characters a-zA-Z0-9 (error code 3280); Anthropic: tool_use ids match
-    ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048). Mistral's format satisfies both. From 2.59.0 MistralModel fits ids
-    to it itself (stable hashes, call and result alike), so the pass renames for Mistral only on
-    older releases, which send ids as stored (renaming every id of a long history is not free, and
-    2.59.0+ puts equally valid ids on the wire from the ids as stored)."""
+    ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048). Mistral's format satisfies both. Where the release has
+    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits ids to it itself (stable hashes, call and
+    result alike), so the pass renames for Mistral only on older releases, which send ids as stored
+    (renaming every id of a long history is not free, and those releases put equally valid ids on the
+    wire from the ids as stored)."""
     from ..call_ids import anthropic_ids, apply_renames, mistral_ids
 
     if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
@@ -240,7 +243,8 @@ def detect_call_id_format(
     from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
 
     # (api, pattern, whether results count too): Anthropic checks tool_use ids, Mistral both; a
-    # release that fits ids to Mistral's format itself (2.59.0+) sends none that Mistral rejects.
+    # release that fits ids to Mistral's format itself (PROFILE_FITS_TOOL_CALL_IDS) sends none that
+    # Mistral rejects.
     checks = []
     if "anthropic" in target.apis:
         checks.append(("anthropic", ANTHROPIC_ID.match, False))
@@ -306,7 +310,7 @@ RULES: tuple[ProfileRule, ...] = (
         UNIQUE_WORDING,
         why=(
             "Anthropic: one tool_use id twice (trycua/cua#524, anthropics/claude-code#20901); "
-            "every other API: the surplus result 2.10.0-2.54.x's own repair adds for an id "
+            f"every other API: the surplus result {SURPLUS_RESULTS}'s own repair adds for an id "
             "twice in one response (pydantic_ai/messages.py)"
         ),
     ),

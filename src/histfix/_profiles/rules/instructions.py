@@ -1,14 +1,14 @@
 """Where OpenAI Chat and Mistral put the instructions: never between a call and its results.
 
-On 1.33.0-1.74.x, OpenAIChatModel and MistralModel insert the agent's instructions as a system
+On :data:`BY_COUNT` (``table.INSTRUCTIONS_AT_SYSTEM_COUNT``), OpenAIChatModel and MistralModel insert the agent's instructions as a system
 message at index N of the wire messages, N being the number of system messages anywhere in the
 history: right after the system prompts when they all lead, but anywhere when a system prompt
 comes later (a history processor or a spliced history puts one there). When message N is a tool
 message, the instructions land between a call and its results (OpenAI Chat
 tool_calls_without_response, Mistral unexpected_tool_role); for Mistral also right after a tool
 message (user_after_tool: MistralModel adds its assistant message only when a user message follows
-the tool message directly). 1.75.0 inserts after the leading system messages (read in the wheels of
-1.32.0, 1.33.0, 1.74.0 and 1.75.0; ``switches.INSTRUCTIONS_AT_SYSTEM_COUNT``).
+the tool message directly). The releases before and after insert them after the leading system
+messages.
 
 The pass, only where the insertion would land so: move every system prompt to the front of the
 first request (order kept, each move reported with its text), which is where the release expects
@@ -17,7 +17,7 @@ empty by the move goes. The history's instructions are unknown when repairing
 (they come from the agent at run time), so it assumes there are some. Pure: it returns the list
 it was given and no changes when nothing applies.
 
-From 2.63.0 the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
+From ``table.FRAMING_ANNOUNCED`` the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
 no inline system prompts (2.78.0's CloudflareChatModel, gpt-oss), ``Model.prepare_messages`` puts a
 system prompt saying what its ``<system>`` blocks mean at the front of the first request, once the
 history has a mid-conversation system prompt, a capability part or a framed summary and the agent has
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANNOUNCEMENT_APIS",
+    "BY_COUNT",
     "INSTRUCTIONS_APIS",
     "RULES",
     "announcement_placed",
@@ -56,6 +57,8 @@ __all__ = [
     "instructions_placed",
 ]
 
+#: The releases whose OpenAIChatModel and MistralModel place the instructions by the count of system messages.
+BY_COUNT = table.span(table.INSTRUCTIONS_AT_SYSTEM_COUNT.release, table.INSTRUCTIONS_AT_SYSTEM_COUNT.until)
 #: The APIs whose model class counts system messages to place the instructions (on some releases).
 INSTRUCTIONS_APIS = frozenset({"openai-chat", "mistral"})
 #: Where landing right after a tool message is refused too (Mistral user_after_tool).
@@ -113,7 +116,7 @@ def instructions_placed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat tool_calls_without_response / Mistral unexpected_tool_role, user_after_tool on
-    1.33.0-1.74.x: where the instructions would land inside a tool exchange, the system prompts move
+    :data:`BY_COUNT`: where the instructions would land inside a tool exchange, the system prompts move
     to the front of the first request (each move reported), so they land after them."""
     if not _placed_by_count() or _misplaced(history, target) is None:
         return history, []
@@ -199,7 +202,7 @@ def _announcement_inside_calls(history: Sequence[ModelMessage], target: Provider
 def announcement_placed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """OpenAI Chat tool_calls_without_response from 2.63.0: a history opening on a response with tool
+    """OpenAI Chat tool_calls_without_response from ``table.FRAMING_ANNOUNCED``: a history opening on a response with tool
     calls gets :data:`.rule.STARTER_PROMPT` first, so pydantic-ai's framing announcement opens the history
     instead of landing between those calls and their results."""
     if not _announcement_inside_calls(history, target):
@@ -243,7 +246,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_announcement_placed,
         ANNOUNCEMENT_WORDING,
         why="pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat "
-        "(pydantic-ai#562): from 2.63.0 Model.prepare_messages puts it at the front of the first "
+        f"(pydantic-ai#562): from {table.FRAMING_ANNOUNCED.release} Model.prepare_messages puts it at the front of the first "
         "request, after the opening response of a history that starts with tool calls (its "
         "models/__init__.py)",
     ),
@@ -255,7 +258,7 @@ RULES: tuple[ProfileRule, ...] = (
         {},
         apis=INSTRUCTIONS_APIS,
         why="the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
-        "and Mistral (its role-order error): 1.33.0-1.74.x OpenAIChatModel and MistralModel "
+        f"and Mistral (its role-order error): {BY_COUNT} OpenAIChatModel and MistralModel "
         "place them after as many messages as there are system prompts (their models/*.py)",
     ),
 )

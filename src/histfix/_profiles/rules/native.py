@@ -36,9 +36,9 @@ NATIVE_CALL_WORDING = said({"anthropic": "native_unpaired"})
 
 NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
 
-#: Before 1.0.9, AnthropicModel sends a native return only under the wire block's name
-#: (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for the tool's own
-#: name, which 1.0.9+ stores; see ``switches.NATIVE_RETURN_NAMED_BY_TOOL_SINCE``.
+#: Before ``table.NATIVE_RETURN_NAMED_BY_TOOL``, AnthropicModel sends a native return only under the
+#: wire block's name (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for
+#: the tool's own name, which that release and later store.
 _WIRE_RETURN_NAMES = {"web_search": "web_search_tool_result", "code_execution": "code_execution_tool_result"}
 
 
@@ -48,8 +48,8 @@ def _anthropic(part: object) -> bool:
 
 def _unsendable_natives(response: ModelResponse) -> set[int]:
     """Indices of Anthropic native calls without a sendable result in the same response, and of those
-    calls' returns: a result block needs a dict or list (Anthropic's result shapes; 1.0.9+ send
-    nothing else, so the call would go out alone). A call with no return at all is in flight, which
+    calls' returns: a result block needs a dict or list (Anthropic's result shapes; from
+    ``table.NATIVE_RETURN_NAMED_BY_TOOL`` nothing else is sent, so the call would go out alone). A call with no return at all is in flight, which
     the API refuses for code execution only (recorded: web_search under pause_turn got 200)."""
     parts: list[Any] = list(response.parts)  # native part classes differ by release: duck-typed
     returns: dict[str, list[int]] = {}
@@ -80,8 +80,9 @@ def native_calls_paired(
     """Anthropic server_tool_use_without_result (pydantic-ai#6401): releases up
     to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
     a code execution call with no return goes, and any call with a return no release can send goes
-    with it (other server tools in flight are kept: the API accepts them); before 1.0.9, a native return
-    is renamed to the wire name that release requires (it raises on the tool's own name)."""
+    with it (other server tools in flight are kept: the API accepts them); before
+    ``table.NATIVE_RETURN_NAMED_BY_TOOL``, a native return is renamed to the wire name those releases
+    require (they raise on the tool's own name)."""
     from pydantic_ai.messages import ModelResponse
 
     if not _any_native(history, scan):
@@ -171,7 +172,8 @@ RULES: tuple[ProfileRule, ...] = (
         detect_native_calls_paired,
         NATIVE_CALL_WORDING,
         why="Anthropic: a code execution call without its result block in the same response "
-        "(pydantic-ai#6401; other server tools in flight are accepted); before 1.0.9 "
-        "AnthropicModel sends a return only under its wire name (models/anthropic.py)",
+        f"(pydantic-ai#6401; other server tools in flight are accepted); before "
+        f"{table.NATIVE_RETURN_NAMED_BY_TOOL.release} AnthropicModel sends a return only under its wire name "
+        "(models/anthropic.py)",
     ),
 )

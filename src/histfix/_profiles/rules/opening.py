@@ -1,7 +1,8 @@
 """A conversation that does not open with the user's turn, where the API or the agent wants it to.
 
 Anthropic, Bedrock (but for some model families) and Gemini want the first turn on the wire from the
-user; 1.21.0's agent refuses a history opening on a response for every provider. A history can open
+user; the agent of :data:`AGENT_REFUSES` (``table.AGENT_REFUSES_RESPONSE_FIRST``) refuses a history
+opening on a response for every provider. A history can open
 on the model's response (a slice of a longer conversation, or a first request left with nothing to
 send), or with a request that sends no user turn (system prompts, tool-availability deltas). The
 passes put :data:`..rule.STARTER_PROMPT` first, which keeps the model's text where dropping the
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_OPENING_WORDING",
+    "AGENT_REFUSES",
     "FIRST_USER_WORDING",
     "RULES",
     "STARTS_WITH_USER_APIS",
@@ -42,7 +44,11 @@ __all__ = [
     "starts_with_user",
 ]
 
-#: What 1.21.0's agent raises for a history opening on a response, whatever the provider.
+#: The releases whose agent refuses a history opening on a response.
+AGENT_REFUSES = table.span(
+    table.AGENT_REFUSES_RESPONSE_FIRST.release, table.AGENT_REFUSES_RESPONSE_FIRST.until
+)
+#: What that agent raises for a history opening on a response, whatever the provider.
 AGENT_OPENING_WORDING = dict.fromkeys(PROVIDER_APIS, PYDANTIC_AI["opens_on_response"])
 
 FIRST_USER_WORDING = said({"anthropic": "first_user", "bedrock": "first_user", "gemini": "empty_text"})
@@ -54,7 +60,7 @@ STARTS_WITH_USER_APIS = frozenset(FIRST_USER_WORDING)
 def _opening_response(history: Sequence[ModelMessage]) -> int | None:
     """The index of a response that comes before anything the user sent (None: the history opens
     with a user turn, or has no response). Requests of only system prompts send no user message, nor
-    do request-scoped capability parts once that response answers them (2.78.0 leaves them out)."""
+    do request-scoped capability parts once that response answers them (the release leaves them out)."""
     from pydantic_ai.messages import ModelRequest
 
     for index, message in enumerate(history):
@@ -131,7 +137,8 @@ def detect_starts_with_user(
 
 
 def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
-    """Whether 1.21.0's agent would refuse ``history`` (the version test first: it is all most releases need)."""
+    """Whether the installed release's agent would refuse ``history`` (:data:`AGENT_REFUSES`; the version
+    test first: it is all most releases need)."""
 
     return has(table.AGENT_REFUSES_RESPONSE_FIRST) and bool(history) and history[0].kind == "response"
 
@@ -139,7 +146,7 @@ def _agent_refuses(history: Sequence[ModelMessage]) -> bool:
 def agent_accepts_opening(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """1.21.0's agent raises ``UserError`` on a history opening with a response, for every provider:
+    """The agent of :data:`AGENT_REFUSES` raises ``UserError`` on a history opening with a response, for every provider:
     there, :data:`STARTER_PROMPT` goes first as starts_with_user puts it (elsewhere: nothing)."""
     return starts_with_user(history, target, scan) if _agent_refuses(history) else (history, [])
 
@@ -250,8 +257,8 @@ RULES: tuple[ProfileRule, ...] = (
         agent_accepts_opening,
         detect_agent_accepts_opening,
         AGENT_OPENING_WORDING,
-        why="a history opening on a response: 1.21.0's Agent raises UserError before sending, for "
-        "every provider (its _agent_graph.py)",
+        why=f"a history opening on a response: {AGENT_REFUSES}'s Agent raises UserError before sending, "
+        "for every provider (its _agent_graph.py)",
     ),
     rule(
         "opens_with_user_turn",

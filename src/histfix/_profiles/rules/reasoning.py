@@ -4,18 +4,18 @@ OpenAIResponsesModel replays thinking as ``reasoning`` input items, and OpenAI r
 not directly followed by an output item of the same response: "Item 'rs_...' of type 'reasoning'
 was provided without its required following item." (vercel/ai#8321). A response cut off after its
 reasoning, or whose text was evicted, goes out so. Which thinking becomes a reasoning item depends
-on the release (``switches.responses_reasoning_items``): none before 1.0.3; *every* thinking part on
-1.0.3-1.0.4; from 1.0.5 OpenAI's own thinking with an id, for reasoning models (the rest goes as
-tagged assistant text). Consecutive parts with one id become one item.
+on the release: none before ``table.THINKING_SENT``; *every* thinking part from it up to
+``table.RESPONSES_REASONING_OWN_ONLY``; from that release OpenAI's own thinking with an id, for
+reasoning models (the rest goes as tagged assistant text). Consecutive parts with one id become one item.
 
 An assistant message the release sends without an id (text that was edited or never had one,
 thinking sent as tagged text) is not that following item: OpenAI refused one after a reasoning
 item (gpt-5, recorded in pydantic-ai's test_openai_responses_thinking_with_modified_history).
 
-The pass: where such a run of thinking has no output item after it in its response, on 1.0.5+ its
-id is cleared, so the release sends its text as tagged assistant text (the text stays, the wire
-drops the encrypted reasoning, which OpenAI would refuse anyway); on 1.0.3-1.0.4, which send every
-thinking part as an item, the run is dropped, reported with its text. Judged without knowing the
+The pass: where such a run of thinking has no output item after it in its response, it loses its id
+where only OpenAI's own thinking goes as items, so the release sends its text as tagged assistant
+text (the text stays, the wire drops the encrypted reasoning, which OpenAI would refuse anyway);
+where every thinking part goes as an item, the run is dropped, reported with its text. Judged without knowing the
 model: a thinking part that the release might send as an item counts as one (clearing an id a
 non-reasoning model would not have sent changes nothing on the wire). Pure: it returns the list it
 was given and no changes when nothing applies.
@@ -162,8 +162,8 @@ def reasoning_followed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Responses "reasoning ... without its required following item": a reasoning item with
-    no output item after it in its response loses its id (1.0.5+: its text goes as tagged text) or,
-    where every thinking part is an item (1.0.3-1.0.4), is dropped with its text reported."""
+    no output item after it in its response loses its id (its text then goes as tagged text) or,
+    where every thinking part is an item, is dropped with its text reported."""
     wire = _wire(target)
     found = _found(history, wire, scan) if wire is not None else []
     if not found:

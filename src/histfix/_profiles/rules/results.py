@@ -10,8 +10,9 @@ Bedrock Converse refuses a user turn that holds ``toolResult`` blocks and anythi
 image) for models other than Claude: "Conversation blocks and tool result blocks cannot be provided
 in the same turn." (pydantic-ai#6081, which names Llama, Mistral and Writer Palmyra). The default
 repair makes exactly that turn whenever a dangling call's synthesized return joins the next prompt,
-and BedrockConverseModel sends one request as one user turn: before 2.6.0 always, from 2.6.0 unless
-the model's profile forbids it, and then it inserts an assistant turn of ``"."`` itself.
+and BedrockConverseModel sends one request as one user turn: before ``table.BEDROCK_SEPARATES_RESULTS``
+always, from it unless the model's profile forbids it, and then it inserts an assistant turn of ``"."``
+itself.
 ``tool_results_alone`` does the same in the history, on every release: such a request becomes the
 request of its results, a response of ``"."`` and the request of the rest, so the wire alternates
 and no turn mixes them. The same holds for turns the wire joins: a request right after the results'
@@ -229,8 +230,9 @@ def detect_results_follow_their_call(
 
 RESULTS_ALONE_WORDING = said({"bedrock": "results_alone"})
 
-#: The text of the response put between the results and the rest: what pydantic-ai 2.6.0+ sends in
-#: the assistant turn it inserts there itself (several models reject whitespace-only text).
+#: The text of the response put between the results and the rest: what pydantic-ai sends in the
+#: assistant turn it inserts there itself (``table.BEDROCK_SEPARATES_RESULTS``; several models reject
+#: whitespace-only text).
 SEPARATOR_TEXT = "."
 
 
@@ -304,8 +306,8 @@ def _separator(stamp: Any) -> Any:
 
 def _sends_nothing(target: ProviderTarget) -> Callable[[object], bool]:
     """For a response: whether BedrockConverseModel sends nothing of it, so the user turns around it
-    meet on the wire (the model class merges them): files (left out from 1.80.0; earlier the files
-    pass drops them) and the parts it leaves out of every response (:func:`..unsent.unsent_response_part`),
+    meet on the wire (the model class merges them): files (left out from
+    ``table.BEDROCK_SKIPS_RESPONSE_FILES``; earlier the files pass drops them) and the parts it leaves out of every response (:func:`..unsent.unsent_response_part`),
     or no parts at all."""
 
     thinking_sent = has(table.THINKING_SENT)
@@ -324,7 +326,8 @@ def tool_results_alone(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Bedrock (non-Claude models): a request of results and other user content becomes the results'
-    request, a ``"."`` response and the rest's request (the wire pydantic-ai 2.6.0+ makes itself);
+    request, a ``"."`` response and the rest's request (the wire pydantic-ai makes itself where the
+    model's profile asks, ``table.BEDROCK_SEPARATES_RESULTS``);
     a request of user content whose user turn would meet the results' on the wire (right after it,
     or after a response the release sends nothing of) gets a ``"."`` response before it; system
     prompts beside results move to the first request, whose system prompts every release sends as
@@ -448,7 +451,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_tool_results_alone,
         RESULTS_ALONE_WORDING,
         why="Bedrock models other than Claude: tool results beside other blocks in one turn "
-        "(pydantic-ai#6081); 2.6.0+ model classes insert a '.' assistant turn only where the "
-        "model's profile asks",
+        f"(pydantic-ai#6081); {table.BEDROCK_SEPARATES_RESULTS.release}+ model classes insert a '.' "
+        "assistant turn only where the model's profile asks",
     ),
 )

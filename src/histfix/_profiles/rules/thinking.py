@@ -9,11 +9,11 @@ signature as a reasoning item's encrypted content, which only OpenAI can decrypt
 Claude on Bedrock refuses a reasoning block without a signature (``messages.N.content.M.thinking.
 signature: Field required``: earendil-works/pi#2063, run-llama/llama_index#20851) and one whose
 signature came from another provider (``messages.N.content.M: Invalid signature in thinking block``:
-chenhg5/cc-connect#897). BedrockConverseModel 1.0.0-1.0.2 sends *every* ``ThinkingPart`` to a Claude
-model as a reasoning block, signed or not, whatever made it; from 1.0.3 it sends only Bedrock's own
-signed thinking that way and the rest as tagged text (``switches.BEDROCK_SENDS_ONLY_OWN_THINKING_SINCE``).
-So on 1.0.0-1.0.2 ``bedrock_thinking_signed`` drops the thinking parts that would be refused, each
-reported with its text. It drops rather than turning them into text: a stored history is also what
+chenhg5/cc-connect#897). Before ``table.BEDROCK_SENDS_ONLY_OWN_THINKING`` BedrockConverseModel sends
+*every* ``ThinkingPart`` to a Claude model as a reasoning block, signed or not, whatever made it; from
+that release it sends only Bedrock's own signed thinking that way and the rest as tagged text. So on
+the releases before it (:data:`EVERY_THINKING_SENT`) ``bedrock_thinking_signed`` drops the thinking
+parts that would be refused, each reported with its text. It drops rather than turning them into text: a stored history is also what
 an application shows, and reasoning stored as a ``TextPart`` would read as the model's answer (1.0.x's
 AnthropicModel likewise leaves unsigned thinking out). Signatures made by Anthropic count as Claude's
 own on Bedrock, as pydantic-ai 2.68 treats them (``BedrockConverseModel.canonical_system``).
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BEDROCK_THINKING_APIS",
     "BEDROCK_THINKING_WORDING",
+    "EVERY_THINKING_SENT",
     "RULES",
     "THINKING_APIS",
     "THINKING_WORDING",
@@ -76,8 +77,8 @@ def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thin
 
 def _verifying(target: ProviderTarget) -> list[str]:
     """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
-    every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
-    there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
+    every release, OpenAI Responses' where the release has ``table.THINKING_SENT`` (the releases
+    before leave thinking out of its input, so there its signatures need not go)."""
 
     apis = [api for api in target.apis if api in _OWN_PROVIDERS]
     return apis if has(table.THINKING_SENT) else [api for api in apis if api != "openai-responses"]
@@ -156,6 +157,8 @@ BEDROCK_THINKING_WORDING = said({"bedrock": "thinking_unsigned"})
 
 _FOREIGN_WORDING = said({"bedrock": "thinking_signature"})
 
+#: The releases whose BedrockConverseModel sends Claude every thinking part as a reasoning block.
+EVERY_THINKING_SENT = table.span(table.OLDEST, table.BEDROCK_SENDS_ONLY_OWN_THINKING.release)
 #: ``provider_name`` prefixes whose signatures Claude on Bedrock verifies.
 _OWN = ("bedrock", "anthropic")
 
@@ -171,7 +174,7 @@ def _applies(target: ProviderTarget) -> bool:
 
 
 def _refused(part: Any, response: Any, thinking: type) -> str | None:
-    """Why Claude on Bedrock refuses this part as 1.0.0-1.0.2 send it (None: a thinking part it takes,
+    """Why Claude on Bedrock refuses this part as :data:`EVERY_THINKING_SENT` send it (None: a thinking part it takes,
     or no thinking part). A signature of unknown origin may be Bedrock's own: it stays."""
     if not isinstance(part, thinking):
         return None
@@ -201,8 +204,8 @@ def _refused_at(history: Sequence[ModelMessage], scan: Scan) -> list[int]:
 def bedrock_thinking_signed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Bedrock (Claude), 1.0.0-1.0.2: drop the thinking parts sent unsigned or with another provider's
-    signature, each reported with its text."""
+    """Bedrock (Claude), :data:`EVERY_THINKING_SENT`: drop the thinking parts sent unsigned or with another
+    provider's signature, each reported with its text."""
     found = _refused_at(history, scan) if _applies(target) else []
     if not found:
         return history, []
@@ -283,7 +286,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_bedrock_thinking_signed,
         BEDROCK_THINKING_WORDING,
         why="Claude on Bedrock: unsigned thinking (earendil-works/pi#2063) or another provider's "
-        "signature (anthropic-sdk-python#1598), which BedrockConverseModel 1.0.0-1.0.2 send "
+        f"signature (anthropic-sdk-python#1598), which BedrockConverseModel {EVERY_THINKING_SENT} send "
         "(its models/bedrock.py)",
     ),
 )
