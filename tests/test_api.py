@@ -56,9 +56,16 @@ def test_public_names_are_exactly_all() -> None:
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)
-    # every public name has one home: _HOME's module, or else _api
-    assert {*histfix._HOME, *histfix._api.__all__, "__version__"} == set(histfix.__all__)
-    assert not set(histfix._HOME) & set(histfix._api.__all__)
+    # every public name is listed once, in histfix._public, and read from there: nothing is written
+    # into the package, whose own names stay its version and its hooks
+    from histfix import _public
+
+    assert {name for name in vars(_public) if not name.startswith("_")} | {"__version__"} == set(
+        histfix.__all__
+    )
+    for name in histfix.__all__:
+        assert name == "__version__" or getattr(histfix, name) is getattr(_public, name)
+    assert not set(vars(histfix)) & set(histfix.__all__) - {"__version__"}
     assert set(dir(histfix)) >= set(histfix.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         histfix.nothing_here  # noqa: B018
