@@ -14,6 +14,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._profiles.call_ids import mistral_ids
 from histfix._profiles.registry import rules_for
 from histfix._profiles.rules import ids
 from histfix._profiles.scan import Scan
@@ -185,6 +186,19 @@ def test_mistral_ids_are_nine_letters_or_digits_and_stay_paired() -> None:
     assert ids[1] == "abcdefghi"  # an id that fits is kept
     assert_paired_on_the_wire(out)
     assert histfix.repair(out, provider="mistral") == out
+
+
+@pytest.mark.parametrize("call_id", ["abcdefgh", "abcdefghij", "abcd_fghi"])
+def test_an_id_one_letter_short_long_or_off_is_renamed_for_mistral(call_id: str) -> None:
+    """Mistral wants exactly nine letters or digits (error code 3280): eight or ten are refused too.
+    Asked of the renaming itself, which runs on every release (the pass calls it only where the
+    release sends ids as stored, before ``table.PROFILE_FITS_TOOL_CALL_IDS``)."""
+    history = load([req(user("go")), real(call("f", call_id), at=10), req(ret("f", call_id))])
+    renames = mistral_ids(history, Scan())
+    assert sorted(renames) == [(1, 0), (2, 0)]  # the call and its result
+    (fresh,) = set(renames.values())
+    assert MISTRAL_ID.match(fresh) and len(fresh) == 9 and fresh != call_id
+    assert mistral_ids(load([req(user("go")), real(call("f", "abcdefghi"), at=10)]), Scan()) == {}
 
 
 def test_anthropic_ids_outside_the_pattern_are_made_readable_and_never_collide() -> None:
