@@ -647,7 +647,11 @@ def pythons(session: nox.Session) -> None:
 #: place to update when a module or a test file moves; the session stops naming any path that is gone.
 MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "switches": (
-        ["src/histfix/_release/switches.py", "src/histfix/_release/detect.py"],
+        [
+            "src/histfix/_release/switches.py",
+            "src/histfix/_release/detect.py",
+            "src/histfix/_release/table.py",
+        ],
         ["tests/release/test_compat.py"],
     ),
     "backend": (
@@ -658,14 +662,17 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["src/histfix/_profiles/registry.py"],
         [
             "tests/profiles/test_profiles.py",
-            "tests/profiles/test_rules_calls.py",
-            "tests/profiles/test_rules_shape.py",
-            "tests/profiles/test_rules_turns.py",
-            "tests/profiles/test_rules_files.py",
-            "tests/profiles/test_rules_instructions.py",
+            "tests/profiles/test_rules_ids.py",
+            "tests/profiles/test_rules_results.py",
+            "tests/profiles/test_rules_args.py",
+            "tests/profiles/test_rules_native.py",
+            "tests/profiles/test_rules_thinking.py",
             "tests/profiles/test_rules_reasoning.py",
-            "tests/profiles/test_rules_bedrock_thinking.py",
-            "tests/profiles/test_rules_results_alone.py",
+            "tests/profiles/test_rules_files.py",
+            "tests/profiles/test_rules_empty.py",
+            "tests/profiles/test_rules_opening.py",
+            "tests/profiles/test_rules_order.py",
+            "tests/profiles/test_rules_instructions.py",
         ],
     ),
 }

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "suppo
 from pydantic_ai import messages as pai
 
 from histfix import _portable
-from histfix._release.installed import VERSION_STRING
+from histfix._release.installed import current
 
 from dsl import Json
 from generate import random_conversation
@@ -193,7 +193,7 @@ def main(argv: list[str]) -> None:
     if args.clock == "cpu":
         CLOCK = time.process_time
     print(
-        f"pydantic-ai {VERSION_STRING}, Python {platform.python_version()}, {args.clock} clock, median of {args.runs} runs (more below 5 MB)"
+        f"pydantic-ai {current()[1]}, Python {platform.python_version()}, {args.clock} clock, median of {args.runs} runs (more below 5 MB)"
     )
     print(
         f"{'text':>8} {'MB':>6} {'msgs':>7} {'validate_json':>14} {'check':>6} {'load_json':>10} {'ratio':>6} {'converting':>11} {'ratio':>6}"
@@ -223,7 +223,7 @@ def main(argv: list[str]) -> None:
             messages = len(_portable.load_json(data))
             print(row(name, len(data), messages, median))
             record = {
-                "release": VERSION_STRING,
+                "release": current()[1],
                 "text": name,
                 "bytes": len(data),
                 "messages": messages,

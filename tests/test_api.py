@@ -7,7 +7,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from dsl import call, load, req, resp, user
@@ -56,9 +56,16 @@ def test_public_names_are_exactly_all() -> None:
     )
     for name in histfix.__all__:
         assert hasattr(histfix, name)
-    # every public name has one home: _HOME's module, or else _api
-    assert {*histfix._HOME, *histfix._api.__all__, "__version__"} == set(histfix.__all__)
-    assert not set(histfix._HOME) & set(histfix._api.__all__)
+    # every public name is listed once, in histfix._public, and read from there: nothing is written
+    # into the package, whose own names stay its version and its hooks
+    from histfix import _public
+
+    assert {name for name in vars(_public) if not name.startswith("_")} | {"__version__"} == set(
+        histfix.__all__
+    )
+    for name in histfix.__all__:
+        assert name == "__version__" or getattr(histfix, name) is getattr(_public, name)
+    assert not set(vars(histfix)) & set(histfix.__all__) - {"__version__"}
     assert set(dir(histfix)) >= set(histfix.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         histfix.nothing_here  # noqa: B018
@@ -109,7 +116,7 @@ def test_backend_info_matches_release() -> None:
     info = histfix.backend_info()
     assert info.version == str(PYDANTIC_AI)
     assert info.features["repair_messages"] is HAS_UPSTREAM_REPAIR
-    expected = "upstream" if _compat.UPSTREAM_REPAIR_IS_CURRENT else "histfix"
+    expected = "upstream" if upstream_repair_is_current() else "histfix"
     assert info.backend == expected
     assert str(PYDANTIC_AI) in info.reason
 

@@ -12,13 +12,15 @@ The conventions (docs/contributing/docs.md says them to writers):
 - ```bash and ```text blocks are shown, not run: commands with placeholders, long campaigns,
   output that needs the network or another release.
 
-The tables of profile passes and of model-name prefixes in docs/providers.md are generated from the code:
+The tables of profile passes and of model-name prefixes in docs/providers.md, and of which path runs
+where and of the release table in docs/backends.md, are generated from the code:
 ``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites them, and a test fails when one drifts.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import re
 import shlex
 import shutil
@@ -226,13 +228,13 @@ def prefix_table() -> str:
     """The table of model-name prefixes, from ``_profiles.targets``: each API's prefixes, then the
     prefixes that get no profile with why (the same for every installed release)."""
     from histfix._profiles import targets
-    from histfix._release.switches import OPENAI_PREFIX_IS_RESPONSES_SINCE
+    from histfix._release import table
 
     rows = ["| profile | prefixes |", "|---|---|"]
     for api in targets.PROVIDER_APIS:
         names = [f"`{api}`"]
         if api == "openai-responses":
-            names.append(f"`openai` (from {OPENAI_PREFIX_IS_RESPONSES_SINCE}; `openai-chat` before)")
+            names.append(f"`openai` (from {table.OPENAI_PREFIX_IS_RESPONSES.release}; `openai-chat` before)")
         names += [
             f"`{prefix}`" + (" (unproven)" if prefix in targets.UNPROVEN_PREFIXES else "")
             for prefix, mapped in sorted(targets._PREFIXES.items())
@@ -244,29 +246,83 @@ def prefix_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# --- "Which path runs where": the backend rule and the release table, generated from the code -------
+
+BACKENDS_PAGE = ROOT / "docs" / "backends.md"
+BACKENDS_BEGIN = "<!-- which path runs where: generated from histfix._release.table"
+BACKENDS_END = "<!-- end of which path runs where -->"
+NOTES_BEGIN = "<!-- release table: generated from histfix._release.table.NOTES"
+NOTES_END = "<!-- end of release table -->"
+
+
+def backend_table() -> str:
+    """Which path ``backend="auto"`` takes, release range by release range, and why: the reasons
+    ``histfix info`` prints, from the backend rule and the release table's ``REPAIR_FIXES``."""
+    from histfix._release import table
+    from histfix._release.backend import choose_backend
+
+    first = table.REPAIR_MESSAGES.release
+    bounds = [table.OLDEST, first, *(fix.release for fix in table.REPAIR_FIXES)]
+    rows = ['| pydantic-ai-slim | `backend="auto"` runs | why |', "|---|---|---|"]
+    for start, until in itertools.pairwise(bounds):
+        _, why = choose_backend(start, start != table.OLDEST)  # "pydantic-ai X has ..."
+        rows.append(f"| {table.span(start, until)} | histfix's own walk | {why.split(' ', 2)[2]} |")
+    current = table.UPSTREAM_REPAIR_CURRENT
+    rows.append(
+        f"| {current.release} and newer | upstream `repair_messages` | {current.what} ({current.source}) |"
+    )
+    return "\n".join(rows) + "\n"
+
+
+def release_table() -> str:
+    """Every entry of the release table: the release, what changed, and how histfix tells."""
+    from histfix._release import table
+
+    how = {
+        "detected": "detected (present or not)",
+        "compared": "release compared (same name, new behaviour)",
+        "noted": "none: the same repair on every release",
+    }
+    rows = ["| release | what changed | histfix tells by |", "|---|---|---|"]
+    for note in sorted(table.NOTES, key=lambda note: tuple(map(int, note.release.split(".")))):
+        release = note.release if not note.until else table.span(note.release, note.until)
+        what = note.what.replace("|", "\\|") + (f" (before: {note.before})" if note.before else "")
+        rows.append(f"| [{release}]({note.link}) | {what} | {how[note.how]}: `{note.name}` |")
+    return "\n".join(rows) + "\n"
+
+
 def generated_section(page: str, begin: str = BEGIN, end: str = END) -> tuple[int, int]:
     """Where a generated table sits in ``page``: after the ``begin`` line, up to ``end``."""
     start = page.index("\n", page.index(begin)) + 1
     return start, page.index(end, start)
 
 
-#: Each generated table: its markers and what it is made of.
-GENERATED = ((BEGIN, END, profile_passes), (PREFIXES_BEGIN, PREFIXES_END, prefix_table))
+#: Each generated table: its page, its markers and what it is made of.
+GENERATED = (
+    (PROVIDERS_PAGE, BEGIN, END, profile_passes),
+    (PROVIDERS_PAGE, PREFIXES_BEGIN, PREFIXES_END, prefix_table),
+    (BACKENDS_PAGE, BACKENDS_BEGIN, BACKENDS_END, backend_table),
+    (BACKENDS_PAGE, NOTES_BEGIN, NOTES_END, release_table),
+)
 
 
-@pytest.mark.parametrize(("begin", "end", "table"), GENERATED, ids=["profile passes", "prefixes"])
-def test_the_generated_tables_on_the_providers_page_are_the_codes(begin: str, end: str, table: Any) -> None:
-    page = PROVIDERS_PAGE.read_text()
+@pytest.mark.parametrize(
+    ("path", "begin", "end", "table"), GENERATED, ids=["profile passes", "prefixes", "backends", "releases"]
+)
+def test_the_generated_tables_are_the_codes(path: Path, begin: str, end: str, table: Any) -> None:
+    page = path.read_text()
     start, stop = generated_section(page, begin, end)
     assert page[start:stop] == table(), (
-        "docs/providers.md is stale: run `PYTHONPATH=src:tests/support python tests/test_docs.py`"
+        f"{path.relative_to(ROOT)} is stale: run `PYTHONPATH=src:tests/support python tests/test_docs.py`"
     )
 
 
 if __name__ == "__main__":  # rewrite the generated tables (PYTHONPATH=src:tests/support)
-    text = PROVIDERS_PAGE.read_text()
-    for begin, end, table in GENERATED:
-        start, stop = generated_section(text, begin, end)
-        text = text[:start] + table() + text[stop:]
-    PROVIDERS_PAGE.write_text(text)
-    print(f"wrote the profile passes and the prefixes into {PROVIDERS_PAGE}")
+    for page_path in dict.fromkeys(path for path, *_ in GENERATED):
+        text = page_path.read_text()
+        for path, begin, end, table in GENERATED:
+            if path == page_path:
+                start, stop = generated_section(text, begin, end)
+                text = text[:start] + table() + text[stop:]
+        page_path.write_text(text)
+        print(f"wrote the generated tables into {page_path}")

@@ -24,7 +24,8 @@ import make_dumps
 from histfix._portable import dump_json, load_json
 from histfix._release import installed as _release
 from histfix._release import probes as _load_probes
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from conftest import PYDANTIC_AI
 from dsl import INTERRUPTED, MARKER, call, native_call, native_return, real, req, resp, ret, ts, user
@@ -50,7 +51,7 @@ RELEASES = [
     "2.78.0",
 ]
 DUMP_FILES = sorted(DUMPS.glob("*.json"), key=lambda path: Version(path.stem))
-RELEASE = f"pydantic-ai {_release.VERSION_STRING}"
+RELEASE = f"pydantic-ai {_release.current()[1]}"
 CUSTOM_KIND = make_dumps.CUSTOM_KIND
 
 
@@ -169,7 +170,7 @@ def test_retried_return_becomes_a_retry_prompt_before_2_60() -> None:
     )
     part["retry"] = {"cause": "model_retry", "attempt": 1, "max_retries": 1}
     loaded = load_json(history_with(part))[2].parts[0]
-    if _compat.OUTCOME_RETRIED:
+    if has(table.OUTCOME_RETRIED):
         assert isinstance(loaded, pai.ToolReturnPart)
         assert loaded.outcome == "retried"
     else:  # 1.0.0-1.66 would otherwise load it as a successful return, 1.67-2.59 reject it
@@ -185,7 +186,7 @@ def test_retried_validation_errors_keep_every_word() -> None:
         {"type": "missing", "loc": ["country"], "msg": "Field required"},  # no 'input'
     ]
     loaded = load_json(history_with(ret("get_weather", "c1", errors, outcome="retried")))[2].parts[0]
-    if _compat.OUTCOME_RETRIED:
+    if has(table.OUTCOME_RETRIED):
         assert loaded.content == errors
     else:
         assert type(loaded).__name__ == "RetryPromptPart"
@@ -215,7 +216,7 @@ def feedback(content: str = "End the answer with a full stop.", **extra: Any) ->
 def test_retry_feedback_becomes_a_tool_less_retry_prompt_before_2_60() -> None:
     data = history_with(feedback())
     loaded = load_json(data)[2].parts[0]
-    if _compat.HAS_RETRY_FEEDBACK_PART:
+    if has(table.RETRY_FEEDBACK_PART):
         assert type(loaded).__name__ == "RetryFeedbackPart"
     else:
         assert type(loaded).__name__ == "RetryPromptPart"
@@ -225,7 +226,7 @@ def test_retry_feedback_becomes_a_tool_less_retry_prompt_before_2_60() -> None:
     assert load_json(data) == load_json(data)
 
 
-@pytest.mark.skipif(_compat.HAS_RETRY_FEEDBACK_PART, reason="the release loads retry-feedback itself")
+@pytest.mark.skipif(has(table.RETRY_FEEDBACK_PART), reason="the release loads retry-feedback itself")
 def test_retry_feedback_keeps_its_tool_call_id() -> None:
     loaded = load_json(history_with(feedback(tool_call_id="fb_1")))[2].parts[0]
     assert (loaded.tool_name, loaded.tool_call_id) == (None, "fb_1")
@@ -237,9 +238,9 @@ def test_rejected_outcome_is_removed_and_the_marker_kept(outcome: str) -> None:
     loaded = load_json(history_with(part))[2].parts[0]
     assert isinstance(loaded, pai.ToolReturnPart)
     assert (loaded.content, loaded.metadata, loaded.tool_call_id) == (INTERRUPTED, {MARKER: True}, "c1")
-    if not _compat.RETURN_HAS_OUTCOME:
+    if not has(table.RETURN_OUTCOME):
         assert not hasattr(loaded, "outcome")
-    elif outcome == "interrupted" and _compat.OUTCOME_INTERRUPTED:
+    elif outcome == "interrupted" and has(table.OUTCOME_INTERRUPTED):
         assert loaded.outcome == "interrupted"
     else:  # 1.67.0-2.9.1 have no 'interrupted'; no release has 'exploded'
         assert loaded.outcome == "success"
@@ -251,7 +252,9 @@ def test_retried_native_return_has_no_retry_prompt_to_become() -> None:
     loaded = load_json(history_with(native_call("web_search", "n1"), native, message="response"))
     part = loaded[2].parts[1]
     assert (part.part_kind, part.content, part.tool_call_id) == ("builtin-tool-return", "timed out", "n1")
-    assert getattr(part, "outcome", None) in (("retried",) if _compat.OUTCOME_RETRIED else ("success", None))
+    assert getattr(part, "outcome", None) in (
+        ("retried",) if has(table.OUTCOME_RETRIED) else ("success", None)
+    )
 
 
 def test_custom_tool_kind_is_kept_where_it_loads_and_removed_elsewhere() -> None:
@@ -264,7 +267,7 @@ def test_custom_tool_kind_is_kept_where_it_loads_and_removed_elsewhere() -> None
     )
     loaded = load_json(data)
     kept = _load_probes.part_value_kept("tool-call", "tool_kind", CUSTOM_KIND)
-    assert kept == (_compat.RETURN_HAS_TOOL_KIND and Version(_release.VERSION_STRING) >= Version("2.58.0"))
+    assert kept == (has(table.RETURN_TOOL_KIND) and Version(_release.current()[1]) >= Version("2.58.0"))
     expected = CUSTOM_KIND if kept else None
     assert getattr(loaded[1].parts[0], "tool_kind", None) == expected
     assert getattr(loaded[2].parts[0], "tool_kind", None) == expected
@@ -301,7 +304,7 @@ def test_core_tool_kind_whose_part_fits_is_kept() -> None:
         ]
     )
     loaded = load_json(data)
-    expected = "tool-search" if _compat.RETURN_HAS_TOOL_KIND else None
+    expected = "tool-search" if has(table.RETURN_TOOL_KIND) else None
     assert getattr(loaded[1].parts[0], "tool_kind", None) == expected
     assert getattr(loaded[2].parts[0], "tool_kind", None) == expected
     assert load_json(dump_json(loaded)) == loaded
@@ -334,11 +337,11 @@ def test_conversions_are_logged_at_debug(caplog: pytest.LogCaptureFixture) -> No
         r.getMessage() for r in caplog.records if r.name == "histfix" and "loaded as" in r.getMessage()
     ]
     expected = []
-    if not _compat.OUTCOME_RETRIED:
+    if not has(table.OUTCOME_RETRIED):
         expected.append(
             "messages[2].parts[0]: tool-return with outcome='retried' loaded as a retry-prompt; dropped outcome"
         )
-    if not _compat.HAS_RETRY_FEEDBACK_PART:
+    if not has(table.RETRY_FEEDBACK_PART):
         expected.append(
             "messages[2].parts[1]: retry-feedback loaded as a tool-less retry-prompt; dropped retry"
         )
@@ -441,7 +444,7 @@ def test_retry_feedback_in_a_response_is_an_error() -> None:
     data = json.dumps([req(PART), resp(feedback())])
     expected = (
         "messages[1].parts[0]: part_kind 'retry-feedback' belongs in a request, not a response"
-        if _compat.HAS_RETRY_FEEDBACK_PART
+        if has(table.RETRY_FEEDBACK_PART)
         else f"messages[1].parts[0]: part_kind 'retry-feedback' is not supported by {RELEASE}"
     )
     with pytest.raises(ValueError) as caught:

@@ -13,7 +13,9 @@ from ._records.inputs import as_history
 from ._records.problems import Problem
 from ._records.state import HistoryState
 from ._records.tokens import estimate_tokens
+from ._release import table
 from ._release.override import forced_backend as _forced_backend
+from ._release.switches import has
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -73,18 +75,18 @@ def _require_pydantic_ai() -> None:
 
 def backend_info() -> BackendInfo:
     """Describe the installed pydantic-ai and the repair path ``repair(..., backend="auto")`` runs."""
-    from ._release import installed as _release
-    from ._release import switches as _compat
     from ._release.backend import choose_backend
-    from ._release.detect import features
+    from ._release.installed import NEWEST_TESTED, current
+    from ._release.switches import features
 
-    chosen, reason = choose_backend(_release.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES, _forced_backend())
+    distribution, version = current()
+    chosen, reason = choose_backend(version, has(table.REPAIR_MESSAGES), _forced_backend())
     return BackendInfo(
         backend=chosen,  # type: ignore[arg-type]
         reason=reason,
-        distribution=_release.DISTRIBUTION,
-        version=_release.VERSION_STRING,
-        newest_tested=_release.NEWEST_TESTED,
+        distribution=distribution,
+        version=version,
+        newest_tested=NEWEST_TESTED,
         features=features(),
     )
 

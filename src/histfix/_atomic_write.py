@@ -20,20 +20,33 @@ from pathlib import Path
 __all__ = ["TemporaryFile", "write_atomically"]
 
 
-def _current_umask() -> int:
-    mask = os.umask(0o077)  # reading the umask means setting it; put it straight back
-    os.umask(mask)
-    return mask
+def _new_file_mode(folder: Path) -> int:
+    """The mode a new regular file gets in ``folder``: asked of the file system by creating one (0666,
+    less the umask, as the kernel applies it), nameless where it can be. Reading the umask itself
+    means setting it, for the whole process: a thread creating a file meanwhile would get the wrong one."""
+    probe = _unnamed(folder, 0o666)
+    if probe is not None:
+        try:
+            return stat.S_IMODE(os.fstat(probe).st_mode)
+        finally:
+            os.close(probe)
+    name = folder / f".histfix-mode-{secrets.token_hex(4)}.tmp"
+    probe = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        return stat.S_IMODE(os.fstat(probe).st_mode)
+    finally:
+        os.close(probe)
+        name.unlink(missing_ok=True)
 
 
-def _unnamed(folder: Path) -> int | None:
+def _unnamed(folder: Path, mode: int = 0o600) -> int | None:
     """An fd on a new, nameless file in ``folder`` (Linux ``O_TMPFILE``), or None where there is none."""
     flags = getattr(os, "O_TMPFILE", 0)
     # A nameless file gets its name through /proc's link to it: without /proc it could not.
     if not flags or not os.path.isdir("/proc/self/fd"):
         return None
     try:
-        return os.open(folder, flags | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        return os.open(folder, flags | os.O_RDWR | os.O_CLOEXEC, mode)
     except OSError:  # a file system (or kernel) without it
         return None
 
@@ -131,7 +144,7 @@ def write_atomically(target: Path, data: bytes) -> None:
         except FileNotFoundError:
             old = None
         if old is None:
-            temporary.set_mode(0o666 & ~_current_umask())
+            temporary.set_mode(_new_file_mode(temporary.folder))
         else:
             keep = (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid())
             temporary.set_mode(stat.S_IMODE(old.st_mode), (old.st_uid, old.st_gid) if keep else None)

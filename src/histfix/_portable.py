@@ -43,8 +43,9 @@ from ._jsonerrors import describe_json_error
 from ._records.depth import deepest_field, depth_limit, describe_nesting, too_deep_text
 from ._records.inputs import as_history, check_messages
 from ._release import probes as _load_probes
-from ._release import switches as _compat
-from ._release.installed import VERSION_STRING
+from ._release import table
+from ._release.installed import current
+from ._release.switches import has
 
 __all__ = ["dump_json", "load_json"]
 
@@ -64,7 +65,7 @@ _CAPABILITY = "capability"
 
 
 def _release() -> str:
-    return f"pydantic-ai {VERSION_STRING}"
+    return f"pydantic-ai {current()[1]}"
 
 
 def _one_line(text: str) -> str:
@@ -156,7 +157,7 @@ def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
     if not isinstance(part_kind, str):
         raise ValueError(f"{path}: missing 'part_kind' (the part's type)")
 
-    if part_kind == _RETRY_FEEDBACK and message_kind == "request" and not _compat.HAS_RETRY_FEEDBACK_PART:
+    if part_kind == _RETRY_FEEDBACK and message_kind == "request" and not has(table.RETRY_FEEDBACK_PART):
         # A retry that answers no tool call: before 2.60.0 a RetryPromptPart without a tool name.
         # RetryPromptPart invents a random id when none is given; a fixed one keeps loading pure.
         call_id = part.get("tool_call_id")
@@ -195,7 +196,7 @@ def _convert_part(part: Json, message_kind: str, at: tuple[int, int]) -> Json:
             and value == "retried"
             and part_kind == "tool-return"
             and isinstance(part.get("tool_name"), str)
-            and not _compat.OUTCOME_RETRIED
+            and not has(table.OUTCOME_RETRIED)
         ):
             converted = _retry_prompt(part, tool_call_id=part.get("tool_call_id"))
             if logger.isEnabledFor(logging.DEBUG):

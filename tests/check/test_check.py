@@ -15,7 +15,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from corpus import CASES
 from dsl import Case, call, load, load_history, loadable, real, req, resp, ret, retry, text, user
@@ -108,7 +108,7 @@ def test_report_is_repair_for_an_in_memory_toolless_retry() -> None:
     )
     assert sum(isinstance(p, pai.RetryPromptPart) for m in history for p in m.parts) == 1
     walked = histfix.repair(history, backend="histfix")
-    if _compat.UPSTREAM_REPAIR_IS_CURRENT:  # the one known difference between upstream and the walk
+    if upstream_repair_is_current():  # the one known difference between upstream and the walk
         assert walked != histfix.repair(history)
     else:
         assert walked == histfix.repair(history)

@@ -23,8 +23,9 @@ from pydantic_ai import messages as pai
 import histfix
 from histfix._atomic_write import write_atomically
 from histfix._cli.commands import build_parser, main
+from histfix._release import table
 from histfix._release.pinned import release_pins
-from histfix._release.switches import HAS_REPAIR_MESSAGES
+from histfix._release.switches import has
 from histfix._trim import turn_starts
 
 from corpus import CASES
@@ -757,7 +758,7 @@ def test_forcing_upstream_before_2_53_is_one_line_and_exit_2(
 ) -> None:
     monkeypatch.setenv("HISTFIX_BACKEND", "upstream")
     code, out, err = run(capsys, *(a.format(file=broken) for a in argv))
-    if HAS_REPAIR_MESSAGES:  # there it is in force, as `info` says
+    if has(table.REPAIR_MESSAGES):  # there it is in force, as `info` says
         assert code in (0, 1) and err == ""
         if argv == ["info"]:
             assert "repair path: upstream: forced by HISTFIX_BACKEND=upstream" in out

@@ -13,7 +13,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import HAS_UPSTREAM_REPAIR
 from corpus import CASES
@@ -40,7 +40,7 @@ def upstream_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield calls
 
 
-@pytest.mark.skipif(not _compat.UPSTREAM_REPAIR_IS_CURRENT, reason="auto delegates from 2.78.0")
+@pytest.mark.skipif(not upstream_repair_is_current(), reason="auto delegates from 2.78.0")
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_a_profile_with_nothing_to_fix_returns_upstream_s_repair(case: Case) -> None:
     """Where the profile changes nothing beyond the default repair, ``repair(h, provider=P)`` is

@@ -13,8 +13,8 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
-from histfix._profiles.rules import call_ids as _call_ids
 from histfix._profiles.scan import Scan, Survey
 from histfix._repair.folding import with_parts
 from histfix._repair.pairing import pair
@@ -202,7 +202,7 @@ def test_a_repair_whose_pairing_finds_no_misplaced_result_makes_none(last: bool)
     repair's pairing found no duplicate or late result in its input
     (``Scan.remember_results_in_place``): the repair must never make one. Checked on every
     history (a third of them at least qualify)."""
-    from histfix._profiles.rules.call_results import misplaced_results
+    from histfix._profiles.call_results import misplaced_results
     from histfix._repair.walk import repair_walk
 
     qualified = 0
@@ -220,7 +220,7 @@ def test_the_remembered_list_skips_the_walk_for_the_same_messages_only(
 ) -> None:
     """``misplaced_for_pass`` answers [] without walking for a list of the remembered messages (the
     runner goes on with its input's copy when the repair changed nothing), and walks any other."""
-    from histfix._profiles.rules import call_results as _call_results
+    from histfix._profiles import call_results as _call_results
 
     late = load([req(user("q")), resp(call("f", "a"), at=1), resp(text("t"), at=2), req(ret("f", "a"))])
     walked = []
@@ -292,7 +292,7 @@ def test_a_settled_history_says_where_its_results_are_in_place(last: bool) -> No
     """Where the forward walk says every result is in place, the profiles skip their walk for
     duplicate and late results (``remember_results_in_place``): its output must hold none. Where it
     says not, some must really be apart (or the shortcut is lost for nothing)."""
-    from histfix._profiles.rules.call_results import classified
+    from histfix._profiles.call_results import classified
     from histfix._repair.forward import settled_with_ids
 
     in_place = apart = 0

@@ -1,4 +1,4 @@
-"""The profile registry: every rule once, in the pass order its reasons need, and the per-target view."""
+"""The profile registry: every rule once, in ORDER, consistent with the rule modules, and the per-target view."""
 
 from __future__ import annotations
 
@@ -13,19 +13,6 @@ from histfix._profiles.registry import RULES, in_pass_order, rules_for
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
 
 from dsl import call, load, req, resp, text
-
-#: Passes that drop parts (or whole parts' content): they run before no_empty_content, which then
-#: drops what they emptied.
-DROPPING = (
-    "native_calls_paired",
-    "thinking_transfers",
-    "response_files_sendable",
-    "files_only_responses_sent",
-    "bedrock_thinking_signed",
-    "reasoning_followed",
-)
-#: The turn rules: they can make two responses neighbours, so alternation comes after them.
-TURNS = ("requests_send_something", "responses_send_something", "opens_with_user_turn")
 
 
 def test_each_rule_is_registered_once_under_its_pass_name() -> None:
@@ -74,25 +61,10 @@ def test_every_pass_with_a_detect_in_a_rule_module_is_registered() -> None:
     assert len(passes) >= len(RULES) - 1 and passes <= registered, sorted(passes - registered)
 
 
-def test_the_pass_order_is_the_one_its_reasons_need() -> None:
-    names = [rule.name for rule in RULES]
-
-    def before(first: str, then: str) -> bool:
-        return names.index(first) < names.index(then)
-
+def test_the_order_runs_every_before_stage_rule_first() -> None:
+    """The one fact of ORDER that is not a reason: the stages are not interleaved."""
     stages = [rule.stage for rule in RULES]
-    assert stages == sorted(stages, key=("before", "after").index)  # the renames first
-    for dropping in DROPPING:
-        assert before(dropping, "no_empty_content"), dropping
-    assert before("thinking_transfers", "bedrock_thinking_signed")  # it sees the unsigned thinking
-    assert before("thinking_transfers", "reasoning_followed")
-    assert before("no_empty_content", "starts_with_user")  # an emptied first request is gone first
-    for call_rule in ("one_result_per_call", "results_follow_their_call", "tool_args_sendable"):
-        assert before(call_rule, "native_calls_paired"), call_rule  # shape rules see paired calls
-    for turn_rule in (*TURNS, "tool_results_alone"):
-        assert before(turn_rule, "alternating_roles"), turn_rule
-    assert before("results_first", "tool_results_alone")
-    assert names[-1] == "instructions_placed"  # it counts the wire messages every other rule may change
+    assert stages == sorted(stages, key=("before", "after").index)
 
 
 def test_a_target_gets_the_rules_of_its_apis_in_pass_order() -> None:

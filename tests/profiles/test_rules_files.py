@@ -14,11 +14,13 @@ import copy
 from typing import Any
 
 import pytest
+from packaging.version import Version
 from pydantic_ai import messages as pai
 from test_provider_generated import generated_history
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, text, user
@@ -26,7 +28,7 @@ from provider_bench import Bench
 
 FILE_PART = getattr(pai, "FilePart", None)
 needs_file_part = pytest.mark.skipif(FILE_PART is None, reason="FilePart arrived after 1.0.7")
-FAILS_ON_FILES = FILE_PART is not None and not _compat.bedrock_skips_response_files()
+FAILS_ON_FILES = FILE_PART is not None and not has(table.BEDROCK_SKIPS_RESPONSE_FILES)
 #: The generated histories that found the gaps (tests/profiles/test_provider_generated.py: 1.67.0's seeds,
 #: and 2.9.1's in the long campaign, HISTFIX_PROVIDER_GENERATED=500).
 FOUND_ON_1_67 = 2562699975196673
@@ -53,10 +55,8 @@ def _files(history: list[pai.ModelMessage]) -> int:
 def test_the_switch_is_the_measured_boundary() -> None:
     """1.79.0 is the last release whose BedrockConverseModel fails on a response file (read in its
     models/bedrock.py and measured below on the installed release)."""
-    assert str(_compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE) == "1.80.0"
-    assert _compat.bedrock_skips_response_files() == (
-        PYDANTIC_AI >= _compat.BEDROCK_SKIPS_RESPONSE_FILES_SINCE
-    )
+    assert table.BEDROCK_SKIPS_RESPONSE_FILES.release == "1.80.0"
+    assert has(table.BEDROCK_SKIPS_RESPONSE_FILES) == (Version("1.80.0") <= PYDANTIC_AI)
 
 
 @needs_file_part

@@ -19,10 +19,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from packaging.version import Version
 from test_provider_generated import generated_history
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, system, text, user
@@ -30,7 +32,7 @@ from emulators import PROVIDER_APIS
 from provider_bench import Bench
 from wire import system_blocks_chat_client
 
-AFFECTED = _compat.instructions_at_system_count()
+AFFECTED = has(table.INSTRUCTIONS_AT_SYSTEM_COUNT)
 FOUND_ON_1_67 = (2562699975196837, 2562699975196840, 2562699975197037)
 APIS = ("openai-chat", "mistral")
 #: Nine letters or digits: ids every Mistral release sends as stored.
@@ -88,9 +90,9 @@ def _moves(history: list[Json], target: str) -> list[histfix.Change]:
 def test_the_switch_is_the_read_boundary() -> None:
     """1.32.0 inserts the instructions first, 1.33.0-1.74.x at the system count, 1.75.0 after the
     leading system messages (read in their wheels)."""
-    assert tuple(map(str, _compat.INSTRUCTIONS_AT_SYSTEM_COUNT)) == ("1.33.0", "1.75.0")
-    low, high = _compat.INSTRUCTIONS_AT_SYSTEM_COUNT
-    assert (low <= PYDANTIC_AI < high) == AFFECTED
+    note = table.INSTRUCTIONS_AT_SYSTEM_COUNT
+    assert (note.release, note.until) == ("1.33.0", "1.75.0")
+    assert (Version("1.33.0") <= PYDANTIC_AI < Version("1.75.0")) == AFFECTED
 
 
 @pytest.mark.uses_sdk(*APIS)
@@ -105,7 +107,7 @@ def test_refused_exactly_where_the_release_miscounts_and_the_profiles_are_accept
     if AFFECTED:
         assert default.kind == "rejected", default
     elif api == "openai-chat" and not (
-        name == "opens on a response" and _compat.agent_refuses_response_first()
+        name == "opens on a response" and has(table.AGENT_REFUSES_RESPONSE_FIRST)
     ):
         assert default.kind == "accepted", default
     for target in (api, "any"):
@@ -151,7 +153,7 @@ def test_system_prompts_move_only_where_needed_and_each_move_is_reported(name: s
     assert not _moves(LATER_SYSTEM, "anthropic")  # only the two APIs that count
 
 
-ANNOUNCED = _compat.framing_announced_in_first_request()
+ANNOUNCED = has(table.FRAMING_ANNOUNCED)
 #: A slice opening on a response with a call; after its result a system prompt (which the release sends as a
 #: ``<system>`` block, and announces); ending on a request of only a result, so the run sends it as it is,
 #: with the instructions of the request before.
@@ -166,8 +168,8 @@ OPENS_ON_CALLS: list[Json] = [
 def test_the_announcement_switch_is_the_read_boundary() -> None:
     """2.62.0 announces nothing; 2.63.0 (``_announce_system_voice``) to 2.78.0
     (``Model._announce_in_standing_prompt``) put it at the front of the first request (read in their wheels)."""
-    assert str(_compat.FRAMING_ANNOUNCED_SINCE) == "2.63.0"
-    assert (PYDANTIC_AI >= _compat.FRAMING_ANNOUNCED_SINCE) == ANNOUNCED
+    assert table.FRAMING_ANNOUNCED.release == "2.63.0"
+    assert (Version("2.63.0") <= PYDANTIC_AI) == ANNOUNCED
 
 
 @pytest.mark.uses_sdk("openai-chat")

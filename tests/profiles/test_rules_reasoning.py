@@ -17,18 +17,23 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from packaging.version import Version
 from pydantic_ai import messages as pai
 from test_provider_generated import generated_history
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
 from conftest import PYDANTIC_AI
 from dsl import Json, call, load, req, resp, ret, text, user
 from emulators import serve
 from wire import Client, Driver, Outcome, reasoning_responses_client
 
-MODE = _compat.responses_reasoning_items()
+#: Which thinking parts the installed OpenAIResponsesModel sends as reasoning items.
+MODE = (
+    "none" if not has(table.THINKING_SENT) else "own" if has(table.RESPONSES_REASONING_OWN_ONLY) else "every"
+)
 #: Thinking has ``id`` and ``provider_name`` (both arrived in 1.0.x after 1.0.0's ThinkingPart).
 FIELDS = {field.name for field in dataclasses.fields(pai.ThinkingPart)}
 needs_ids = pytest.mark.skipif(
@@ -122,15 +127,13 @@ def _send(responses: tuple[Client, Any, Driver], history: list[pai.ModelMessage]
 def test_the_switches_are_the_read_boundaries() -> None:
     """1.0.3 first sends thinking, 1.0.5 first sends only OpenAI's own as reasoning items (read in
     the wheels of 1.0.1-1.0.7), 1.0.9 first sends OpenAI's native calls (1.0.8/1.0.9)."""
-    assert (str(_compat.THINKING_SENT_SINCE), str(_compat.RESPONSES_REASONING_OWN_ONLY_SINCE)) == (
-        "1.0.3",
-        "1.0.5",
-    )
-    expected = "none" if PYDANTIC_AI < _compat.THINKING_SENT_SINCE else "every"
-    if PYDANTIC_AI >= _compat.RESPONSES_REASONING_OWN_ONLY_SINCE:
+    assert (table.THINKING_SENT.release, table.RESPONSES_REASONING_OWN_ONLY.release) == ("1.0.3", "1.0.5")
+    assert table.RESPONSES_NATIVE_CALLS_SENT.release == "1.0.9"
+    expected = "none" if Version("1.0.3") > PYDANTIC_AI else "every"
+    if Version("1.0.5") <= PYDANTIC_AI:
         expected = "own"
     assert expected == MODE
-    assert _compat.responses_native_calls_sent() == (PYDANTIC_AI >= _compat.RESPONSES_NATIVE_CALLS_SENT_SINCE)
+    assert has(table.RESPONSES_NATIVE_CALLS_SENT) == (Version("1.0.9") <= PYDANTIC_AI)
 
 
 @needs_ids
@@ -207,4 +210,4 @@ def test_an_own_native_call_is_a_follower_only_where_the_release_sends_it() -> N
     history = load([req(user("hi")), _openai(_own(), native_call), req(user("again"))])
     changes = histfix.repair_report(history, provider="openai-responses").changes
     cleared = any(change.kind == "unfollowed_reasoning" for change in changes)
-    assert cleared == (MODE != "none" and not _compat.responses_native_calls_sent())
+    assert cleared == (MODE != "none" and not has(table.RESPONSES_NATIVE_CALLS_SENT))

@@ -1,9 +1,13 @@
-"""The one list of release switches: every declared switch is detected, and detected on the real release."""
+"""The release table and the one question asked of it: every entry detected or compared as it
+says, on the real release, and the caches it keeps in sight."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -11,69 +15,79 @@ from packaging.version import Version
 from pydantic_ai import messages as pai
 
 from histfix._release import installed as _release
-from histfix._release import switches as _compat
-from histfix._release.backend import UPSTREAM_CURRENT_SINCE
-from histfix._release.detect import features, switches
-from histfix._release.switches import DETECTED
+from histfix._release import switches, table
+from histfix._release.backend import upstream_is_current
+from histfix._release.detect import FIELDS, detected
+from histfix._release.switches import features, has, holds
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI, mistral_profile_fits_ids
 
+DETECTED = {note.name for note in table.NOTES if note.how == "detected"}
 
-def test_every_declared_switch_is_detected_and_exported() -> None:
-    assert set(switches()) == DETECTED
-    assert set(_compat.__all__) >= DETECTED
-    for name, value in switches().items():
+
+def test_every_entry_is_named_once_says_how_and_orders_its_releases() -> None:
+    names = [note.name for note in table.NOTES]
+    assert len(names) == len(set(names))
+    for note in table.NOTES:
+        assert getattr(table, note.name) is note, note  # the constant is the entry of its own name
+        assert note.how in ("detected", "compared", "noted") and note.what, note
+        assert Version(note.release) >= Version("1.0.0"), note
+        assert not note.until or Version(note.until) > Version(note.release), note
+        assert note.link.endswith(f"/v{note.release}"), note
+    assert tuple(sorted(table.REPAIR_FIXES, key=lambda note: Version(note.release))) == table.REPAIR_FIXES
+    assert table.UPSTREAM_REPAIR_CURRENT.release == table.REPAIR_FIXES[-1].release
+    assert all(fix.before for fix in table.REPAIR_FIXES)  # the backend's reasons quote them
+
+
+def test_every_detected_entry_is_detected_and_nothing_else() -> None:
+    assert set(detected()) == DETECTED
+    for name, value in detected().items():
         if name == "TOOL_AVAILABILITY_DELTA":
             assert value is None or isinstance(value, type)
-        else:  # a bool, not something truthy: callers test them with `is`
+        else:  # a bool, not something truthy
             assert type(value) is bool, name
-        assert getattr(_compat, name) is value, name
-    for name in sorted(set(_compat.__all__) - DETECTED):
-        value = getattr(_compat, name)
-        if name.endswith("_SINCE"):
-            assert isinstance(value, Version), name
-        elif name.isupper():  # a release range: [first, first not)
-            low, high = value
-            assert isinstance(low, Version) and isinstance(high, Version) and low < high, name
-        else:
-            assert callable(value), name
+
+
+def test_a_field_entry_detects_the_field_it_names_and_no_other_entry_does() -> None:
+    """An entry is its own documentation: what it says is what is detected (ModelRequest.metadata and
+    .timestamp arrive together on every pinned release, so only this tells their detections apart)."""
+    assert len(set(FIELDS.values())) == len(FIELDS)
+    for note, (cls, field) in FIELDS.items():
+        assert note.how == "detected" and note.what.partition(",")[0] == f"{cls}.{field}", note
 
 
 def test_switches_agree_with_the_installed_release() -> None:
-    assert _compat.HAS_REPAIR_MESSAGES is HAS_UPSTREAM_REPAIR
-    assert _compat.UPSTREAM_REPAIR_IS_CURRENT is (
-        HAS_UPSTREAM_REPAIR and Version(UPSTREAM_CURRENT_SINCE) <= PYDANTIC_AI
-    )
-    assert _compat.TOOL_AVAILABILITY_DELTA is getattr(pai, "ToolAvailabilityDeltaPart", None)
-    assert _compat.HAS_RETRY_FEEDBACK_PART is hasattr(pai, "RetryFeedbackPart")
-    assert features()["repair_messages"] is HAS_UPSTREAM_REPAIR
+    assert has(table.REPAIR_MESSAGES) is HAS_UPSTREAM_REPAIR
+    assert switches.upstream_repair_is_current() is (HAS_UPSTREAM_REPAIR and Version("2.78.0") <= PYDANTIC_AI)
+    assert switches.delta_part() is getattr(pai, "ToolAvailabilityDeltaPart", None)
+    assert has(table.RETRY_FEEDBACK_PART) is hasattr(pai, "RetryFeedbackPart")
     # releases from upstream-behaviour.md; detected by probe, so on every Python (3.10 included)
-    assert _compat.OUTCOME_INTERRUPTED is (Version("2.10.0") <= PYDANTIC_AI)
-    assert _compat.OUTCOME_RETRIED is (Version("2.60.0") <= PYDANTIC_AI)
-    assert _compat.RETURN_HAS_OUTCOME is (Version("1.67.0") <= PYDANTIC_AI)
-    assert _compat.RETURN_HAS_TOOL_KIND is (Version("1.95.0") <= PYDANTIC_AI)
-    assert _compat.RETURN_HAS_UI_VISIBILITY is (Version("2.78.0") <= PYDANTIC_AI)
-    assert _compat.REQUEST_HAS_TIMESTAMP is (Version("1.38.0") <= PYDANTIC_AI)
-    assert _compat.REQUEST_HAS_METADATA is (Version("1.20.0") <= PYDANTIC_AI)
-    assert _compat.HAS_CONVERSATION_STORE is _imports("pydantic_ai.conversation_store", "ConversationStore")
+    assert has(table.OUTCOME_INTERRUPTED) is (Version("2.10.0") <= PYDANTIC_AI)
+    assert has(table.OUTCOME_RETRIED) is (Version("2.60.0") <= PYDANTIC_AI)
+    assert has(table.RETURN_OUTCOME) is (Version("1.67.0") <= PYDANTIC_AI)
+    assert has(table.RETURN_TOOL_KIND) is (Version("1.95.0") <= PYDANTIC_AI)
+    assert has(table.RETURN_UI_VISIBILITY) is (Version("2.78.0") <= PYDANTIC_AI)
+    assert has(table.REQUEST_TIMESTAMP) is (Version("1.38.0") <= PYDANTIC_AI)
+    assert has(table.REQUEST_METADATA) is (Version("1.20.0") <= PYDANTIC_AI)
+    assert has(table.CONVERSATION_STORE) is _imports("pydantic_ai.conversation_store", "ConversationStore")
     # behaviour, asked of the release itself
-    assert _compat.ARGS_AS_DICT_TOLERATES_INVALID is _args_as_dict_tolerates_invalid()
-    assert _compat.PROFILE_FITS_TOOL_CALL_IDS is mistral_profile_fits_ids()
+    assert has(table.ARGS_AS_DICT_TOLERATES_INVALID) is _args_as_dict_tolerates_invalid()
+    assert has(table.PROFILE_FITS_TOOL_CALL_IDS) is mistral_profile_fits_ids()
 
 
 def test_features_name_the_detected_switches() -> None:
     assert features() == {
-        "repair_messages": _compat.HAS_REPAIR_MESSAGES,
-        "upstream_repair_is_current": _compat.UPSTREAM_REPAIR_IS_CURRENT,
-        "tool_return_outcome": _compat.RETURN_HAS_OUTCOME,
-        "outcome_interrupted": _compat.OUTCOME_INTERRUPTED,
-        "tool_return_tool_kind": _compat.RETURN_HAS_TOOL_KIND,
-        "tool_return_ui_visibility": _compat.RETURN_HAS_UI_VISIBILITY,
-        "request_timestamp": _compat.REQUEST_HAS_TIMESTAMP,
-        "request_metadata": _compat.REQUEST_HAS_METADATA,
-        "tool_availability_delta_part": _compat.TOOL_AVAILABILITY_DELTA is not None,
-        "retry_feedback_part": _compat.HAS_RETRY_FEEDBACK_PART,
-        "outcome_retried": _compat.OUTCOME_RETRIED,
+        "repair_messages": has(table.REPAIR_MESSAGES),
+        "upstream_repair_is_current": switches.upstream_repair_is_current(),
+        "tool_return_outcome": has(table.RETURN_OUTCOME),
+        "outcome_interrupted": has(table.OUTCOME_INTERRUPTED),
+        "tool_return_tool_kind": has(table.RETURN_TOOL_KIND),
+        "tool_return_ui_visibility": has(table.RETURN_UI_VISIBILITY),
+        "request_timestamp": has(table.REQUEST_TIMESTAMP),
+        "request_metadata": has(table.REQUEST_METADATA),
+        "tool_availability_delta_part": switches.delta_part() is not None,
+        "retry_feedback_part": has(table.RETRY_FEEDBACK_PART),
+        "outcome_retried": has(table.OUTCOME_RETRIED),
     }
 
 
@@ -94,101 +108,134 @@ def _args_as_dict_tolerates_invalid() -> bool:
     return True
 
 
-#: The switches compared by release number, at the releases on either side of each boundary (from
-#: upstream-behaviour.md and the wheels the switch list names), well past it (2.68.0), and with no PEP
-#: 440 version (None).
-BY_RELEASE: list[tuple[str, list[tuple[str | None, object]]]] = [
+#: The entries compared by release number, at the releases on either side of each boundary (from
+#: upstream-behaviour.md and the wheels the table names), well past it (2.68.0), and with no PEP 440
+#: version (the newest release's answer).
+BY_RELEASE: list[tuple[table.Note, list[tuple[str, bool]]]] = [
     (
-        "openai_prefix_api",
-        [
-            ("1.107.10", "openai-chat"),
-            ("2.0.0", "openai-responses"),
-            ("2.68.0", "openai-responses"),
-            (None, "openai-responses"),
-        ],
+        table.OPENAI_PREFIX_IS_RESPONSES,
+        [("1.107.10", False), ("2.0.0", True), ("2.68.0", True), ("weird", True)],
     ),
-    ("native_return_named_by_tool", [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), (None, True)]),
-    ("bedrock_skips_response_files", [("1.79.0", False), ("1.80.0", True), ("2.68.0", True), (None, True)]),
-    ("bedrock_sends_only_own_thinking", [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), (None, True)]),
-    ("thinking_sent", [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), (None, True)]),
     (
-        "responses_reasoning_items",
-        [
-            ("1.0.0", "none"),
-            ("1.0.2", "none"),
-            ("1.0.3", "every"),
-            ("1.0.4", "every"),
-            ("1.0.5", "own"),
-            ("2.68.0", "own"),
-            (None, "own"),
-        ],
+        table.NATIVE_RETURN_NAMED_BY_TOOL,
+        [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), ("weird", True)],
     ),
-    ("responses_native_calls_sent", [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), (None, True)]),
     (
-        "agent_refuses_response_first",
+        table.BEDROCK_SKIPS_RESPONSE_FILES,
+        [("1.79.0", False), ("1.80.0", True), ("2.68.0", True), ("weird", True)],
+    ),
+    (
+        table.BEDROCK_SENDS_ONLY_OWN_THINKING,
+        [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), ("weird", True)],
+    ),
+    (table.THINKING_SENT, [("1.0.2", False), ("1.0.3", True), ("2.68.0", True), ("weird", True)]),
+    (
+        table.RESPONSES_REASONING_OWN_ONLY,
+        [("1.0.4", False), ("1.0.5", True), ("2.68.0", True), ("weird", True)],
+    ),
+    (
+        table.RESPONSES_NATIVE_CALLS_SENT,
+        [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), ("weird", True)],
+    ),
+    (table.FRAMING_ANNOUNCED, [("2.62.0", False), ("2.63.0", True), ("2.78.0", True), ("weird", True)]),
+    (
+        table.AGENT_REFUSES_RESPONSE_FIRST,
         [
             ("1.20.0", False),
             ("1.21.0", True),
             ("1.21.1", True),
             ("1.22.0", False),
             ("2.68.0", False),
-            (None, False),
+            ("weird", False),
         ],
     ),
     (
-        "instructions_at_system_count",
+        table.INSTRUCTIONS_AT_SYSTEM_COUNT,
         [
             ("1.32.0", False),
             ("1.33.0", True),
             ("1.74.9", True),
             ("1.75.0", False),
             ("2.68.0", False),
-            (None, False),
+            ("weird", False),
         ],
     ),
+    (table.RUN_REPAIRS_HISTORY, [("2.9.1", False), ("2.10.0", True), ("2.68.0", True), ("weird", True)]),
+    (table.REPAIR_MATCHES_FIFO, [("2.54.9", False), ("2.55.0", True), ("2.68.0", True), ("weird", True)]),
     (
-        "run_repair_adds_surplus_results",
-        [
-            ("2.9.1", False),
-            ("2.10.0", True),
-            ("2.54.9", True),
-            ("2.55.0", False),
-            ("2.68.0", False),
-            (None, False),
-        ],
+        table.UPSTREAM_REPAIR_CURRENT,
+        [("2.68.0", False), ("2.78.0rc1", False), ("2.78.0", True), ("weird", True)],
     ),
 ]
 
 
-@pytest.mark.parametrize(("name", "table"), BY_RELEASE, ids=[name for name, _ in BY_RELEASE])
-def test_release_compared_switches_flip_at_their_release(
-    name: str, table: list[tuple[str | None, object]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    switch = getattr(_compat, name)
-    for release, expected in table:
-        monkeypatch.setattr(_release, "VERSION", None if release is None else Version(release))
-        assert switch() == expected, (name, release)
+@pytest.mark.parametrize(("note", "table_"), BY_RELEASE, ids=[note.name for note, _ in BY_RELEASE])
+def test_compared_entries_flip_at_their_release(note: table.Note, table_: list[tuple[str, bool]]) -> None:
+    assert note.how == "compared"
+    for release, expected in table_:
+        assert holds(note, release) is expected, (note, release)
 
 
-def test_upstream_repair_is_current_needs_repair_messages_and_a_release_from_the_current_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The detection itself (uncached) on the installed messages module, as if it were each release."""
-    from histfix._release import detect as _detect
+def test_every_compared_entry_is_pinned_above() -> None:
+    compared = {note.name for note in table.NOTES if note.how == "compared"} - {
+        fix.name
+        for fix in table.REPAIR_FIXES[1:]  # the backend's reasons, in test_api
+    }
+    assert compared == {note.name for note, _ in BY_RELEASE}
 
+
+def test_the_upstream_repair_is_current_from_the_last_fix_with_repair_messages_only() -> None:
+    """The backend rule itself: a pre-release or a version that is not PEP 440 counts as older."""
     cases = (("2.59.0", False), ("2.68.0", False), ("2.78.0rc1", False), ("2.78.0", True), ("weird", False))
     for release, current in cases:
-        monkeypatch.setattr(_detect, "VERSION_STRING", release)
-        detected = _detect.switches.__wrapped__()
-        assert detected["UPSTREAM_REPAIR_IS_CURRENT"] is (HAS_UPSTREAM_REPAIR and current), release
-        assert detected["HAS_REPAIR_MESSAGES"] is HAS_UPSTREAM_REPAIR
+        assert upstream_is_current(release, True) is current, release
+        assert upstream_is_current(release, False) is False, release
+    version = _release.current()[1]
+    assert switches.upstream_repair_is_current() is upstream_is_current(version, HAS_UPSTREAM_REPAIR)
 
 
-def test_a_switch_is_detected_on_first_access_and_no_other_name_is_invented() -> None:
-    """The module's PEP 562 hook itself: a harness that touched the module first would hide it."""
-    assert _compat.__getattr__("HAS_REPAIR_MESSAGES") is HAS_UPSTREAM_REPAIR
-    with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_SWITCH'"):
-        _compat.__getattr__("NO_SUCH_SWITCH")
+def test_forget_reads_the_installed_release_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caches are in sight: what was read stays until ``forget``, then the next need reads anew."""
+    version = _release.current()[1]
+    monkeypatch.setattr(_release, "installed_release", lambda: ("pydantic-ai-slim", "1.0.2"))
+    assert _release.current()[1] == version  # kept
+    switches.forget()
+    try:
+        assert _release.current() == ("pydantic-ai-slim", "1.0.2")
+        assert has(table.THINKING_SENT) is False  # compared with the release read now
+    finally:
+        monkeypatch.undo()
+        switches.forget()
+    assert _release.current()[1] == version
+
+
+def test_pydantic_ai_installed_after_histfix_was_used_is_read_when_first_needed() -> None:
+    """Nothing is read at import, and "none installed" is not kept: a process that finds pydantic-ai
+    only later (here: its folder joins sys.path after a first call failed) repairs with it."""
+    src = str(Path(__file__).parents[2] / "src")
+    site = sysconfig.get_paths()["purelib"]
+    script = (
+        "import sys\n"
+        "import histfix\n"
+        "try:\n"
+        "    histfix.repair([])\n"
+        "except ImportError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('pydantic-ai was importable already')\n"
+        f"sys.path.append({site!r})\n"
+        "info = histfix.backend_info()\n"
+        "print(info.distribution, info.version)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-S", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": src},
+    )
+    assert found.stdout.split() == list(_release.current()), found.stderr
 
 
 @pytest.mark.parametrize("distribution", ["pydantic-ai-slim", "pydantic", "packaging", "Pydantic_Core"])

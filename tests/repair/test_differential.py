@@ -14,7 +14,7 @@ from packaging.version import Version
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 from corpus import CASES
@@ -27,7 +27,7 @@ from strict import pairing_problems
 pytestmark = pytest.mark.skipif(not HAS_UPSTREAM_REPAIR, reason="repair_messages arrived in 2.53.0")
 
 #: The library's own switch: a pre-release of 2.78.0 counts as older, as it does for backend="auto".
-CURRENT = _compat.UPSTREAM_REPAIR_IS_CURRENT
+CURRENT = upstream_repair_is_current()
 
 #: Corpus cases where upstream repair_messages differs from the newest behaviour, and the release
 #: that fixed each one (upstream-behaviour.md §3.1).

@@ -20,8 +20,8 @@ from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
 
 import histfix
-from histfix._release import switches as _compat
 from histfix._release.pinned import NEWEST
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import PYDANTIC_AI
 from dsl import MARKER, Json, load
@@ -49,7 +49,7 @@ fuzz = settings(
 )
 #: Upstream judges the walk on 2.78.0+ (the library's own switch: a pre-release counts as older, as it
 #: does for backend="auto"), and on 2.60.0-2.68.x every history without a pause mark (``oracle``).
-UPSTREAM_IS_ORACLE = _compat.UPSTREAM_REPAIR_IS_CURRENT or UPSTREAM_AGREES_BUT_FOR_PAUSES
+UPSTREAM_IS_ORACLE = upstream_repair_is_current() or UPSTREAM_AGREES_BUT_FOR_PAUSES
 
 
 def ours(history: list[pai.ModelMessage], last: bool = True) -> list[pai.ModelMessage]:

@@ -14,7 +14,8 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has, upstream_repair_is_current
 
 from corpus import CASES
 from dsl import Case, dump, load, load_history, req, resp, text, user
@@ -116,8 +117,8 @@ def test_auto_delegates_exactly_where_upstream_is_current(monkeypatch: pytest.Mo
     histories = [load(random_history(seed)) for seed in range(50)]
     for history in histories:
         assert histfix.repair(history) == histfix.repair(history, backend="histfix")
-    assert len(calls) == (len(histories) if _compat.UPSTREAM_REPAIR_IS_CURRENT else 0)
-    if upstream is not None and not _compat.UPSTREAM_REPAIR_IS_CURRENT:
+    assert len(calls) == (len(histories) if upstream_repair_is_current() else 0)
+    if upstream is not None and not upstream_repair_is_current():
         # 2.53-2.68: a history this release's repair_messages gets wrong comes out as the walk's
         history = load_history(CASES_BY_NAME["P_pause_dropped_when_a_new_prompt_merges"])
         assert dump(histfix.repair(history)) != dump(upstream(history))
@@ -133,7 +134,7 @@ def test_new_request_is_the_constructors_request(case: Case) -> None:
         if not isinstance(message, pai.ModelRequest):
             continue
         fields = {"instructions": message.instructions or "be brief"}
-        if _compat.REQUEST_HAS_TIMESTAMP:
+        if has(table.REQUEST_TIMESTAMP):
             fields["timestamp"] = message.timestamp
         made = new_request(list(message.parts), **fields)
         built = pai.ModelRequest(parts=list(message.parts), **fields)
@@ -141,7 +142,7 @@ def test_new_request_is_the_constructors_request(case: Case) -> None:
         assert vars(made) == vars(built)
 
 
-@pytest.mark.skipif(not _compat.REQUEST_HAS_METADATA, reason="ModelRequest.metadata arrived in 1.20.0")
+@pytest.mark.skipif(not has(table.REQUEST_METADATA), reason="ModelRequest.metadata arrived in 1.20.0")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_namespace_json_cannot_hold_merges_as_any_dict(backend: histfix.Backend) -> None:
     """In memory a namespace may have keys that are not strings: upstream counts any dict as a
@@ -164,5 +165,5 @@ def test_a_namespace_json_cannot_hold_merges_as_any_dict(backend: histfix.Backen
         None,
         {ns: {4: "four"}},
     ]
-    if _compat.UPSTREAM_REPAIR_IS_CURRENT:
+    if upstream_repair_is_current():
         assert out == pai.repair_messages(history)  # type: ignore[attr-defined]

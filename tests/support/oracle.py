@@ -13,7 +13,7 @@ from typing import Any
 from packaging.version import Version
 from pydantic_ai import messages as pai
 
-from histfix._release import switches as _compat
+from histfix._release.switches import upstream_repair_is_current
 
 from conftest import HAS_UPSTREAM_REPAIR, PYDANTIC_AI
 
@@ -21,7 +21,7 @@ __all__ = ["UPSTREAM_AGREES_BUT_FOR_PAUSES", "carries_pause_mark", "upstream_is_
 
 #: 2.60.0-2.68.x: repair_messages differs from the newest behaviour only on pause marks.
 UPSTREAM_AGREES_BUT_FOR_PAUSES = (
-    HAS_UPSTREAM_REPAIR and not _compat.UPSTREAM_REPAIR_IS_CURRENT and Version("2.60.0") <= PYDANTIC_AI
+    HAS_UPSTREAM_REPAIR and not upstream_repair_is_current() and Version("2.60.0") <= PYDANTIC_AI
 )
 
 
@@ -37,6 +37,6 @@ def carries_pause_mark(history: list[pai.ModelMessage]) -> bool:
 
 def upstream_is_oracle(history: list[pai.ModelMessage]) -> bool:
     """Whether upstream's repair of ``history`` on this release is the newest behaviour."""
-    if _compat.UPSTREAM_REPAIR_IS_CURRENT:
+    if upstream_repair_is_current():
         return True
     return UPSTREAM_AGREES_BUT_FOR_PAUSES and not carries_pause_mark(history)

@@ -8,7 +8,6 @@ repair of that engine.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -52,18 +51,7 @@ def plan_call(
 def auto_engine() -> Engine:
     """The engine ``backend="auto"`` means now: ``HISTFIX_BACKEND`` when set, else the release's."""
     from .._release.override import forced_backend
+    from .._release.switches import installed_engine
 
     forced = forced_backend()
-    return forced if forced else _release_engine()  # type: ignore[return-value]  # checked by forced_backend
-
-
-@functools.cache
-def _release_engine() -> Engine:
-    """The backend rule (``_release.backend.choose_backend``) for the installed release, which
-    cannot change under a process."""
-    from .._release import installed as _release
-    from .._release import switches as _compat
-    from .._release.backend import choose_backend
-
-    chosen, _ = choose_backend(_release.VERSION_STRING, _compat.HAS_REPAIR_MESSAGES)
-    return chosen  # type: ignore[return-value]  # "upstream" or "histfix"
+    return forced or installed_engine()  # type: ignore[return-value]  # "upstream" or "histfix"

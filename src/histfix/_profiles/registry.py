@@ -20,16 +20,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from .rule import ProfileRule
-from .rules.bedrock_thinking import bedrock_thinking_rules
-from .rules.call_groups import call_group_rules
-from .rules.calls import call_rules
-from .rules.files import file_rules
-from .rules.instructions import instructions_rules
-from .rules.native import native_rules
-from .rules.reasoning import reasoning_rules
-from .rules.results_alone import results_alone_rules
-from .rules.shape import shape_rules
-from .rules.turns import turn_rules
+from .rules import args, empty, files, ids, instructions, native, opening, order, reasoning, results, thinking
 from .targets import ProviderTarget
 
 __all__ = ["ORDER", "RULES", "in_pass_order", "rules_for"]
@@ -95,21 +86,8 @@ def in_pass_order(order: Sequence[tuple[str, str]], rules: Sequence[ProfileRule]
 
 def _registered() -> tuple[ProfileRule, ...]:
     """Every rule in :data:`ORDER`'s order; each rule module's rules are ordered exactly once."""
-    return in_pass_order(
-        ORDER,
-        (
-            *call_rules(),
-            *native_rules(),
-            *file_rules(),
-            *bedrock_thinking_rules(),
-            *reasoning_rules(),
-            *shape_rules(),
-            *turn_rules(),
-            *results_alone_rules(),
-            *instructions_rules(),
-            *call_group_rules(),
-        ),
-    )
+    modules = (ids, results, args, native, thinking, reasoning, files, empty, opening, order, instructions)
+    return in_pass_order(ORDER, tuple(rule for module in modules for rule in module.RULES))
 
 
 #: Every profile rule in pass order. A profile is the subsequence whose ``apis`` meet the target's.
@@ -118,5 +96,4 @@ RULES: tuple[ProfileRule, ...] = _registered()
 
 def rules_for(target: ProviderTarget, stage: Literal["before", "after"]) -> tuple[ProfileRule, ...]:
     """The rules of ``stage`` that apply to ``target``, in pass order."""
-    wanted = set(target.apis)
-    return tuple(rule for rule in RULES if rule.stage == stage and wanted & rule.apis)
+    return tuple(rule for rule in RULES if rule.stage == stage and rule.applies_to(target))

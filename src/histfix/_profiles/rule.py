@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from .._records.changes import Change, renumbered
 from .._records.depth import text_or_depth
 from .._records.problems import Problem, ProblemKind
+from .._release import table
+from .._release.switches import has
 from .scan import Scan
 from .targets import PROVIDER_APIS, ProviderTarget
 from .wording import filled, worded
@@ -34,6 +36,8 @@ __all__ = [
     "problem",
     "renormalized",
     "replaced",
+    "rule",
+    "starter_request",
     "with_starter_prompt",
 ]
 
@@ -60,6 +64,24 @@ class ProfileRule:
     detect: Detect | None = None
     #: api -> the provider's own error text for this rule
     wording: Mapping[str, str] = field(default_factory=dict)
+
+    def applies_to(self, target: ProviderTarget) -> bool:
+        """Whether some API of ``target`` enforces this rule: the one test of which rules a profile runs."""
+        return not self.apis.isdisjoint(target.apis)
+
+
+def rule(
+    name: str,
+    stage: Literal["before", "after"],
+    fix: Fix,
+    detect: Detect | None,
+    wording: Mapping[str, str],
+    *,
+    why: str,
+    apis: Collection[str] | None = None,
+) -> ProfileRule:
+    """A rule for the APIs that enforce it: ``apis``, by default the APIs ``wording`` has words for."""
+    return ProfileRule(name, frozenset(wording if apis is None else apis), why, stage, fix, detect, wording)
 
 
 #: The user prompt a profile puts before a history that starts with the model's response (a slice
@@ -158,7 +180,7 @@ def replaced(message: Any, **changes: Any) -> Any:
     return dataclasses.replace(message, **changes)
 
 
-def starter_prompt(response: ModelResponse) -> UserPromptPart:
+def _starter_prompt(response: ModelResponse) -> UserPromptPart:
     """:data:`STARTER_PROMPT` as the user turn before ``response``, stamped with its time."""
     from pydantic_ai.messages import UserPromptPart
 
@@ -167,8 +189,17 @@ def starter_prompt(response: ModelResponse) -> UserPromptPart:
 
 def with_starter_prompt(request: ModelRequest, response: ModelResponse) -> ModelRequest:
     """``request`` (no user turn on the wire) with the starter prompt for ``response`` appended."""
-    fixed: ModelRequest = replaced(request, parts=[*request.parts, starter_prompt(response)])
+    fixed: ModelRequest = replaced(request, parts=[*request.parts, _starter_prompt(response)])
     return fixed
+
+
+def starter_request(response: ModelResponse) -> ModelRequest:
+    """A request of the starter prompt alone, to go before ``response`` (stamped with its time where
+    requests have one)."""
+    from pydantic_ai.messages import ModelRequest
+
+    fields: dict[str, Any] = {"timestamp": response.timestamp} if has(table.REQUEST_TIMESTAMP) else {}
+    return ModelRequest(parts=[_starter_prompt(response)], **fields)
 
 
 def renormalized(

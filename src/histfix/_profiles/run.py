@@ -14,6 +14,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from .._records.changes import Change, RepairReport
+from .._release.switches import upstream_repair_is_current
 from .lineage import Lineage
 from .plan import Plan
 from .scan import CallIdFacts, Scan
@@ -67,16 +68,10 @@ def _default_stage(
         pairing is not None
         and not pairing.duplicates
         and not pairing.late
-        and (plan.engine == "histfix" or (_upstream_is_current() and not pairing.toolless_retry))
+        and (plan.engine == "histfix" or (upstream_repair_is_current() and not pairing.toolless_retry))
     )
     changes = sorted([*notes, *found], key=lambda change: change.message_index) if notes else found
     return repaired, changes, in_place
-
-
-def _upstream_is_current() -> bool:
-    from .._release import switches as _compat
-
-    return _compat.UPSTREAM_REPAIR_IS_CURRENT
 
 
 #: How many times the ``after`` passes run at most: again on their own output while a round changed
@@ -109,7 +104,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     from .._repair import forward
     from .._repair.pairing import pair
     from .registry import rules_for  # every rule module: imported only where a profile runs
-    from .rules.turns import sends_nothing
+    from .unsent import sends_nothing
 
     target = plan.target
     assert target is not None  # the caller's check: a plan without a target has no profile
@@ -172,6 +167,6 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """Whether no message holds anything but parts never sent as a turn: system prompts and
     tool-availability deltas (an empty list counts as nothing)."""
-    from .rules.turns import only_unsent_request_parts
+    from .unsent import only_unsent_request_parts
 
     return only_unsent_request_parts(history, scan)

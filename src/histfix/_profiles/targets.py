@@ -24,7 +24,10 @@ __all__ = [
     "ProviderTarget",
     "api_of_prefix",
     "bedrock_claude",
+    "groups_calls",
+    "only_grouping_servers",
     "ordered_apis",
+    "refuses_mixed_turns",
     "resolve_provider",
     "unknown_provider",
 ]
@@ -135,9 +138,10 @@ def api_of_prefix(prefix: str) -> str | None:
     if prefix.startswith("gateway/"):
         prefix = prefix.removeprefix("gateway/")
     if prefix == "openai":
-        from .._release.switches import openai_prefix_api
+        from .._release import table
+        from .._release.switches import has
 
-        return openai_prefix_api()
+        return "openai-responses" if has(table.OPENAI_PREFIX_IS_RESPONSES) else "openai-chat"
     if prefix in PROVIDER_APIS:
         return prefix
     return _PREFIXES.get(prefix)
@@ -156,6 +160,32 @@ def bedrock_claude(model_name: str) -> bool:
     """Whether a Bedrock model id names a Claude model (``us.anthropic.claude-...``)."""
     lowered = model_name.lower()
     return "anthropic" in lowered or "claude" in lowered
+
+
+def refuses_mixed_turns(target: ProviderTarget) -> bool:
+    """Whether the target names a Bedrock model other than Claude (by its model id), alone or as a
+    member of a FallbackModel."""
+    return any(api == "bedrock" and not bedrock_claude(name) for api, name in target.models)
+
+
+#: Model-name prefixes of Responses-compatible servers recorded reading calls and outputs as one run.
+_GROUPING_FAMILIES = ("deepseek",)
+
+
+def _grouping(name: str) -> bool:
+    return name.lower().rpartition("/")[2].startswith(_GROUPING_FAMILIES)
+
+
+def groups_calls(target: ProviderTarget) -> bool:
+    """Whether the target names a Responses model served by a server that groups calls and outputs."""
+    return any(api == "openai-responses" and _grouping(name) for api, name in target.models)
+
+
+def only_grouping_servers(target: ProviderTarget) -> bool:
+    """Whether every Responses model the target names is served by such a server (OpenAI's own
+    rules, such as a reasoning item's following item, are then not the server's)."""
+    named = [name for api, name in target.models if api == "openai-responses"]
+    return bool(named) and all(map(_grouping, named))
 
 
 def unknown_provider(name: str, *, models: bool = True) -> ValueError:

@@ -22,6 +22,7 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "PYDANTIC_AI",
+    "UNINDEXED",
     "filled",
     "said",
     "worded",
@@ -104,6 +105,10 @@ PYDANTIC_AI: Final[Mapping[str, str]] = {
     "begin with a user message.",
     "args_not_object": "ValueError: {error}",
 }
+
+#: The placeholders of a finding that names no wire index: its words say ``messages.N`` (and
+#: ``content.M``), and the call's id stands as ``{id}`` for the finding to fill.
+UNINDEXED: Final[Mapping[str, str]] = {"n": "N", "m": "M", "ids": "{id}", "call_id": "{id}"}
 
 #: Each provider API (``targets.PROVIDER_APIS``) -> its table.
 BY_API: Final[Mapping[str, Mapping[str, str]]] = {

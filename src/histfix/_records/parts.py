@@ -11,7 +11,7 @@ from .._release import switches as _compat
 
 __all__ = ["NATIVE_KINDS", "after_results", "is_result", "native_kind", "not_result", "stays_between_results"]
 
-_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+_DELTA = _compat.delta_part()
 
 
 #: The ``part_kind`` of a provider's native (server-side) tool call and of its return: the parts are

@@ -1,4 +1,4 @@
-"""How the switches declared in :mod:`.switches` are detected on the imported pydantic-ai."""
+"""How each ``"detected"`` entry of the release table is found on the imported pydantic-ai."""
 
 from __future__ import annotations
 
@@ -8,40 +8,45 @@ import importlib.util
 import inspect
 from typing import Any
 
-from .backend import upstream_is_current
-from .installed import VERSION_STRING, pydantic_ai_messages
+from . import table
+from .installed import pydantic_ai_messages
 from .probes import field_names, part_value_kept
 
-__all__ = ["features", "switches"]
+__all__ = ["FIELDS", "detected"]
+
+#: The entries that are a field of a message or part class: (class in ``pydantic_ai.messages``, field).
+FIELDS: dict[table.Note, tuple[str, str]] = {
+    table.REQUEST_METADATA: ("ModelRequest", "metadata"),
+    table.REQUEST_TIMESTAMP: ("ModelRequest", "timestamp"),
+    table.RETURN_OUTCOME: ("ToolReturnPart", "outcome"),
+    table.RETURN_TOOL_KIND: ("ToolReturnPart", "tool_kind"),
+    table.RETURN_UI_VISIBILITY: ("ToolReturnPart", "ui_visibility"),
+}
 
 
 @functools.cache
-def switches() -> dict[str, Any]:
-    """Inspect the imported pydantic-ai once and return every detected switch by name."""
+def detected() -> dict[str, Any]:
+    """Inspect the imported pydantic-ai once: every detected entry's value by its name (a bool, and
+    for ``TOOL_AVAILABILITY_DELTA`` the class or None). :func:`.switches.forget` clears it."""
     messages = pydantic_ai_messages()
-    returns = field_names(messages.ToolReturnPart)
-    requests = field_names(messages.ModelRequest)
+    found: dict[str, Any] = {
+        note.name: field in field_names(getattr(messages, cls)) for note, (cls, field) in FIELDS.items()
+    }
     # Probed, not read from the Literal: typing.get_type_hints fails on Python 3.10 for these
     # dataclasses (their KW_ONLY marker field), which would hide every value there.
-    outcomes = {v for v in ("interrupted", "retried") if part_value_kept("tool-return", "outcome", v)}
-    has_repair = callable(getattr(messages, "repair_messages", None))
-    return {
-        "HAS_REPAIR_MESSAGES": has_repair,
-        "UPSTREAM_REPAIR_IS_CURRENT": upstream_is_current(VERSION_STRING, has_repair),
-        "RETURN_HAS_OUTCOME": "outcome" in returns,
-        "OUTCOME_INTERRUPTED": "interrupted" in outcomes,
-        "RETURN_HAS_TOOL_KIND": "tool_kind" in returns,
-        "RETURN_HAS_UI_VISIBILITY": "ui_visibility" in returns,
-        "REQUEST_HAS_TIMESTAMP": "timestamp" in requests,
-        "REQUEST_HAS_METADATA": "metadata" in requests,
-        "TOOL_AVAILABILITY_DELTA": getattr(messages, "ToolAvailabilityDeltaPart", None),
-        "HAS_RETRY_FEEDBACK_PART": hasattr(messages, "RetryFeedbackPart"),
-        "OUTCOME_RETRIED": "retried" in outcomes,
-        "ARGS_AS_DICT_TOLERATES_INVALID": "raise_if_invalid"
-        in inspect.signature(messages.ToolCallPart.args_as_dict).parameters,
-        "PROFILE_FITS_TOOL_CALL_IDS": "tool_call_id_length" in _profile_keys(),
-        "HAS_CONVERSATION_STORE": importlib.util.find_spec("pydantic_ai.conversation_store") is not None,
-    }
+    found[table.OUTCOME_INTERRUPTED.name] = part_value_kept("tool-return", "outcome", "interrupted")
+    found[table.OUTCOME_RETRIED.name] = part_value_kept("tool-return", "outcome", "retried")
+    found[table.TOOL_AVAILABILITY_DELTA.name] = getattr(messages, "ToolAvailabilityDeltaPart", None)
+    found[table.REPAIR_MESSAGES.name] = callable(getattr(messages, "repair_messages", None))
+    found[table.RETRY_FEEDBACK_PART.name] = hasattr(messages, "RetryFeedbackPart")
+    found[table.ARGS_AS_DICT_TOLERATES_INVALID.name] = (
+        "raise_if_invalid" in inspect.signature(messages.ToolCallPart.args_as_dict).parameters
+    )
+    found[table.PROFILE_FITS_TOOL_CALL_IDS.name] = "tool_call_id_length" in _profile_keys()
+    found[table.CONVERSATION_STORE.name] = (
+        importlib.util.find_spec("pydantic_ai.conversation_store") is not None
+    )
+    return found
 
 
 def _profile_keys() -> set[str]:
@@ -51,21 +56,3 @@ def _profile_keys() -> set[str]:
     if dataclasses.is_dataclass(ModelProfile):
         return {f.name for f in dataclasses.fields(ModelProfile)}
     return {*getattr(ModelProfile, "__required_keys__", ()), *getattr(ModelProfile, "__optional_keys__", ())}
-
-
-def features() -> dict[str, bool]:
-    """The detected switches by name, for :func:`histfix.backend_info`."""
-    detected = switches()
-    return {
-        "repair_messages": detected["HAS_REPAIR_MESSAGES"],
-        "upstream_repair_is_current": detected["UPSTREAM_REPAIR_IS_CURRENT"],
-        "tool_return_outcome": detected["RETURN_HAS_OUTCOME"],
-        "outcome_interrupted": detected["OUTCOME_INTERRUPTED"],
-        "tool_return_tool_kind": detected["RETURN_HAS_TOOL_KIND"],
-        "tool_return_ui_visibility": detected["RETURN_HAS_UI_VISIBILITY"],
-        "request_timestamp": detected["REQUEST_HAS_TIMESTAMP"],
-        "request_metadata": detected["REQUEST_HAS_METADATA"],
-        "tool_availability_delta_part": detected["TOOL_AVAILABILITY_DELTA"] is not None,
-        "retry_feedback_part": detected["HAS_RETRY_FEEDBACK_PART"],
-        "outcome_retried": detected["OUTCOME_RETRIED"],
-    }

@@ -18,16 +18,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from packaging.version import Version
 
 __all__ = [
-    "DISTRIBUTION",
     "NEWEST_TESTED",
-    "VERSION",
-    "VERSION_STRING",
+    "current",
+    "forget",
     "import_failure",
     "installed_release",
-    "parse",
     "pydantic_ai_messages",
     "source_defines",
     "unmet_pins",
@@ -98,28 +95,27 @@ def dist_info_version(distribution: str) -> str | None:
     return None
 
 
-def parse(version: str) -> Version | None:
-    """The version, or None when it is not PEP 440."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return None
+#: What :func:`current` read, once pydantic-ai was there to read (``switches.forget()`` empties it).
+_current: tuple[str, str] | None = None
 
 
-DISTRIBUTION, VERSION_STRING = installed_release()
-#: The installed release, or None when its version string is not PEP 440 (parsed on first use, by
-#: the module's ``__getattr__``: the command line's fast paths never need it).
-VERSION: Version | None
+def current() -> tuple[str, str]:
+    """:func:`installed_release`, read on first need and kept for the process once pydantic-ai is
+    imported (which then cannot change under it); before, a release found is kept too, and "none
+    found" is not, so a process that installs pydantic-ai later reads it then."""
+    global _current  # the one cache of the installed release: forget() resets it
+    if _current is None:
+        found = installed_release()
+        if found[1] == "unknown" and "pydantic_ai" not in sys.modules:
+            return found
+        _current = found
+    return _current
 
 
-def __getattr__(name: str) -> object:
-    if name == "VERSION":
-        global VERSION  # computed once, then an ordinary module attribute
-        VERSION = parse(VERSION_STRING)
-        return VERSION
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def forget() -> None:
+    """Read the installed release again on next need."""
+    global _current
+    _current = None
 
 
 def source_defines(module: str, name: str) -> bool | None:
@@ -171,17 +167,16 @@ def import_failure(exc: ImportError) -> str:
             "(any release from 1.0.0 on) in the same environment."
         )
     error = f"{type(exc).__name__}: {exc}"
+    distribution, version = installed_release()
     unmet = unmet_pins()
     if unmet:
         wanted = " ".join(f"'{pin}'" for pin, _, _ in unmet)
         found = ", ".join(f"{name} {have}" for _, name, have in unmet)
         return (
-            f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}): "
+            f"{distribution} {version} is installed but cannot be imported ({error}): "
             f"it needs {wanted} (found {found}); run `pip install {wanted}` in the same environment"
         )
-    return (
-        f"{DISTRIBUTION} {VERSION_STRING} is installed but cannot be imported ({error}); repair that install"
-    )
+    return f"{distribution} {version} is installed but cannot be imported ({error}); repair that install"
 
 
 def unmet_pins() -> list[tuple[str, str, str]]:
@@ -190,7 +185,7 @@ def unmet_pins() -> list[tuple[str, str, str]]:
     from .pinned import release_pins
 
     try:
-        pins = release_pins(VERSION_STRING)
+        pins = release_pins(installed_release()[1])
     except ValueError:  # not PEP 440: no pin is known for it
         return []
     unmet = []

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from .._records.changes import Change
+from .._release import table
+from .._release.switches import has
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -55,18 +57,17 @@ def default_repair(
 
 def upstream_missing(version: str) -> str:
     """Why the upstream path cannot run on ``version`` (a release without ``repair_messages``)."""
-    return f"pydantic-ai {version} has no pydantic_ai.messages.repair_messages (it arrived in 2.53.0)"
+    return f"pydantic-ai {version} has no pydantic_ai.messages.repair_messages (it arrived in {table.REPAIR_MESSAGES.release})"
 
 
 def upstream_repair(history: Sequence[ModelMessage], repair_last_response: bool) -> list[ModelMessage]:
     """Upstream ``repair_messages`` on a checked history, or a clear error where it does not exist."""
     from .._records.inputs import check_messages
-    from .._release import installed as _release
-    from .._release import switches as _compat
+    from .._release.installed import current
 
-    if not _compat.HAS_REPAIR_MESSAGES:
+    if not has(table.REPAIR_MESSAGES):
         raise RuntimeError(
-            f"backend='upstream' cannot run: {upstream_missing(_release.VERSION_STRING)}; "
+            f"backend='upstream' cannot run: {upstream_missing(current()[1])}; "
             "use backend='auto' or 'histfix'"
         )
     from pydantic_ai import messages as pai

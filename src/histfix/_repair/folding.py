@@ -22,7 +22,8 @@ from pydantic_ai.messages import (
 )
 
 from .._records.parts import is_result, stays_between_results
-from .._release import switches as _compat
+from .._release import table
+from .._release.switches import has
 
 __all__ = [
     "FoldEvent",
@@ -152,8 +153,8 @@ def merged_request(
     head: Sequence[Any] = first.parts if run[0][1] is None else run[0][1]
     if scattered:
         head = results_gathered(head) or head
-    stamped = _compat.REQUEST_HAS_TIMESTAMP
-    with_metadata = _compat.REQUEST_HAS_METADATA
+    stamped = has(table.REQUEST_TIMESTAMP)
+    with_metadata = has(table.REQUEST_METADATA)
     results: list[Any] = []
     rest: list[Any] = []
     instructions: str | None = None

@@ -43,7 +43,7 @@ from .walk import repair_walk, return_maker
 
 __all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
 
-_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+_DELTA = _compat.delta_part()
 
 
 class _Unsettled(Exception):

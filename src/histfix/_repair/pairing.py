@@ -23,7 +23,7 @@ from .._release import switches as _compat
 
 __all__ = ["Dangling", "Pairing", "pair"]
 
-_DELTA = _compat.TOOL_AVAILABILITY_DELTA
+_DELTA = _compat.delta_part()
 
 
 class Dangling(NamedTuple):

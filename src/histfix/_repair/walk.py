@@ -26,6 +26,8 @@ from pydantic_ai.messages import (
 from .._records.parts import after_results
 from .._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .._release import switches as _compat
+from .._release import table
+from .._release.switches import has
 from .folding import Folder, FoldEvent, new_request
 from .pairing import Dangling, Pairing, pair
 
@@ -40,9 +42,9 @@ def _synthesized_return(call: ToolCallPart, stamp: Any, fields: dict[str, Any]) 
     """The placeholder result for a dangling call, stamped with its response's time, through the
     constructor (``fields``: the release's fixed extras, from :func:`_return_fields`), with the
     call's ``ui_visibility`` where returns have one (what a UI may show of the result)."""
-    kind = getattr(call, "tool_kind", None) if _compat.RETURN_HAS_TOOL_KIND else None
+    kind = getattr(call, "tool_kind", None) if has(table.RETURN_TOOL_KIND) else None
     promote = kind is not None and _compat.return_tool_kind_loads(kind)
-    if _compat.RETURN_HAS_UI_VISIBILITY:
+    if has(table.RETURN_UI_VISIBILITY):
         fields = {**fields, "ui_visibility": getattr(call, "ui_visibility", None)}
     part: ModelRequestPart = ToolReturnPart(
         tool_name=call.tool_name,
@@ -62,7 +64,7 @@ def _synthesized_return(call: ToolCallPart, stamp: Any, fields: dict[str, Any]) 
 
 def _return_fields() -> dict[str, Any]:
     """The fields every synthesized return on the installed release sets besides its call's."""
-    return {"outcome": "interrupted"} if _compat.OUTCOME_INTERRUPTED else {}
+    return {"outcome": "interrupted"} if has(table.OUTCOME_INTERRUPTED) else {}
 
 
 @functools.cache
@@ -93,8 +95,8 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
         return lambda call, stamp: _synthesized_return(call, stamp, fields)
     plain_fields: dict[str, Any] = base
     new = object.__new__
-    kinds = _compat.RETURN_HAS_TOOL_KIND
-    visible = _compat.RETURN_HAS_UI_VISIBILITY
+    kinds = has(table.RETURN_TOOL_KIND)
+    visible = has(table.RETURN_UI_VISIBILITY)
 
     def make(call: ToolCallPart, stamp: Any) -> ModelRequestPart:
         if kinds and getattr(call, "tool_kind", None) is not None:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationStore
 
 __all__ = [
-    "CONVERSATION_STORE_SINCE",
     "PY_PREFIX",
     "NoConversationStore",
     "StoreLoop",
@@ -34,9 +33,6 @@ __all__ = [
 
 #: ``py:module.path:attr`` names a ConversationStore (or a factory of one) to import.
 PY_PREFIX = "py:"
-#: The first release with ``pydantic_ai.conversation_store``, as the refusal and the help name it
-#: (whether the installed one has it is detected: ``switches.HAS_CONVERSATION_STORE``).
-CONVERSATION_STORE_SINCE = "2.66.0"
 
 T = TypeVar("T")
 #: What the API takes for a ConversationStore: the object, a zero-argument factory (sync or async),
@@ -55,13 +51,15 @@ def names_conversation_store(text: str) -> bool:
 
 def require_conversation_store() -> None:
     """Nothing when the installed release has ``ConversationStore``; else the one line saying it has none."""
-    from .._release import switches
-    from .._release.installed import VERSION_STRING
+    from .._release import table
+    from .._release.installed import current
+    from .._release.switches import has
 
-    if not switches.HAS_CONVERSATION_STORE:
+    if not has(table.CONVERSATION_STORE):
         raise NoConversationStore(
-            f"pydantic-ai-slim {VERSION_STRING} has no ConversationStore "
-            f"(pydantic_ai.conversation_store, first in {CONVERSATION_STORE_SINCE}): upgrade pydantic-ai to use one"
+            f"pydantic-ai-slim {current()[1]} has no ConversationStore "
+            f"(pydantic_ai.conversation_store, first in {table.CONVERSATION_STORE.release}): upgrade "
+            "pydantic-ai to use one"
         )
 
 

@@ -1,17 +1,16 @@
 """Profile rules about files in the model's responses: what a model class cannot send.
 
-A ``FilePart`` is a file the model produced (an image, say). From its arrival (after 1.0.7) to
-1.79.0, BedrockConverseModel asserts that every response part it does not map is a tool call, so a
-response file fails the whole request with ``AssertionError`` before anything is sent; from 1.80.0
-it leaves response files out itself (``switches.BEDROCK_SKIPS_RESPONSE_FILES_SINCE``). That pass
-runs only where the release fails, so ``provider="any"`` keeps the files wherever Bedrock would
+A ``FilePart`` is a file the model produced (an image, say). From its arrival until
+``table.BEDROCK_SKIPS_RESPONSE_FILES``, BedrockConverseModel asserts that every response part it does
+not map is a tool call, so a response file fails the whole request with ``AssertionError`` before
+anything is sent; from that release it leaves response files out itself. That pass runs only where
+the release fails, so ``provider="any"`` keeps the files wherever Bedrock would
 merely skip them. OpenAI Chat and Mistral never send a response file (every release that has
 ``FilePart``): a response of nothing but files goes out as an empty assistant message (OpenAI Chat
 content_or_tool_calls) or not at all, which can leave a request with no message (Mistral
-request_schema); the second pass
-empties such a response for no_empty_content (after these) to drop. After-stage passes, pure, each
-returning the list it was given and no changes when nothing applies; a dropped file is reported
-with what it held (media type and size, not its bytes).
+request_schema); the second pass drops the files of such a response (no_empty_content drops the
+response left empty). Pure passes, each returning the list it was given and no changes when nothing
+applies; a dropped file is reported with what it held (media type and size, not its bytes).
 """
 
 from __future__ import annotations
@@ -22,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..rule import Finding, ProfileRule, preview, problem
+from ..._release import table
+from ..._release.switches import has
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
 
@@ -32,24 +33,25 @@ if TYPE_CHECKING:
 __all__ = [
     "FILES_NEVER_SENT_APIS",
     "RESPONSE_FILES_APIS",
+    "RULES",
     "detect_response_files_sendable",
-    "file_rules",
     "files_only_responses_sent",
     "response_files_sendable",
 ]
 
-#: The APIs whose model class fails on a response file on some releases (Bedrock, up to 1.79.0).
+#: The APIs whose model class fails on a response file on some releases (Bedrock, before
+#: ``table.BEDROCK_SKIPS_RESPONSE_FILES``).
 RESPONSE_FILES_APIS = frozenset({"bedrock"})
+_SKIPS = table.BEDROCK_SKIPS_RESPONSE_FILES
 #: The APIs whose model class never sends a response file (a response of only files goes out empty).
 FILES_NEVER_SENT_APIS = frozenset({"openai-chat", "mistral"})
 
 
 def _failing_file_part() -> type | None:
     """``FilePart`` where the installed BedrockConverseModel fails on it (None: absent, or skipped)."""
-    from ..._release import switches as _compat
 
     found = _file_part()
-    return None if found is None or _compat.bedrock_skips_response_files() else found
+    return None if found is None or has(table.BEDROCK_SKIPS_RESPONSE_FILES) else found
 
 
 def _file_part() -> type | None:
@@ -87,15 +89,15 @@ def _describe(part: Any) -> str:
 def response_files_sendable(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """Bedrock, up to 1.79.0: BedrockConverseModel asserts on a response ``FilePart`` before sending
-    (1.80.0+ leaves it out, as this does): drop response files, each reported with what it held. A
-    response left empty is no_empty_content's (after this)."""
-    file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
+    """Bedrock, before ``table.BEDROCK_SKIPS_RESPONSE_FILES``: BedrockConverseModel asserts on a response
+    ``FilePart`` before sending (that release leaves it out, as this does): drop response files, each
+    reported with what it held. A response left empty is no_empty_content's."""
+    file_part = _failing_file_part()
     if file_part is None:
         return history, []
     why = (
         "this release's BedrockConverseModel cannot send a file in a response (it fails before sending; "
-        "1.80.0+ leaves them out)"
+        f"{_SKIPS.release}+ leaves them out)"
     )
     return _dropped_files(history, _files_at(history, file_part, scan), file_part, why, target)
 
@@ -129,9 +131,9 @@ def files_only_responses_sent(
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat content_or_tool_calls / request_schema: OpenAIChatModel and MistralModel never send
     a response file, so a response of only files goes out empty or not at all: its files are
-    dropped (reported; the wire loses nothing) and no_empty_content, after this, drops the response
-    (native tool parts beside them are responses_send_something's, after both)."""
-    file_part = _file_part() if FILES_NEVER_SENT_APIS & set(target.apis) else None
+    dropped (reported; the wire loses nothing) and no_empty_content drops the response (native tool
+    parts beside them are responses_send_something's)."""
+    file_part = _file_part()
     if file_part is None:
         return history, []
     why = "the target's model class never sends a file in a response (it would go out empty)"
@@ -143,7 +145,7 @@ def detect_response_files_sendable(
 ) -> list[Finding]:
     """Each response file the installed BedrockConverseModel fails on (no provider wording: the
     request never leaves the process)."""
-    file_part = _failing_file_part() if RESPONSE_FILES_APIS & set(target.apis) else None
+    file_part = _failing_file_part()
     if file_part is None:
         return []
     problems: list[Finding] = []
@@ -159,34 +161,33 @@ def detect_response_files_sendable(
                         part_index=part_index,
                         apis=RESPONSE_FILES_APIS,
                         description="a file in the model's response: this release's BedrockConverseModel "
-                        "raises AssertionError on it before sending (1.80.0+ leaves it out)",
+                        f"raises AssertionError on it before sending ({_SKIPS.release}+ leaves it out)",
                     )
                 )
     return problems
 
 
-def file_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules in pass order (before no_empty_content, which drops a response it empties)."""
-    return (
-        ProfileRule(
-            "response_files_sendable",
-            RESPONSE_FILES_APIS,
-            "a FilePart in a response: BedrockConverseModel up to 1.79.0 asserts before sending "
-            "(its models/bedrock.py)",
-            "after",
-            response_files_sendable,
-            detect_response_files_sendable,
-            {},
-        ),
-        ProfileRule(
-            "files_only_responses_sent",
-            FILES_NEVER_SENT_APIS,
-            "a response of only files: OpenAIChatModel and MistralModel never send response files,"
-            " so it goes out empty (vercel/ai#13744) or not at all, leaving no messages "
-            "(CopilotKit#529)",
-            "after",
-            files_only_responses_sent,
-            None,
-            {},
-        ),
-    )
+#: This module's rules (their place in the pass order is the registry's).
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "response_files_sendable",
+        "after",
+        response_files_sendable,
+        detect_response_files_sendable,
+        {},
+        apis=RESPONSE_FILES_APIS,
+        why=f"a FilePart in a response: BedrockConverseModel before {_SKIPS.release} asserts before "
+        "sending (its models/bedrock.py)",
+    ),
+    rule(
+        "files_only_responses_sent",
+        "after",
+        files_only_responses_sent,
+        None,
+        {},
+        apis=FILES_NEVER_SENT_APIS,
+        why="a response of only files: OpenAIChatModel and MistralModel never send response files,"
+        " so it goes out empty (vercel/ai#13744) or not at all, leaving no messages "
+        "(CopilotKit#529)",
+    ),
+)

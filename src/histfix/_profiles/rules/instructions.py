@@ -1,23 +1,23 @@
 """Where OpenAI Chat and Mistral put the instructions: never between a call and its results.
 
-On 1.33.0-1.74.x, OpenAIChatModel and MistralModel insert the agent's instructions as a system
+On :data:`BY_COUNT` (``table.INSTRUCTIONS_AT_SYSTEM_COUNT``), OpenAIChatModel and MistralModel insert the agent's instructions as a system
 message at index N of the wire messages, N being the number of system messages anywhere in the
 history: right after the system prompts when they all lead, but anywhere when a system prompt
 comes later (a history processor or a spliced history puts one there). When message N is a tool
 message, the instructions land between a call and its results (OpenAI Chat
 tool_calls_without_response, Mistral unexpected_tool_role); for Mistral also right after a tool
 message (user_after_tool: MistralModel adds its assistant message only when a user message follows
-the tool message directly). 1.75.0 inserts after the leading system messages (read in the wheels of
-1.32.0, 1.33.0, 1.74.0 and 1.75.0; ``switches.INSTRUCTIONS_AT_SYSTEM_COUNT``).
+the tool message directly). The releases before and after insert them after the leading system
+messages.
 
 The pass, only where the insertion would land so: move every system prompt to the front of the
 first request (order kept, each move reported with its text), which is where the release expects
 them, or into a request of their own before a history that opens on a response; a request left
 empty by the move goes. The history's instructions are unknown when repairing
-(they come from the agent at run time), so it assumes there are some. After-stage, pure, last of
-the passes these APIs run (results_first may reorder what it counts).
+(they come from the agent at run time), so it assumes there are some. Pure: it returns the list
+it was given and no changes when nothing applies.
 
-From 2.63.0 the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
+From ``table.FRAMING_ANNOUNCED`` the same wire rule meets pydantic-ai's framing announcement: for a model whose profile has
 no inline system prompts (2.78.0's CloudflareChatModel, gpt-oss), ``Model.prepare_messages`` puts a
 system prompt saying what its ``<system>`` blocks mean at the front of the first request, once the
 history has a mid-conversation system prompt, a capability part or a framed summary and the agent has
@@ -36,7 +36,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
-from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, starter_prompt
+from ..._release import table
+from ..._release.switches import has
+from ..rule import STARTER_PROMPT, Finding, ProfileRule, preview, problem, rule, starter_request
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -46,14 +48,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANNOUNCEMENT_APIS",
+    "BY_COUNT",
     "INSTRUCTIONS_APIS",
+    "RULES",
     "announcement_placed",
     "detect_announcement_placed",
     "detect_instructions_placed",
     "instructions_placed",
-    "instructions_rules",
 ]
 
+#: The releases whose OpenAIChatModel and MistralModel place the instructions by the count of system messages.
+BY_COUNT = table.span(table.INSTRUCTIONS_AT_SYSTEM_COUNT.release, table.INSTRUCTIONS_AT_SYSTEM_COUNT.until)
 #: The APIs whose model class counts system messages to place the instructions (on some releases).
 INSTRUCTIONS_APIS = frozenset({"openai-chat", "mistral"})
 #: Where landing right after a tool message is refused too (Mistral user_after_tool).
@@ -69,10 +74,10 @@ def _system(part: object) -> bool:
     return getattr(part, "part_kind", "") == "system-prompt"
 
 
-def _applies(target: ProviderTarget) -> bool:
-    from ..._release import switches as _compat
+def _placed_by_count() -> bool:
+    """Whether the installed model classes place the instructions by the count of system messages."""
 
-    return bool(INSTRUCTIONS_APIS & set(target.apis)) and _compat.instructions_at_system_count()
+    return has(table.INSTRUCTIONS_AT_SYSTEM_COUNT)
 
 
 def _roles(history: Sequence[ModelMessage]) -> list[str]:
@@ -111,9 +116,9 @@ def instructions_placed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Chat tool_calls_without_response / Mistral unexpected_tool_role, user_after_tool on
-    1.33.0-1.74.x: where the instructions would land inside a tool exchange, the system prompts move
+    :data:`BY_COUNT`: where the instructions would land inside a tool exchange, the system prompts move
     to the front of the first request (each move reported), so they land after them."""
-    if not _applies(target) or _misplaced(history, target) is None:
+    if not _placed_by_count() or _misplaced(history, target) is None:
         return history, []
     opens_with_request = history[0].kind == "request"
     moved: list[Any] = []
@@ -159,7 +164,7 @@ def detect_instructions_placed(
 ) -> list[Finding]:
     """The request whose system prompt would make the instructions land inside a tool exchange (no
     provider wording: the refusal names the call or role the instructions displace)."""
-    if not _applies(target) or _misplaced(history, target) is None:
+    if not _placed_by_count() or _misplaced(history, target) is None:
         return []
     later = next(
         (
@@ -186,11 +191,10 @@ def _announcement_inside_calls(history: Sequence[ModelMessage], target: Provider
     """Whether the installed release may put its framing announcement between the history's opening
     calls and their results: the history opens on a response with a tool call, so the first request
     holds their results."""
-    from ..._release import switches as _compat
 
-    if not (ANNOUNCEMENT_APIS & set(target.apis)) or not history or history[0].kind != "response":
+    if not history or history[0].kind != "response":
         return False
-    return _compat.framing_announced_in_first_request() and any(
+    return has(table.FRAMING_ANNOUNCED) and any(
         getattr(part, "part_kind", "") == "tool-call" for part in history[0].parts
     )
 
@@ -198,18 +202,12 @@ def _announcement_inside_calls(history: Sequence[ModelMessage], target: Provider
 def announcement_placed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
-    """OpenAI Chat tool_calls_without_response from 2.63.0: a history opening on a response with tool
+    """OpenAI Chat tool_calls_without_response from ``table.FRAMING_ANNOUNCED``: a history opening on a response with tool
     calls gets :data:`.rule.STARTER_PROMPT` first, so pydantic-ai's framing announcement opens the history
     instead of landing between those calls and their results."""
     if not _announcement_inside_calls(history, target):
         return history, []
-    from pydantic_ai.messages import ModelRequest
-
-    from ..._release import switches as _compat
-
-    response = history[0]
-    fields: dict[str, Any] = {"timestamp": response.timestamp} if _compat.REQUEST_HAS_TIMESTAMP else {}
-    opened = ModelRequest(parts=[starter_prompt(response)], **fields)  # type: ignore[arg-type]
+    opened = starter_request(history[0])  # type: ignore[arg-type]  # a response: _announcement_inside_calls
     description = (
         f"the history starts with a response with tool calls: put the fixed prompt {STARTER_PROMPT!r} before "
         f"it, so that the system message {target.name}'s model class may add at the front of the first request "
@@ -239,29 +237,28 @@ def detect_announcement_placed(
     ]
 
 
-def instructions_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules (after the turn rules, which can drop what they count)."""
-    return (
-        ProfileRule(
-            "announcement_placed",
-            ANNOUNCEMENT_APIS,
-            "pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562): "
-            "from 2.63.0 Model.prepare_messages puts it at the front of the first request, after the opening "
-            "response of a history that starts with tool calls (its models/__init__.py)",
-            "after",
-            announcement_placed,
-            detect_announcement_placed,
-            ANNOUNCEMENT_WORDING,
-        ),
-        ProfileRule(
-            "instructions_placed",
-            INSTRUCTIONS_APIS,
-            "the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
-            "and Mistral (its role-order error): 1.33.0-1.74.x OpenAIChatModel and MistralModel "
-            "place them after as many messages as there are system prompts (their models/*.py)",
-            "after",
-            instructions_placed,
-            detect_instructions_placed,
-            {},
-        ),
-    )
+#: This module's rules (their place in the pass order is the registry's).
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "announcement_placed",
+        "after",
+        announcement_placed,
+        detect_announcement_placed,
+        ANNOUNCEMENT_WORDING,
+        why="pydantic-ai's framing announcement inside a tool exchange, rejected by OpenAI Chat "
+        f"(pydantic-ai#562): from {table.FRAMING_ANNOUNCED.release} Model.prepare_messages puts it at the front of the first "
+        "request, after the opening response of a history that starts with tool calls (its "
+        "models/__init__.py)",
+    ),
+    rule(
+        "instructions_placed",
+        "after",
+        instructions_placed,
+        detect_instructions_placed,
+        {},
+        apis=INSTRUCTIONS_APIS,
+        why="the instructions inside a tool exchange, rejected by OpenAI Chat (pydantic-ai#562) "
+        f"and Mistral (its role-order error): {BY_COUNT} OpenAIChatModel and MistralModel "
+        "place them after as many messages as there are system prompts (their models/*.py)",
+    ),
+)

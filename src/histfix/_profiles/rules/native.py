@@ -1,8 +1,9 @@
-"""Profile rules about provider-native parts: server tool calls and thinking signatures.
+"""Provider-native (server) tool parts Anthropic refuses: a call without its result block, a return
+under a name the release cannot send.
 
-After-stage passes, pure, each returning the list it was given and no changes when nothing
-applies; what they remove is reported with its content. Sources: Anthropic's server-tool and
-extended-thinking documentation, and the installed releases' serializers.
+Pure, returning the list it was given and no changes when nothing applies; what it removes is
+reported with its content. Sources: Anthropic's server-tool documentation, and the installed
+releases' serializers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._records.changes import Change
 from ..._records.parts import native_kind
-from ..rule import Finding, ProfileRule, preview, problem
+from ..._release import table
+from ..._release.switches import has
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import said
@@ -23,26 +26,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NATIVE_CALLS_APIS",
-    "THINKING_APIS",
+    "NATIVE_CALL_WORDING",
+    "RULES",
     "detect_native_calls_paired",
-    "detect_thinking_transfers",
     "native_calls_paired",
-    "thinking_origin",
-    "thinking_transfers",
 ]
 
 NATIVE_CALL_WORDING = said({"anthropic": "native_unpaired"})
-#: Only Anthropic words its refusal; OpenAI Responses replays a signature as a reasoning item's
-#: encrypted content, which only OpenAI can decrypt, and its refusal has no documented wording.
-THINKING_WORDING = said({"anthropic": "thinking_signature"})
-NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
-#: The provider names (``provider_name`` prefixes) whose signatures each API can verify.
-_OWN_PROVIDERS = {"anthropic": ("anthropic",), "openai-responses": ("openai",)}
-THINKING_APIS = frozenset(_OWN_PROVIDERS)
 
-#: Before 1.0.9, AnthropicModel sends a native return only under the wire block's name
-#: (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for the tool's own
-#: name, which 1.0.9+ stores; see ``switches.NATIVE_RETURN_NAMED_BY_TOOL_SINCE``.
+NATIVE_CALLS_APIS = frozenset(NATIVE_CALL_WORDING)
+
+#: Before ``table.NATIVE_RETURN_NAMED_BY_TOOL``, AnthropicModel sends a native return only under the
+#: wire block's name (``web_search_tool_result``) and raises ``ValueError: Unsupported tool name`` for
+#: the tool's own name, which that release and later store.
 _WIRE_RETURN_NAMES = {"web_search": "web_search_tool_result", "code_execution": "code_execution_tool_result"}
 
 
@@ -52,8 +48,8 @@ def _anthropic(part: object) -> bool:
 
 def _unsendable_natives(response: ModelResponse) -> set[int]:
     """Indices of Anthropic native calls without a sendable result in the same response, and of those
-    calls' returns: a result block needs a dict or list (Anthropic's result shapes; 1.0.9+ send
-    nothing else, so the call would go out alone). A call with no return at all is in flight, which
+    calls' returns: a result block needs a dict or list (Anthropic's result shapes; from
+    ``table.NATIVE_RETURN_NAMED_BY_TOOL`` nothing else is sent, so the call would go out alone). A call with no return at all is in flight, which
     the API refuses for code execution only (recorded: web_search under pause_turn got 200)."""
     parts: list[Any] = list(response.parts)  # native part classes differ by release: duck-typed
     returns: dict[str, list[int]] = {}
@@ -73,15 +69,9 @@ def _unsendable_natives(response: ModelResponse) -> set[int]:
     return found
 
 
-def _part_classes(history: Sequence[ModelMessage], scan: Scan) -> frozenset[type]:
-    """The classes of every part (the rules' cheap early exits, from the shared scan)."""
-
-    return scan.survey(history).part_classes
-
-
 def _any_native(history: Sequence[ModelMessage], scan: Scan) -> bool:
     """The cheap early exit: whether any message holds a native part."""
-    return any(native_kind(kind) for kind in _part_classes(history, scan))
+    return any(native_kind(kind) for kind in scan.survey(history).part_classes)
 
 
 def native_calls_paired(
@@ -90,15 +80,14 @@ def native_calls_paired(
     """Anthropic server_tool_use_without_result (pydantic-ai#6401): releases up
     to 2.30 send a native call whose result block is missing (2.68 drops it from the wire itself), so
     a code execution call with no return goes, and any call with a return no release can send goes
-    with it (other server tools in flight are kept: the API accepts them); before 1.0.9, a native return
-    is renamed to the wire name that release requires (it raises on the tool's own name)."""
+    with it (other server tools in flight are kept: the API accepts them); before
+    ``table.NATIVE_RETURN_NAMED_BY_TOOL``, a native return is renamed to the wire name those releases
+    require (they raise on the tool's own name)."""
     from pydantic_ai.messages import ModelResponse
-
-    from ..._release import switches as _compat
 
     if not _any_native(history, scan):
         return history, []
-    rename = not _compat.native_return_named_by_tool()
+    rename = not has(table.NATIVE_RETURN_NAMED_BY_TOOL)
     fixed: list[ModelMessage] = []
     changes: list[Change] = []
     for index, message in enumerate(history):
@@ -174,120 +163,17 @@ def detect_native_calls_paired(
     return found
 
 
-# --- thinking_transfers -------------------------------------------------------------------------------
-
-
-def thinking_origin(part: object, response: ModelResponse) -> str | None:
-    """Which provider produced a thinking part: its own ``provider_name`` (1.x.y+), else its response's."""
-    return getattr(part, "provider_name", None) or response.provider_name
-
-
-def _foreign(part: object, response: ModelResponse, target: ProviderTarget, thinking: type) -> bool:
-    """A signed thinking part that the target's APIs cannot verify (another provider made it)."""
-    if not isinstance(part, thinking) or not getattr(part, "signature", None):
-        return False
-    origin = thinking_origin(part, response)
-    if origin is None:
-        return False  # unknown origin: the signature may well be the target's own
-    return any(not origin.startswith(_OWN_PROVIDERS[api]) for api in _verifying(target))
-
-
-def _verifying(target: ProviderTarget) -> list[str]:
-    """The target's APIs that are sent thinking signatures on the installed release: Anthropic's on
-    every release, OpenAI Responses' from 1.0.3 (1.0.0-1.0.2 leave thinking out of its input, so
-    there its signatures need not go; ``switches.THINKING_SENT_SINCE``)."""
-    from ..._release import switches as _compat
-
-    apis = [api for api in target.apis if api in _OWN_PROVIDERS]
-    return apis if _compat.thinking_sent() else [api for api in apis if api != "openai-responses"]
-
-
-def thinking_transfers(
-    history: list[ModelMessage], target: ProviderTarget, scan: Scan
-) -> tuple[list[ModelMessage], list[Change]]:
-    """Anthropic `Invalid signature in thinking block` (anthropic-sdk-python#1598) and OpenAI
-    Responses reasoning items (the signature is replayed as encrypted content): a signature only its
-    own provider can verify.
-    The thinking text stays (every release sends unsigned thinking as text or drops it from the wire
-    only); the foreign signature goes, and is reported."""
-    from pydantic_ai.messages import ModelResponse, ThinkingPart
-
-    if not any(issubclass(kind, ThinkingPart) for kind in _part_classes(history, scan)):
-        return history, []  # the cheap early exit: no thinking at all
-    fixed: list[ModelMessage] | None = None
-    changes: list[Change] = []
-    for index, message in enumerate(history):
-        if not isinstance(message, ModelResponse):
-            continue
-        if not any(_foreign(part, message, target, ThinkingPart) for part in message.parts):
-            continue
-        parts: list[Any] = []
-        given: list[Any] = list(message.parts)
-        for part in given:
-            if _foreign(part, message, target, ThinkingPart):
-                changes.append(
-                    Change(
-                        "dropped_signature",
-                        index,
-                        f"dropped the thinking signature from {thinking_origin(part, message)}: the target cannot "
-                        "verify it (the thinking text is kept)",
-                        preview=preview(part.signature),
-                    )
-                )
-                part = dataclasses.replace(part, signature=None)  # noqa: PLW2901
-            parts.append(part)
-        if fixed is None:
-            fixed = list(history)
-        fixed[index] = dataclasses.replace(message, parts=parts)
-    return (history, []) if fixed is None else (fixed, changes)
-
-
-def detect_thinking_transfers(
-    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> list[Finding]:
-    from pydantic_ai.messages import ModelResponse, ThinkingPart
-
-    return [
-        problem(
-            "foreign_signature",
-            THINKING_WORDING,
-            target,
-            at=index,
-            apis=THINKING_APIS,
-            description=f"a thinking part signed by {thinking_origin(part, message)}, which the target cannot verify",
-            n=index,
-            m=at,
-            id=getattr(part, "id", None),
-        )
-        for index, message in enumerate(history)
-        if isinstance(message, ModelResponse)
-        for at, part in enumerate(message.parts)
-        if _foreign(part, message, target, ThinkingPart)
-    ]
-
-
-def native_rules() -> tuple[ProfileRule, ...]:
-    """This module's rules: native calls paired, then thinking that can be sent where it goes."""
-    return (
-        ProfileRule(
-            "native_calls_paired",
-            NATIVE_CALLS_APIS,
-            "Anthropic: a code execution call without its result block in the same response "
-            "(pydantic-ai#6401; other server tools in flight are accepted); before 1.0.9 "
-            "AnthropicModel sends a return only under its wire name (models/anthropic.py)",
-            "after",
-            native_calls_paired,
-            detect_native_calls_paired,
-            NATIVE_CALL_WORDING,
-        ),
-        ProfileRule(
-            "thinking_transfers",
-            THINKING_APIS,
-            "a thinking signature from another provider: Anthropic (anthropic-sdk-python#1598); "
-            "OpenAI Responses decrypts only its own reasoning items",
-            "after",
-            thinking_transfers,
-            detect_thinking_transfers,
-            THINKING_WORDING,
-        ),
-    )
+#: This module's rule.
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "native_calls_paired",
+        "after",
+        native_calls_paired,
+        detect_native_calls_paired,
+        NATIVE_CALL_WORDING,
+        why="Anthropic: a code execution call without its result block in the same response "
+        f"(pydantic-ai#6401; other server tools in flight are accepted); before "
+        f"{table.NATIVE_RETURN_NAMED_BY_TOOL.release} AnthropicModel sends a return only under its wire name "
+        "(models/anthropic.py)",
+    ),
+)

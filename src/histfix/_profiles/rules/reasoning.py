@@ -4,21 +4,21 @@ OpenAIResponsesModel replays thinking as ``reasoning`` input items, and OpenAI r
 not directly followed by an output item of the same response: "Item 'rs_...' of type 'reasoning'
 was provided without its required following item." (vercel/ai#8321). A response cut off after its
 reasoning, or whose text was evicted, goes out so. Which thinking becomes a reasoning item depends
-on the release (``switches.responses_reasoning_items``): none before 1.0.3; *every* thinking part on
-1.0.3-1.0.4; from 1.0.5 OpenAI's own thinking with an id, for reasoning models (the rest goes as
-tagged assistant text). Consecutive parts with one id become one item.
+on the release: none before ``table.THINKING_SENT``; *every* thinking part from it up to
+``table.RESPONSES_REASONING_OWN_ONLY``; from that release OpenAI's own thinking with an id, for
+reasoning models (the rest goes as tagged assistant text). Consecutive parts with one id become one item.
 
 An assistant message the release sends without an id (text that was edited or never had one,
 thinking sent as tagged text) is not that following item: OpenAI refused one after a reasoning
 item (gpt-5, recorded in pydantic-ai's test_openai_responses_thinking_with_modified_history).
 
-The pass: where such a run of thinking has no output item after it in its response, on 1.0.5+ its
-id is cleared, so the release sends its text as tagged assistant text (the text stays, the wire
-drops the encrypted reasoning, which OpenAI would refuse anyway); on 1.0.3-1.0.4, which send every
-thinking part as an item, the run is dropped, reported with its text. Judged without knowing the
+The pass: where such a run of thinking has no output item after it in its response, it loses its id
+where only OpenAI's own thinking goes as items, so the release sends its text as tagged assistant
+text (the text stays, the wire drops the encrypted reasoning, which OpenAI would refuse anyway);
+where every thinking part goes as an item, the run is dropped, reported with its text. Judged without knowing the
 model: a thinking part that the release might send as an item counts as one (clearing an id a
-non-reasoning model would not have sent changes nothing on the wire). After-stage, pure, before
-no_empty_content (which drops a response this empties).
+non-reasoning model would not have sent changes nothing on the wire). Pure: it returns the list it
+was given and no changes when nothing applies.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._records.changes import Change
-from ..rule import Finding, ProfileRule, preview, problem
+from ..._release import table
+from ..._release.switches import has
+from ..rule import Finding, ProfileRule, preview, problem, rule
 from ..scan import Scan
-from ..targets import ProviderTarget
+from ..targets import ProviderTarget, only_grouping_servers
 from ..wording import said
-from .call_groups import only_grouping_servers
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -40,14 +41,16 @@ if TYPE_CHECKING:
 __all__ = [
     "REASONING_APIS",
     "REASONING_WORDING",
+    "RULES",
     "detect_reasoning_followed",
     "reasoning_followed",
-    "reasoning_rules",
 ]
 
 #: The APIs that replay thinking as reasoning items.
 REASONING_APIS = frozenset({"openai-responses"})
+
 REASONING_WORDING = said({"openai-responses": "reasoning_alone"})
+
 #: The ``system`` of OpenAIResponsesModel: the provider name its own thinking and native calls carry.
 _OPENAI = "openai"
 
@@ -56,19 +59,20 @@ _OPENAI = "openai"
 class _Wire:
     """What the installed OpenAIResponsesModel sends, as far as reasoning items are concerned."""
 
-    mode: Literal["every", "own"]  # _compat.responses_reasoning_items, where it is not "none"
+    #: which thinking parts go out as reasoning items: every one, or OpenAI's own with an id
+    mode: Literal["every", "own"]
     native_calls_sent: bool
 
 
 def _wire(target: ProviderTarget) -> _Wire | None:
-    """The installed release's reasoning behaviour, or None when the target has no such API or the
-    release sends no reasoning items."""
-    from ..._release import switches as _compat
-
-    if not REASONING_APIS & set(target.apis) or only_grouping_servers(target):
+    """The installed release's reasoning behaviour, or None where the target's Responses servers are not
+    OpenAI's or the release sends no reasoning items."""
+    if only_grouping_servers(target):
         return None  # the rule is OpenAI's: compatible servers take reasoning items in a row
-    mode = _compat.responses_reasoning_items()
-    return None if mode == "none" else _Wire(mode, _compat.responses_native_calls_sent())
+    if not has(table.THINKING_SENT):
+        return None  # no thinking goes out at all
+    mode: Literal["every", "own"] = "own" if has(table.RESPONSES_REASONING_OWN_ONLY) else "every"
+    return _Wire(mode, has(table.RESPONSES_NATIVE_CALLS_SENT))
 
 
 def _thinking_class() -> type[Any]:
@@ -158,8 +162,8 @@ def reasoning_followed(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """OpenAI Responses "reasoning ... without its required following item": a reasoning item with
-    no output item after it in its response loses its id (1.0.5+: its text goes as tagged text) or,
-    where every thinking part is an item (1.0.3-1.0.4), is dropped with its text reported."""
+    no output item after it in its response loses its id (its text then goes as tagged text) or,
+    where every thinking part is an item, is dropped with its text reported."""
     wire = _wire(target)
     found = _found(history, wire, scan) if wire is not None else []
     if not found:
@@ -214,17 +218,15 @@ def detect_reasoning_followed(
     ]
 
 
-def reasoning_rules() -> tuple[ProfileRule, ...]:
-    """This module's rule (after thinking_transfers, before no_empty_content)."""
-    return (
-        ProfileRule(
-            "reasoning_followed",
-            REASONING_APIS,
-            "OpenAI Responses: a reasoning item without its following output item (vercel/ai#8321,"
-            " pydantic-ai#2861)",
-            "after",
-            reasoning_followed,
-            detect_reasoning_followed,
-            REASONING_WORDING,
-        ),
-    )
+#: This module's rule.
+RULES: tuple[ProfileRule, ...] = (
+    rule(
+        "reasoning_followed",
+        "after",
+        reasoning_followed,
+        detect_reasoning_followed,
+        REASONING_WORDING,
+        why="OpenAI Responses: a reasoning item without its following output item (vercel/ai#8321,"
+        " pydantic-ai#2861)",
+    ),
+)

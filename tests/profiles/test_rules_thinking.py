@@ -1,10 +1,8 @@
-"""bedrock_thinking_signed (histfix._profiles.rules.bedrock_thinking), on the installed release's types.
+"""The thinking rules (histfix._profiles.rules.thinking), on the installed release's types.
 
-BedrockConverseModel 1.0.0-1.0.2 sends Claude every thinking part as a reasoning block; Claude
-refuses one without a signature or with another provider's. There the Bedrock profile drops those
-parts (reported, with their text); from 1.0.3 the release sends them as text and nothing changes.
-The emulator half of the proof is tests/profiles/test_provider_truth.py (X_thinking_signed_by_another_provider,
-X_long_multi_turn_mixed through BedrockConverseModel on 1.0.0).
+A signature only its own provider verifies (Anthropic, OpenAI Responses), and the thinking Claude on
+Bedrock refuses where 1.0.0-1.0.2's BedrockConverseModel sends it: what goes, what stays, for which
+targets, and what ``check(provider=)`` says in the provider's words.
 """
 
 from __future__ import annotations
@@ -15,16 +13,35 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._profiles.rules.bedrock_thinking import detect_bedrock_thinking_signed
+from histfix._profiles.rules import thinking as thinking_rules
+from histfix._profiles.rules.thinking import detect_bedrock_thinking_signed
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
-from histfix._release import switches as _compat
+from histfix._release import table
+from histfix._release.switches import has
 
-from dsl import dump, load, real, req, text, thinking, user
+from dsl import dump, load, real, req, resp, text, thinking, user
+
+
+def kinds(report: histfix.RepairReport) -> list[str]:
+    return [change.kind for change in report.changes]
+
+
+def _signed_by(provider: str) -> list[pai.ModelMessage]:
+    return load(
+        [
+            req(user("think")),
+            resp(thinking("let me see", signature="sig-x"), text("done"), at=4, provider_name=provider),
+            req(user("next")),
+        ]
+    )
+
 
 CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
 LLAMA = "bedrock:us.meta.llama3-3-70b-instruct-v1:0"
-SENDS_EVERY_THINKING = not _compat.bedrock_sends_only_own_thinking()
+
+SENDS_EVERY_THINKING = not has(table.BEDROCK_SENDS_ONLY_OWN_THINKING)
 
 
 def _history(signature: str | None, provider_name: str | None) -> list[pai.ModelMessage]:
@@ -40,7 +57,60 @@ def _history(signature: str | None, provider_name: str | None) -> list[pai.Model
 
 
 REFUSED = [(None, "bedrock"), (None, None), ("gAAAAAB-reasoning", "openai"), ("sig", "google-gla")]
+
 ACCEPTED = [("sig", "bedrock"), ("sig", "anthropic"), ("sig", None)]  # own, or of unknown origin
+
+
+def test_a_foreign_signature_goes_and_the_thinking_text_stays() -> None:
+    report = histfix.repair_report(_signed_by("openai"), provider="anthropic")
+    part = report.messages[1].parts[0]
+    assert isinstance(part, pai.ThinkingPart) and part.content == "let me see" and part.signature is None
+    (change,) = report.changes
+    assert change.kind == "dropped_signature" and change.preview == "sig-x"
+    assert histfix.repair(report.messages, provider="anthropic") == report.messages
+    ((found, _),) = thinking_rules.detect_thinking_transfers(
+        _signed_by("openai"), resolve_provider("anthropic"), Scan()
+    )
+    assert found.provider_error == "messages.1.content.0: Invalid signature in thinking block"
+
+
+@pytest.mark.parametrize(("provider", "api"), [("anthropic", "anthropic"), ("openai", "openai-responses")])
+def test_a_signature_stays_with_its_own_provider(provider: str, api: str) -> None:
+    history = _signed_by(provider)
+    assert histfix.repair(history, provider=api) == histfix.repair(history)
+
+
+def test_any_keeps_no_signature_of_a_known_provider_but_every_thinking_text_bedrock_can_send() -> None:
+    """From 1.0.3 no known provider's signature verifies with both Anthropic and OpenAI Responses, and
+    the thinking text stays. 1.0.0-1.0.2 send OpenAI Responses no thinking, so Anthropic's signature
+    stays there; Bedrock's Claude refuses the unsigned thinking they send it, so ``"any"`` drops the
+    thinking it stripped of a signature, and says so."""
+    for provider in ("anthropic", "openai", "google-gla"):
+        report = histfix.repair_report(_signed_by(provider), provider="any")
+        part = report.messages[1].parts[0]
+        if has(table.BEDROCK_SENDS_ONLY_OWN_THINKING):
+            assert (
+                isinstance(part, pai.ThinkingPart) and part.signature is None and part.content == "let me see"
+            )
+        elif provider == "anthropic":
+            assert isinstance(part, pai.ThinkingPart) and part.signature == "sig-x"
+            assert not report.changes
+        else:
+            assert [(p.part_kind, p.content) for p in report.messages[1].parts] == [("text", "done")]
+            assert [c.preview for c in report.changes if c.kind == "dropped_thinking"] == ["let me see"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "google-gla"])
+def test_openai_responses_drops_a_signature_only_where_it_is_sent_thinking(provider: str) -> None:
+    report = histfix.repair_report(_signed_by(provider), provider="openai-responses")
+    dropped = [c.preview for c in report.changes if c.kind == "dropped_signature"]
+    assert dropped == (["sig-x"] if has(table.THINKING_SENT) else [])
+    assert report.messages[1].parts[0].content == "let me see"
+
+
+def test_a_signature_of_unknown_origin_is_kept() -> None:
+    history = load([req(user("t")), real(thinking("x", signature="sig"), text("y"), at=4), req(user("n"))])
+    assert histfix.repair(history, provider="any")[1].parts[0].signature == "sig"
 
 
 @pytest.mark.parametrize("target", ["bedrock", CLAUDE, "any"])

@@ -19,9 +19,9 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 
-from ..._records.parts import after_results, is_result
-from ..._repair.folding import is_synthetic, with_parts
-from ..scan import Scan
+from .._records.parts import after_results, is_result
+from .._repair.folding import is_synthetic, with_parts
+from .scan import Scan
 
 __all__ = [
     "Misplaced",

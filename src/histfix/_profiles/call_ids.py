@@ -28,9 +28,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from ..._records.parts import is_result
-from ..._repair.folding import with_parts
-from ..scan import Scan
+from .._records.parts import is_result
+from .._repair.folding import with_parts
+from .scan import Scan
 
 __all__ = [
     "ANTHROPIC_ID",
@@ -252,7 +252,7 @@ def anthropic_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
 def _with_id(part: Any, new: str) -> Any:
     """``part`` with another ``tool_call_id``: ``dataclasses.replace`` at a tenth of the cost (the
     part classes are plain dataclasses, unfrozen, their fields in ``__dict__``, on every release;
-    their validation has nothing to say about an id; tests/profiles/test_rules_calls.py checks it equal)."""
+    their validation has nothing to say about an id; tests/profiles/test_profile_speed.py checks it equal)."""
     fields = getattr(part, "__dict__", None)
     if fields is None:
         return replace(part, tool_call_id=new)
