@@ -12,6 +12,7 @@ import histfix
 from dsl import call, dump, load, real, req, ret, retry, system, text, user
 from generate import random_conversation
 from strict import pairing_problems
+from volume import sized
 
 
 def conversation(turns: int) -> list[dict]:
@@ -96,7 +97,7 @@ def test_does_not_mutate_input() -> None:
     assert history == before
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", range(sized(200)))
 def test_trimming_a_valid_conversation_keeps_it_valid(seed: int) -> None:
     """Property: every trim of a valid conversation is valid, a suffix, and starts a turn."""
     history = load(random_conversation(seed))
@@ -179,7 +180,7 @@ def test_estimate_tokens_counts_content_and_args() -> None:
     assert histfix.estimate_tokens(response) > 25
 
 
-@pytest.mark.parametrize("seed", range(150))
+@pytest.mark.parametrize("seed", range(sized(150)))
 def test_budget_trim_is_the_longest_valid_suffix(seed: int) -> None:
     """Property: the trimmed history is valid, fits, starts a turn, and one more turn would not fit."""
     history = load(random_conversation(seed))

@@ -24,6 +24,7 @@ from corpus import CASES
 from dsl import Case, load, load_history, req, resp, text, user
 from emulators import PROVIDER_APIS
 from generate import random_history
+from volume import sized
 from wire import BEDROCK_LLAMA
 
 TARGETS = [None, *PROVIDER_APIS, "any", BEDROCK_LLAMA]
@@ -136,8 +137,8 @@ def test_each_change_names_the_input_message_it_describes(case: Case) -> None:
 
 
 def test_generated_changes_name_their_input_messages() -> None:
-    checked = sum(_check(load(random_history(seed)), f"seed {seed}") for seed in range(40))
-    assert checked > 500  # the histories are broken enough to test something
+    checked = sum(_check(load(random_history(seed)), f"seed {seed}") for seed in range(sized(40)))
+    assert checked > sized(40) * 12  # the histories are broken enough to test something
 
 
 def test_a_drop_after_a_merge_names_the_input_index() -> None:

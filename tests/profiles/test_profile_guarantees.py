@@ -16,6 +16,7 @@ from histfix._profiles.targets import PROVIDER_APIS
 from corpus import CASES
 from dsl import dump, load, loadable
 from generate import random_history
+from volume import sized
 
 PROFILES = [*PROVIDER_APIS, "any"]
 
@@ -52,7 +53,7 @@ def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
     found = [(case.name, history) for case, history in loadable(CASES)]
     # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
     # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(60)]
+    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
     return found
 
 

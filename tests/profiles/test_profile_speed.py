@@ -23,13 +23,14 @@ from corpus import CASES
 from dsl import call, load, loadable, req, resp, ret, text, user
 from emulators import PROVIDER_APIS as EMULATED_APIS
 from generate import random_conversation, random_history
+from volume import sized
 
 
 def histories() -> list[list[pai.ModelMessage]]:
     """Every corpus case the release loads, and generated histories (damaged and valid)."""
     found = [history for _, history in loadable(CASES)]
-    found += [load(random_history(seed)) for seed in range(150)]
-    found += [load(random_conversation(seed)) for seed in range(30)]
+    found += [load(random_history(seed)) for seed in range(sized(150))]
+    found += [load(random_conversation(seed)) for seed in range(sized(30))]
     return found
 
 

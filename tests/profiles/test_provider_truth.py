@@ -15,7 +15,7 @@ API after ``histfix.repair`` (except the documented provider rules repair does n
 Everything else is data: the outcomes go to ``conftest.PROVIDERS`` and from there into the
 ``--record-outcome`` record and compat-matrix.md.
 
-Which cases run: every case on the releases in ``FULL_RELEASES``; elsewhere every
+Which cases run: every case on the releases measured in full (``volume.FULL``); elsewhere every
 ``SAMPLE_EVERY``-th case (a fixed slice of a fixed order) plus the seeds' scenarios;
 ``HISTFIX_PROVIDER_SAMPLE=all`` runs every case everywhere (the sweep sets it).
 """
@@ -33,21 +33,20 @@ from pydantic_ai import messages as pai
 from test_provider_generated import NOTHING_SENDABLE, may_refuse
 
 import histfix
-from histfix._release.pinned import NEWEST
 
-from conftest import PROVIDERS, PYDANTIC_AI
+from conftest import PROVIDERS
 from corpus import CASES
 from dsl import Json, call, load_history, req, resp, ret, text, user
 from emulators import PROVIDER_APIS
 from provider_bench import Bench, tally
+from volume import FULL
 from wire import Outcome, client_for
 
-#: Releases measured on every case in the pinned matrix (the newest and the oldest); the other pinned
+#: The releases measured in full (volume.FULL: the newest and the oldest) send every case; the other pinned
 #: releases run a fixed sample to keep `nox` within its budget. The provider sweep
 #: (`nox -s sweep -- --providers`) sends every case on every release, so the cross product of each
 #: pinned release (2.9.1 and 2.10.0 among them, the last without and first with internal repair)
 #: is measured there, recorded in tests/data/sweep-providers.json and compat-matrix.md.
-FULL_RELEASES = frozenset({NEWEST, "1.0.0"})
 SAMPLE_EVERY = 10
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"
 
@@ -121,7 +120,7 @@ HISTORIES = [
 def sample_mode() -> str:
     """``all`` or ``every N`` for this run."""
     wanted = os.environ.get(SAMPLE_ENV, "").strip().lower()
-    if wanted == "all" or str(PYDANTIC_AI) in FULL_RELEASES:
+    if wanted == "all" or FULL:
         return "all"
     if wanted.isdigit() and int(wanted) > 0:
         return f"every {int(wanted)}"

@@ -43,6 +43,7 @@ from dsl import (
     user,
 )
 from generate import random_history
+from volume import sized
 
 PROFILES = [*PROVIDER_APIS, "any"]
 
@@ -89,7 +90,9 @@ LATE_SYSTEM = [
     req(ret("get", "c1", at=4)),
 ]
 
-HISTORIES: list[list[pai.ModelMessage]] = _corpus() + [load(random_history(seed)) for seed in range(60)]
+HISTORIES: list[list[pai.ModelMessage]] = _corpus() + [
+    load(random_history(seed)) for seed in range(sized(60))
+]
 
 EXTRA = [
     load(NATIVE_ALONE),

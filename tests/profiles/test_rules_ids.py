@@ -30,6 +30,7 @@ from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
 from emulators import openai_responses as em_openai_responses
 from generate import random_history
+from volume import sized
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
@@ -80,7 +81,7 @@ def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
     found = [(case.name, history) for case, history in loadable(CASES)]
     # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
     # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(60)]
+    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
     return found
 
 

@@ -32,6 +32,7 @@ from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
 from emulators import openai_responses as em_openai_responses
 from generate import random_history
+from volume import sized
 from wire import BEDROCK_LLAMA
 
 RULES = {rule.name: rule for rule in result_rules.RULES}
@@ -71,7 +72,7 @@ def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
     found = [(case.name, history) for case, history in loadable(CASES)]
     # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
     # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(60)]
+    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
     return found
 
 

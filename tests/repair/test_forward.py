@@ -23,6 +23,7 @@ from histfix._repair.walk import repair_walk
 from corpus import CASES
 from dsl import Case, call, load, load_history, req, resp, ret, text, user
 from generate import random_history
+from volume import sized
 
 
 def assert_forward_equals_reference(history: list[pai.ModelMessage], last: bool) -> bool:
@@ -56,7 +57,7 @@ def test_forward_walk_equals_the_reference_on_generated_histories(last: bool) ->
     walk must settle most of those that call no id twice (else the test above proves little, and
     repair() would run two walks): measured, 266 of the 320 such histories (83%), 266 of all 600."""
     settled = total = once = 0
-    for seed in range(600):
+    for seed in range(sized(600)):
         try:
             history = load(random_history(seed, 14))
         except ValidationError:

@@ -21,6 +21,7 @@ from corpus import CASES
 from dsl import Case, dump, load, load_history, req, resp, text, user
 from generate import random_history
 from strict import pairing_problems
+from volume import sized
 
 BACKENDS = ["auto", "histfix"]
 CASES_BY_NAME = {case.name: case for case in CASES}
@@ -93,7 +94,7 @@ def test_output_passes_strict_pairing(case: Case) -> None:
         assert problems == []
 
 
-@pytest.mark.parametrize("seed", range(400))
+@pytest.mark.parametrize("seed", range(sized(400)))
 def test_random_histories_idempotent_and_pure(seed: int) -> None:
     history = load(random_history(seed))
     snapshot = copy.deepcopy(history)
