@@ -733,8 +733,13 @@ def test_in_place_on_a_fifo_is_refused_before_reading_it(
     writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
     writer.start()
     code, out, err = run(capsys, "repair", str(fifo), "--in-place")
-    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go if nothing read it
-    writer.join(timeout=10)
+    # lets the writer go if nothing read it: again until it has, since a reader opened and closed
+    # before the writer's open began leaves that open waiting for the next one
+    deadline = time.monotonic() + 10
+    while writer.is_alive() and time.monotonic() < deadline:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=0.01)
+    assert not writer.is_alive()
     assert (code, out) == (2, "")
     assert err == f"histfix: {fifo}: is a FIFO; --in-place needs a regular file (use -o)\n"
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
