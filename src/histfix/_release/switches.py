@@ -48,7 +48,12 @@ def has(note: table.Note) -> bool:
         return bool(detected()[note.name])
     if note.how == "noted":
         raise ValueError(f"{note.name} is noted, not switched on: the same repair runs on every release")
-    return holds(note, current()[1])
+    return _held(note, current()[1])
+
+
+#: ``holds`` remembered per entry and release: the profile passes ask it per message, and parsing the
+#: two numbers each time was about a tenth of a profile run under cProfile.
+_held = functools.cache(holds)
 
 
 def delta_part() -> type | None:
@@ -77,6 +82,7 @@ def forget() -> None:
     installed.forget()
     detected.cache_clear()
     installed_engine.cache_clear()
+    _held.cache_clear()
 
 
 def interrupted_state(message_kind: str) -> bool:
