@@ -25,6 +25,7 @@ from histfix._release.switches import has
 from corpus import CASES
 from dsl import Json, call, real, req, ret, user
 from generate import random_conversation, random_history
+from volume import sized
 
 DUMPS = Path(__file__).parent / "data" / "dumps"
 
@@ -94,7 +95,7 @@ def vary(history: list[Json], rng: random.Random) -> list[Json]:
     return varied
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(sized(8)))
 def test_generated_histories(seed: int) -> None:
     outcomes = set()
     for n in range(seed * 40, seed * 40 + 40):

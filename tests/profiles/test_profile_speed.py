@@ -321,9 +321,12 @@ def test_repair_without_changes_gives_the_report_s_messages(
     where histfix's walk is the default the one walk must settle some of them (or this tests
     nothing). ``backend="histfix"`` (HISTFIX_BACKEND) makes histfix's walk the default on every
     release, so the one walk is tried on 2.60.0+ too."""
+    from histfix._release.switches import installed_engine
     from histfix._repair import forward as _forward
 
     if backend == "histfix":
+        if installed_engine() == "histfix":
+            pytest.skip("auto is histfix's walk on this release: the auto case runs the same")
         monkeypatch.setenv("HISTFIX_BACKEND", "histfix")
     settled: list[bool] = []
     real = _forward.settled_with_ids

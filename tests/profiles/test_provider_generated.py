@@ -14,9 +14,8 @@ refuse one whose default repair leaves nothing but system prompts). The counts a
 what was not accepted go to ``conftest.PROVIDERS["generated"]`` and from there into the record
 (``providers_generated``) and compat-matrix.md.
 
-How many: in the pinned matrix (the CI budget), ``GENERATED_DEFAULT`` histories per release,
-seeds differing by release (14 pinned releases x 40 = 560 histories in a `nox` run, 546 of them distinct),
-rotated: each goes to one API after its profile and to another after ``"any"`` (a round trip
+How many: in the pinned matrix (the CI budget), ``GENERATED_DEFAULT`` histories per release measured
+in full and a quarter of that elsewhere (``volume.sized``), seeds differing by release, rotated: each goes to one API after its profile and to another after ``"any"`` (a round trip
 costs 13-20 ms of CPU, so the cross product, 12 per history, would not fit). The full cross
 product, every history to every API both ways: ``GENERATED_ALL`` histories with
 ``HISTFIX_PROVIDER_SAMPLE=all`` (the sweep sets it), or ``HISTFIX_PROVIDER_GENERATED=N`` for N
@@ -46,12 +45,13 @@ from emulators import PROVIDER_APIS
 from fuzz_strategies import _EXTRA_RESPONSE, _loads
 from generate import random_conversation, random_history
 from provider_bench import Bench, tally
+from volume import sized
 from wire import Outcome
 
 SAMPLE_ENV = "HISTFIX_PROVIDER_SAMPLE"  # as in tests/profiles/test_provider_truth.py
 COUNT_ENV = "HISTFIX_PROVIDER_GENERATED"
 #: Histories per release in the pinned matrix (rotated over the APIs), and per API with SAMPLE_ENV=all.
-GENERATED_DEFAULT = 40
+GENERATED_DEFAULT = sized(40)
 GENERATED_ALL = 500
 #: Histories per test item at most: small enough for pytest-xdist to share the work between workers.
 BATCH = 25
