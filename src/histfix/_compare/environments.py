@@ -9,6 +9,7 @@ from the ``histfix[compare]`` extra (or ``$HISTFIX_UV``, or PATH).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,34 @@ def _run(argv: list[str], timeout: float, what: str, **kwargs: Any) -> subproces
         raise CompareError(f"{what}: cannot run {argv[0]} ({exc.strerror})") from None
 
 
+@contextlib.contextmanager
+def _building(cache: Path, release: str) -> Iterator[None]:
+    """One builder at a time per cached release: processes on one machine (Dask workers, two
+    checks) that want the same environment wait for the first to build it, then reuse it."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"{cache}: cannot create the environment cache ({exc.strerror})") from None
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: builds are not serialized there
+        yield
+        return
+    with open(cache / f".{release}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def environment(release: str, settings: Settings) -> tuple[Path, bool]:
     """The cached environment for ``release`` (built first if missing or stale), and whether it was cached."""
+    with _building(settings.cache, release):
+        return _environment(release, settings)
+
+
+def _environment(release: str, settings: Settings) -> tuple[Path, bool]:
     folder = settings.cache / release
     requirements = release_requirements(release, "packaging")
     # Built for this interpreter (a virtualenv of it shares the cache); another Python rebuilds.
@@ -127,10 +154,6 @@ def environment(release: str, settings: Settings) -> tuple[Path, bool]:
     except (OSError, ValueError):
         pass
     shutil.rmtree(folder, ignore_errors=True)
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CompareError(f"{folder.parent}: cannot create the environment cache ({exc.strerror})") from None
     what = f"pydantic-ai-slim=={release}"
     made = _run([settings.uv, "venv", "--quiet", "--python", sys.executable, str(folder)], 120, what)
     if made.returncode != 0:

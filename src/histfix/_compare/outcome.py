@@ -7,13 +7,14 @@ check reports their one-line summaries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._records.lines import history_lines, short
 from .probe import PLAIN
 
-__all__ = ["Outcome", "describe"]
+__all__ = ["Outcome", "describe", "summary_line"]
 
 Json = dict[str, Any]
 #: Characters of a value shown on a part's line.
@@ -27,6 +28,18 @@ def _first_line(text: str | None) -> str:
 def describe(messages: list[Json]) -> list[str]:
     """A history (pydantic-ai JSON data) as numbered lines, one per part."""
     return history_lines(messages, WIDTH)
+
+
+def summary_line(side: str, raised: str | None, count: int | None, problems: Sequence[str]) -> str:
+    """A short cell: how many messages (None: nothing came out), and whether a strict provider
+    accepts them; what ``histfix compare`` shows and the upgrade check reports, worded once."""
+    if count is None:
+        return f"raises {_first_line(raised)}"
+    verb = "sends" if side == PLAIN else "returns"
+    many = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    verdict = f"strict provider: 400 ({many})" if problems else "valid"
+    text = f"{verb} {count} messages · {verdict}"
+    return text + (f" · then raises {_first_line(raised)}" if raised else "")
 
 
 @dataclass(frozen=True)
@@ -49,10 +62,4 @@ class Outcome:
 
     def summary(self, side: str) -> str:
         """A short cell: how many messages, and whether a strict provider accepts them."""
-        if self.lines is None:
-            return f"raises {_first_line(self.raised)}"
-        verb = "sends" if side == PLAIN else "returns"
-        problems = f"{len(self.problems)} problem{'s' if len(self.problems) > 1 else ''}"
-        verdict = f"strict provider: 400 ({problems})" if self.problems else "valid"
-        text = f"{verb} {self.count} messages · {verdict}"
-        return text + (f" · then raises {_first_line(self.raised)}" if self.raised else "")
+        return summary_line(side, self.raised, None if self.lines is None else self.count, self.problems)

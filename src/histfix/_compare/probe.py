@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CONTINUE", "PLAIN", "REPAIRED", "probe", "prompt_for"]
+__all__ = ["CONTINUE", "PLAIN", "REPAIRED", "PlainAgent", "probe", "prompt_for"]
 
 PLAIN, REPAIRED = "plain", "histfix"
 #: The neutral prompt a finished conversation is continued with when no ``--prompt`` is given:
@@ -75,25 +75,33 @@ def _repair(history: list[Any]) -> Outcome:
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _sent(history: list[Any], prompt: str | None) -> Outcome:
-    """What a plain ``Agent`` sends on its first model request, and what it raises."""
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+class PlainAgent:
+    """A plain ``Agent`` whose model (a capturing ``FunctionModel``: no provider, no network) keeps
+    the first request it is sent. Built once and reused: building one costs about what a run does."""
 
-    sent: list[list[ModelMessage]] = []
+    def __init__(self) -> None:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    def capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        sent.append(list(messages))
-        return ModelResponse(parts=[TextPart("(captured)")])
+        self._sent: list[list[ModelMessage]] = []
 
-    try:
-        Agent(FunctionModel(capture)).run_sync(prompt, message_history=history)
-    except Exception as exc:  # e.g. UserError for unanswered calls plus a new prompt
-        return (sent[0] if sent else None), f"{type(exc).__name__}: {exc}"
-    if not sent:  # the run ended without asking the model (a finished conversation, no prompt)
-        return None, "the run ended without a model request: nothing was sent"
-    return sent[0], None
+        def capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            self._sent.append(list(messages))
+            return ModelResponse(parts=[TextPart("(captured)")])
+
+        self._agent = Agent(FunctionModel(capture))
+
+    def send(self, history: list[Any], prompt: str | None) -> Outcome:
+        """What the run sends on its first model request, and what it raises."""
+        self._sent.clear()
+        try:
+            self._agent.run_sync(prompt, message_history=history)
+        except Exception as exc:  # e.g. UserError for unanswered calls plus a new prompt
+            return (self._sent[0] if self._sent else None), f"{type(exc).__name__}: {exc}"
+        if not self._sent:  # the run ended without asking the model (a finished conversation, no prompt)
+            return None, "the run ended without a model request: nothing was sent"
+        return self._sent[0], None
 
 
 def probe(raw: bytes, prompt: str | None) -> Json:
@@ -106,7 +114,9 @@ def probe(raw: bytes, prompt: str | None) -> Json:
     return {
         "release": info.version,
         "backend": info.backend,
-        PLAIN: _side(lambda: ModelMessagesTypeAdapter.validate_json(raw), lambda h: _sent(h, prompt)),
+        PLAIN: _side(
+            lambda: ModelMessagesTypeAdapter.validate_json(raw), lambda h: PlainAgent().send(h, prompt)
+        ),
         REPAIRED: _side(lambda: load_json(raw), _repair),
     }
 
