@@ -30,7 +30,8 @@ from histfix._compare.probe import PLAIN
 from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
-from histfix.store._upgrade import PairRecord, UpgradeCheck, check_upgrade, pair
+from histfix.upgrade import PairRecord, UpgradeCheck, check_upgrade
+from histfix.upgrade._pairs import pair
 
 from conftest import PYDANTIC_AI
 from store_cases import EXAMPLES, histories, write_directory, write_jsonl, write_sqlite
@@ -318,7 +319,35 @@ def stand_in(cache: Path, release: str, script: str) -> None:
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
 
 
-HELLO = "import json, sys; print(json.dumps({{'release': '{release}'}}), flush=True); "
+#: A stand-in probe: the installed release's own probe, saying it runs RELEASE, which after
+#: answering AFTER requests (the set-up is the first) stops (``dies``) or never answers (``hangs``).
+STAND_IN = """
+import sys, time
+from histfix.upgrade import _probe, _side
+
+release, after, then = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+hello, answer = _side.ReleaseSide.hello, _side.ReleaseSide.answer
+answered = []
+
+
+def answering(self, header, blobs):
+    if len(answered) == after:
+        if then == "dies":
+            sys.exit("killed by the test")
+        time.sleep(120)
+    answered.append(header)
+    return answer(self, header, blobs)
+
+
+_side.ReleaseSide.hello = lambda self: {**hello(self), "release": release}
+_side.ReleaseSide.answer = answering
+sys.exit(_probe.main())
+"""
+
+
+def posing(release: str, after: int = -1, then: str = "answers") -> str:
+    """A stand-in's shell script body: the installed release's probe, posing as ``release``."""
+    return f"exec {sys.executable} -c '{STAND_IN}' {release} {after} {then}"
 
 
 def run_with_stand_ins(tmp_path: Path, scripts: dict[str, str], **options: Any) -> tuple[Any, list[Any]]:
@@ -343,13 +372,9 @@ def run_with_stand_ins(tmp_path: Path, scripts: dict[str, str], **options: Any) 
 
 
 def test_a_release_that_does_not_import_is_one_line_and_the_others_go_on(tmp_path: Path) -> None:
-    py = sys.executable
     broken = "echo \"ModuleNotFoundError: No module named 'pydantic_ai'\" >&2; exit 1"
     # the other release answers as a probe does (the installed pydantic-ai, saying it is 2.9.1)
-    delegate = "from histfix.store._upgrade_probe import _answer; "
-    delegate += "[print(json.dumps(_answer(json.loads(line))), flush=True) for line in sys.stdin]"
-    answers = f'exec {py} -c "{HELLO.format(release="2.9.1")}{delegate}"'
-    result, said = run_with_stand_ins(tmp_path, {"1.0.0": broken, "2.9.1": answers})
+    result, said = run_with_stand_ins(tmp_path, {"1.0.0": broken, "2.9.1": posing("2.9.1")})
     assert said[0] == (
         "1.0.0",
         "the probe stopped (exit status 1): ModuleNotFoundError: No module named 'pydantic_ai'",
@@ -359,29 +384,42 @@ def test_a_release_that_does_not_import_is_one_line_and_the_others_go_on(tmp_pat
     assert result.releases["2.9.1"].histories == 3
 
 
-def test_a_probe_that_stops_mid_run_or_hangs_is_one_line(tmp_path: Path) -> None:
-    py = sys.executable
-    dies = f"exec {py} -c \"{HELLO.format(release='1.0.0')}sys.stdin.readline(); sys.exit('killed by the test')\""
-    hangs = f'exec {py} -c "{HELLO.format(release="2.9.1")}import time; time.sleep(120)"'
-    other = f'exec {py} -c "{HELLO.format(release="2.10.0")}"'  # says it is 2.10.0: a wrong environment
-    result, said = run_with_stand_ins(tmp_path, {"1.0.0": dies, "2.9.1": hangs, "2.0.0": other}, timeout=3)
+def test_a_probe_that_stops_or_hangs_as_it_starts_is_one_line(tmp_path: Path) -> None:
+    scripts = {
+        "1.0.0": posing("1.0.0", 0, "dies"),
+        "2.9.1": posing("2.9.1", 0, "hangs"),
+        "2.0.0": posing("2.10.0"),  # says it is 2.10.0: a wrong environment
+    }
+    result, said = run_with_stand_ins(tmp_path, scripts, timeout=3)
     reasons = dict(said)
     assert reasons["2.0.0"] == "its environment runs pydantic-ai-slim 2.10.0"
-    assert reasons["1.0.0"] == (
-        "the probe stopped (exit status 1): killed by the test; from there on, not checked"
-    )
-    assert (
-        reasons["2.9.1"] == "the probe gave no answer on the first batch in 3 s; from there on, not checked"
-    )
+    assert reasons["1.0.0"] == "the probe stopped (exit status 1): killed by the test"
+    assert reasons["2.9.1"] == "the probe gave no answer to set up in 3 s"
     assert result.releases["1.0.0"].histories == 0 and set(result.failed) == {"1.0.0", "2.9.1", "2.0.0"}
 
 
-def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
-    delegate = "from histfix.store._upgrade_probe import _answer; "
-    delegate += "[print(json.dumps(_answer(json.loads(line))), flush=True) for line in sys.stdin]"
-    stand_in(
-        tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{delegate}"'
+def test_a_probe_that_stops_or_hangs_mid_store_is_given_up_from_that_batch_on(tmp_path: Path) -> None:
+    # each answers its set-up and the first batch, and stops (or hangs) on the second
+    scripts = {"1.0.0": posing("1.0.0", 2, "dies"), "2.9.1": posing("2.9.1", 2, "hangs")}
+    result, said = run_with_stand_ins(tmp_path, scripts, timeout=3)
+    reasons = dict(said)
+    first = min(
+        path.relative_to(tmp_path / "chats").as_posix() for path in (tmp_path / "chats").rglob("*.json")
     )
+    assert (
+        reasons["1.0.0"]
+        == "the probe stopped (exit status 1): killed by the test; from there on, not checked"
+    )
+    assert reasons["2.9.1"] == (
+        f"the probe gave no answer on the batch after {first!r} in 3 s; from there on, not checked"
+    )
+    for release in scripts:  # the first batch, answered before it stopped, is reported
+        assert result.releases[release].histories == 1
+        assert result.releases[release].failed == reasons[release]
+
+
+def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    stand_in(tmp_path / "cache", "2.9.1", posing("2.9.1"))
     folder = write_directory(
         tmp_path / "chats", {f"h{n:03d}": b"42" for n in range(150)}
     )  # > a pipe's buffer
@@ -400,19 +438,11 @@ def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
         assert scan_.stderr.read() == b""  # no traceback
 
 
-DELEGATE = (
-    "from histfix.store._upgrade_probe import _answer; "
-    "[print(json.dumps(_answer(json.loads(line))), flush=True) for line in sys.stdin]"
-)
-
-
 def test_provider_verdicts_come_from_the_release_side_that_sends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # a stand-in "2.9.1" that is the installed release: both sides must agree, provider included
-    stand_in(
-        tmp_path / "cache", "2.9.1", f'exec {sys.executable} -c "{HELLO.format(release="2.9.1")}{DELEGATE}"'
-    )
+    stand_in(tmp_path / "cache", "2.9.1", posing("2.9.1"))
     chosen = ["corpus-021-E_duplicate_ids_one_return", "example-aborted_mid_tool"]
     folder = write_directory(tmp_path / "chats", {key: stored()[key] for key in chosen})
     monkeypatch.setenv("HISTFIX_UV", "uv-not-needed")
@@ -429,12 +459,12 @@ def test_provider_verdicts_come_from_the_release_side_that_sends(
     accepted = {"loads": None, "load_json": None, "sends": "sends 5 messages · valid", "returns": "x"}
     accepted |= {"sent_problems": [], "provider_rejects": []}
     rejected = {**accepted, "provider_rejects": ["reused_call_id"]}
-    record = pair("k", "2.68.0", "1.107.10", a=accepted, a_data=None, b=rejected)
+    record = pair("k", "2.68.0", "1.107.10", a=accepted, b=rejected, trip=None)
     assert record.breaks == {
         "sends": "on 1.107.10 a plain Agent sends 5 messages · valid; the provider rejects reused_call_id "
         "(on 2.68.0: sends 5 messages · valid)"
     }
-    assert pair("k", "2.68.0", "1.107.10", a=rejected, a_data=None, b=rejected).breaks == {}
+    assert pair("k", "2.68.0", "1.107.10", a=rejected, b=rejected, trip=None).breaks == {}
 
 
 # --- bad input on the command line (no environment is built) -----------------------------------------
@@ -449,8 +479,8 @@ def test_provider_verdicts_come_from_the_release_side_that_sends(
         ),
         (["--against", "two"], "histfix: --against: 'two' is not a release number (e.g. 2.9.1)\n"),
         (
-            ["--against", "2.9.1", "--jobs", "2"],
-            "histfix: --jobs and --include-pending do not apply with --against\n",
+            ["--against", "2.9.1", "--include-pending"],
+            "histfix: --include-pending does not apply with --against\n",
         ),
         (["--cache-dir", "x"], "histfix: --find-links and --cache-dir only apply with --against\n"),
         (

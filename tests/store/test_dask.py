@@ -359,7 +359,7 @@ def test_histfix_scan_dask_local_starts_its_own_cluster(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--dask", "local", "--against", "1.0.0"], "--dask and --against do not go together"),
+        (["--dask", "local", "--against", "1.0.0", "--include-pending"], "--include-pending does not apply"),
         (["--dask", "tcp://127.0.0.1:8786", "--jobs", "2"], "--jobs applies to --dask local only"),
         (["--dask", "local", "--batch-size", "9"], "--batch-size does not apply with --dask"),
         (["--dask", "local", "--provider", "nope"], "--provider: unknown provider"),
@@ -379,9 +379,9 @@ def test_a_scheduler_nobody_runs_is_one_line_within_the_timeout(
 ) -> None:
     import socket
 
-    from histfix._cli import store_commands
+    from histfix._cli import shared
 
-    monkeypatch.setattr(store_commands, "DASK_CONNECT_TIMEOUT", 2)
+    monkeypatch.setattr(shared, "DASK_CONNECT_TIMEOUT", 2)
 
     with socket.socket() as probe:  # a free port, closed again: nothing listens there
         probe.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 __all__ = [
+    "DASK_CONNECT_TIMEOUT",
     "EXIT_BAD_INPUT",
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
@@ -22,12 +23,15 @@ __all__ = [
     "Terminated",
     "add_provider",
     "check_environment",
+    "dask_client",
     "described",
     "positive",
     "stdout_gone",
 ]
 
 EXIT_BAD_INPUT = 2
+#: Seconds ``--dask ADDRESS`` waits for the scheduler to answer (the scan and the upgrade check).
+DASK_CONNECT_TIMEOUT = 10
 #: When stdout's reader went away (``histfix scan ... | head``): the status a shell shows for a
 #: tool that SIGPIPE ended (128 + 13), as ``cat`` or ``grep`` end there.
 EXIT_BROKEN_PIPE = 128 + 13
@@ -121,3 +125,14 @@ def check_environment(command: str) -> None:
             f"HISTFIX_BACKEND=upstream cannot be in force: {upstream_missing(installed_release()[1])}; "
             "unset it or set HISTFIX_BACKEND=histfix"
         )
+
+
+def dask_client(address: str, workers: int | None) -> Any:
+    """A client of the Dask scheduler ``--dask`` names (``local``: a new cluster of ``workers``
+    processes on this machine); ValueError in one line when it does not answer in time."""
+    from ..store import dask as on_dask
+
+    try:
+        return on_dask.connect(address, workers=workers, timeout=DASK_CONNECT_TIMEOUT)
+    except ValueError as exc:
+        raise ValueError(f"--dask {exc}") from None

@@ -31,8 +31,6 @@ DEFAULT_BATCH_SIZE = 500
 #: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT), here
 #: without importing the store for ``--help``.
 DEFAULT_LOCK_TIMEOUT = 5.0
-#: Seconds ``--dask ADDRESS`` waits for the scheduler to answer.
-DASK_CONNECT_TIMEOUT = 10
 
 SOURCE_HELP = (
     "a store: DIR (every *.json below it), FILE.jsonl, sqlite:///PATH.db?table=T&key=K&column=C, "
@@ -446,6 +444,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     from ..store._runner import RepairResult
     from ..store._source import first_line
     from ..store._summary import Summary
+    from .shared import dask_client
 
     summary = Summary()
     progress: _Progress | None = None
@@ -453,10 +452,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     stream: Any = None
     null_keys = 0
     try:
-        try:
-            client = on_dask.connect(args.dask, workers=args.jobs, timeout=DASK_CONNECT_TIMEOUT)
-        except ValueError as exc:
-            return _fail(f"--dask {exc}")
+        client = dask_client(args.dask, args.jobs)
         on_dask.check_workers(client)
         null_keys = _null_keys(args.source)
         if null_keys and args.jsonl:
@@ -527,8 +523,6 @@ def _finish(
 
 def _scan(args: argparse.Namespace) -> int:
     if args.dask is not None:
-        if args.against is not None:
-            return _fail("--dask and --against do not go together: the upgrade check runs on this machine")
         if args.jobs is not None and args.dask != "local":
             return _fail("--jobs applies to --dask local only: a running cluster has its own workers")
         if args.batch_size != DEFAULT_BATCH_SIZE:
@@ -539,8 +533,8 @@ def _scan(args: argparse.Namespace) -> int:
         if args.dask is not None:
             return _run_dask(args)
         return _run(args, write=False, report=False)
-    if args.jobs is not None or args.include_pending:
-        return _fail("--jobs and --include-pending do not apply with --against")
+    if args.include_pending:
+        return _fail("--include-pending does not apply with --against")
     try:
         _checked_provider(args.provider)
     except ValueError as exc:

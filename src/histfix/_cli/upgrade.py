@@ -1,23 +1,25 @@
 """``histfix scan SOURCE --against RELEASE[,RELEASE...]``: the upgrade check's command line.
 
 Parses nothing itself (``histfix scan`` owns the options) and only prints; the work is
-:func:`histfix.store._upgrade.check_upgrade`. Exit status: 0 nothing would break, 1 something
+:func:`histfix.upgrade.check_upgrade`. Exit status: 0 nothing would break, 1 something
 would, 2 bad input or a release that could not be checked (the answer would be incomplete).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store._source import Source
-    from ..store._upgrade import PairRecord, ReleaseSummary, UpgradeResult
+    from ..upgrade import PairRecord, ReleaseSummary, UpgradeResult
 
 __all__ = ["run_upgrade_scan"]
 
@@ -27,18 +29,22 @@ EXIT_BROKEN_PIPE = 141
 
 
 class _Bars:
-    """One progress bar per release on stderr when it is a terminal and tqdm is installed
-    (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
+    """One progress bar per release on stderr, counting its histories, when stderr is a terminal
+    and tqdm is installed (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
 
     def __init__(self, releases: list[str], total: int | None) -> None:
+        self._releases = releases
         self._bars: dict[str, Any] = {}
+
+    def start(self, total: int | None) -> None:
+        """Show the bars (``total``: histories in the store, when known)."""
         if not sys.stderr.isatty():
             return
         try:
             from tqdm import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError:
             return
-        for position, release in enumerate(releases):
+        for position, release in enumerate(self._releases):
             self._bars[release] = tqdm(
                 total=total, unit=" histories", desc=release, position=position, file=sys.stderr
             )
@@ -99,26 +105,25 @@ def _print_summary(result: UpgradeResult, url: str, seconds: float) -> None:
 
 
 def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) -> int:
-    """``histfix scan SOURCE --against R[,R...]``, its options already parsed; ``source`` is the
-    store already open when the caller opened it (a ConversationStore), else ``args.source`` is."""
+    """``histfix scan SOURCE --against R[,R...] [--dask ADDRESS]``, its options already parsed;
+    ``source`` is the store already open when the caller opened it (a ConversationStore, checked
+    on this machine), else ``args.source`` is."""
     from .._compare import environments as compare
-    from ..store import StoreError, open_source
-    from ..store._upgrade import check_upgrade
+    from ..store import StoreError
+    from ..upgrade import CheckError
 
     started = time.perf_counter()
+    on_dask = getattr(args, "dask", None) is not None and source is None
     try:
         releases = compare.parse_releases(args.against)
-        if args.find_links is not None and not Path(args.find_links).is_dir():
+        if not on_dask and args.find_links is not None and not Path(args.find_links).is_dir():
             raise ValueError(f"--find-links {args.find_links}: no such folder")
-        uv = compare.find_uv()
-        if source is None:
-            source = open_source(args.source)
     except (ValueError, compare.CompareError) as exc:
         if source is not None:
             source.close()
         print(f"histfix: {str(exc).replace('--releases', '--against')}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    bars: _Bars | None = None
+    bars = _Bars(releases, None)
 
     def on_record(record: PairRecord) -> None:
         if args.jsonl:
@@ -132,22 +137,17 @@ def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) 
             )
 
     try:
-        with source:
-            bars = _Bars(releases, source.count())
-            result = check_upgrade(
-                source,
-                releases,
-                cache=Path(args.cache_dir) if args.cache_dir else None,
-                find_links=Path(args.find_links).resolve() if args.find_links else None,
-                uv=uv,
-                provider=args.provider,
-                batch_size=args.batch_size,
-                on_record=on_record,
-                on_release=on_release,
-                on_batch=bars.step,
-            )
-    except StoreError as exc:
-        print(f"histfix: {exc}", file=sys.stderr)
+        if on_dask:
+            result, url = _on_dask(args, releases, on_record, on_release, bars)
+        else:
+            result, url = _here(args, releases, on_record, on_release, bars, source)
+    except (ValueError, compare.CompareError, CheckError) as exc:  # StoreError too
+        what = (
+            str(exc)
+            if isinstance(exc, (StoreError, CheckError))
+            else str(exc).replace("--releases", "--against")
+        )
+        print(f"histfix: {what}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("histfix: interrupted; nothing was written (scan only reads)", file=sys.stderr)
@@ -157,10 +157,103 @@ def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     finally:
-        if bars is not None:
-            bars.close()
+        bars.close()
     if not args.jsonl:
-        _print_summary(result, source.url, time.perf_counter() - started)
+        _print_summary(result, url, time.perf_counter() - started)
     if result.failed:
         return EXIT_BAD_INPUT
     return EXIT_BREAKS if result.breaking else EXIT_OK
+
+
+def _here(  # noqa: PLR0917 (run_upgrade_scan's reporters, handed on)
+    args: argparse.Namespace,
+    releases: list[str],
+    on_record: Callable[[PairRecord], None],
+    on_release: Callable[[str, str | None], None],
+    bars: _Bars,
+    opened: Source | None,
+) -> tuple[UpgradeResult, str]:
+    """The check on this machine: ``--jobs`` probes per release."""
+    from .._compare import environments as compare
+    from ..store import open_source
+    from ..store._runner import default_jobs
+    from ..upgrade import check_upgrade
+
+    try:
+        uv = compare.find_uv()
+    except BaseException:
+        if opened is not None:
+            opened.close()
+        raise
+    with opened if opened is not None else open_source(args.source) as source:
+        bars.start(source.count())
+        result = check_upgrade(
+            source,
+            releases,
+            cache=Path(args.cache_dir) if args.cache_dir else None,
+            find_links=Path(args.find_links).resolve() if args.find_links else None,
+            uv=uv,
+            provider=args.provider,
+            batch_size=args.batch_size,
+            jobs=getattr(args, "jobs", None) or default_jobs(),
+            on_record=on_record,
+            on_release=on_release,
+            on_batch=bars.step,
+        )
+    return result, source.url
+
+
+def _on_dask(
+    args: argparse.Namespace,
+    releases: list[str],
+    on_record: Callable[[PairRecord], None],
+    on_release: Callable[[str, str | None], None],
+    bars: _Bars,
+) -> tuple[UpgradeResult, str]:
+    """The check on a Dask cluster: each worker checks its partitions, building or reusing the
+    releases' environments itself (--cache-dir and --find-links are paths on the workers)."""
+    try:
+        from ..store import dask as store_dask
+        from ..upgrade import dask as upgrade_dask
+    except ImportError:
+        raise ValueError("--dask needs Dask: pip install 'histfix[dask]'") from None
+    from distributed import KilledWorker
+
+    from ..store._source import first_line
+    from ..store._url import mask_password
+    from .shared import dask_client
+
+    # paths on the workers: this machine's, resolved, when the cluster runs here
+    where = (lambda path: str(Path(path).resolve())) if args.dask == "local" else str
+    client = dask_client(args.dask, args.jobs)
+    stream: Any = None
+    try:
+        store_dask.check_workers(client)
+        parts = upgrade_dask.check_bag(
+            store_dask.read_source(args.source),
+            releases,
+            provider=args.provider,
+            cache=where(args.cache_dir) if args.cache_dir else None,
+            find_links=where(args.find_links) if args.find_links else None,
+        )
+        bars.start(None)
+        stream = store_dask.iter_records(parts, client)
+        result = upgrade_dask.gather(
+            stream, releases, on_record=on_record, on_release=on_release, on_batch=bars.step
+        )
+    except KilledWorker as exc:
+        raise ValueError(
+            f"the Dask cluster lost the workers running this check ({first_line(exc)}); "
+            "it did not complete, so nothing is summarized"
+        ) from None
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(
+            f"the Dask cluster went away ({first_line(exc)}); the check did not complete"
+        ) from None
+    finally:
+        if stream is not None:
+            stream.close()  # cancels what the cluster still has of the check, while it is connected
+        with contextlib.suppress(Exception):  # a cluster gone already has no probes left to stop
+            client.run(upgrade_dask.stop_probes)
+        store_dask.disconnect(client)
+    return result, mask_password(args.source)

@@ -3,9 +3,9 @@
 ``open_source(url)`` opens a store named by one string (see docs/stores.md); ``repair_source``
 runs the per-history record (``examine``) over it, writing repairs with a backup first
 (``open_backup``: a ``Backup`` file or a table in an SQL source's database);
-``restore`` puts the originals back; ``check_upgrade`` checks the store on other pydantic-ai
-releases before an upgrade. ``examine_all`` does the same over any ``(key, raw bytes)``
-pairs, for a store histfix has no source for; ``histfix.store.dask`` runs the same scan on a
+``restore`` puts the originals back (checking a store on other pydantic-ai releases before an
+upgrade is :mod:`histfix.upgrade`, above the stores). ``examine_all`` does the same over any
+``(key, raw bytes)`` pairs, for a store histfix has no source for; ``histfix.store.dask`` runs the same scan on a
 Dask cluster (``histfix[dask]``). A pydantic-ai ``ConversationStore`` (2.66.0 on) is a source too
 (``ConversationSource``): ``repair_conversations`` saves repairs by the store's own rules (the old
 history stays as a branch), ``restore_conversations`` branches back, and ``migrate`` moves any
@@ -23,7 +23,6 @@ from ._migrate import MigrateResult, Migration, migrate
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
-from ._upgrade import PairRecord, ReleaseSummary, UpgradeCheck, UpgradeResult, check_upgrade
 from ._url import open_source, parse_table_url
 from ._workers import WorkerLost
 
@@ -38,9 +37,7 @@ __all__ = [
     "Migration",
     "NoConversationStore",
     "Options",
-    "PairRecord",
     "Record",
-    "ReleaseSummary",
     "RemovedContent",
     "RepairResult",
     "Replacement",
@@ -49,11 +46,8 @@ __all__ = [
     "StoreError",
     "Stored",
     "TableSpec",
-    "UpgradeCheck",
-    "UpgradeResult",
     "WorkerLost",
     "WriteOutcome",
-    "check_upgrade",
     "examine",
     "examine_all",
     "migrate",

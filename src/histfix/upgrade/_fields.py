@@ -1,0 +1,297 @@
+"""What each release's message types hold, so that a round trip can be proven lossless without running it.
+
+The round trip (stored history -> loaded and dumped on release B -> loaded on release A) costs two
+dumps and a third validation per history, more than the scan itself. It can lose a value only
+where B does not hold a field the stored JSON has (and the value is not A's default), where B
+fills a field the stored JSON leaves out differently from A, or where B changes a value. A
+:class:`FieldTable` lists, per message and part kind, each field's annotation and default as the
+installed release defines them; :class:`TripProof` holds A's and B's tables and says, for one
+stored history and what B loaded of it, whether none of that can happen. Anything it cannot
+prove (an unknown key, a changed annotation, a default made afresh each time, a value B does not
+hold as it was stored) is left to the real round trip, so the result is always the real trip's.
+
+Runs in any release's environment: only the standard library, pydantic and pydantic-ai.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["FACTORY", "TripProof", "field_table", "translated_parts"]
+
+Json = Any
+#: A default made afresh for each value (a timestamp, a new id): no two loads agree on it.
+FACTORY = {"factory": True}
+#: Nested dataclasses followed from a message (a response's usage, and what it holds).
+DEPTH = 3
+
+
+#: A TypeAdapter per dataclass: building one costs milliseconds, dumping with it microseconds.
+_ADAPTERS: dict[type, Any] = {}
+
+
+def _dump(value: object) -> Json:
+    """A dataclass value as the release dumps it (JSON data)."""
+    adapter = _ADAPTERS.get(type(value))
+    if adapter is None:
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[type(value)] = TypeAdapter(type(value))
+    return adapter.dump_python(value, mode="json")
+
+
+def _json(value: object) -> Json:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _dump(value)
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
+
+
+def _default(field: dataclasses.Field[Any]) -> tuple[Json, object]:
+    """The field's default as the release dumps it (or FACTORY), and a sample value of it."""
+    if field.default is not dataclasses.MISSING:
+        return {"value": _json(field.default)}, field.default
+    if field.default_factory is dataclasses.MISSING:
+        return None, None  # required: the stored JSON always has it, or the loader refuses it
+    try:
+        one, two = field.default_factory(), field.default_factory()
+        first, second = _json(one), _json(two)
+    except Exception:  # a factory that needs more than nothing: take it as made afresh
+        return FACTORY, None
+    return ({"value": first} if first == second else FACTORY), one
+
+
+def _read_by_name(name: str, annotation: str) -> bool:
+    """Whether the loader reads the field under its own name: not when its name starts with "_"
+    (an alias is its key), nor when an alias that leaves the name out replaces it."""
+    if name.startswith("_"):
+        return False
+    if "alias" not in annotation:
+        return True
+    return name in re.findall(r"""['"]([^'"]+)['"]""", annotation.split("alias", 1)[1])
+
+
+def _classes(union: object) -> Iterator[type]:
+    """The dataclasses of a (possibly Annotated, possibly tagged) union of message or part types."""
+    for member in typing.get_args(union) or (union,):
+        inner = typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
+        if typing.get_origin(inner) in (typing.Union, types.UnionType):
+            yield from _classes(inner)
+        elif isinstance(inner, type) and dataclasses.is_dataclass(inner):
+            yield inner
+
+
+def _describe(cls: type, owner: str, table: dict[str, Json], depth: int) -> None:
+    fields: dict[str, Json] = {}
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        default, sample = _default(field)
+        nested = None
+        if dataclasses.is_dataclass(sample) and depth < DEPTH:
+            nested = f"{owner}.{field.name}"
+            _describe(type(sample), nested, table, depth + 1)
+        annotation = str(field.type)
+        fields[field.name] = {
+            "type": annotation,
+            "default": default,
+            "nested": nested,
+            "by_name": _read_by_name(field.name, annotation),
+        }
+    table[owner] = fields
+
+
+def field_table() -> dict[str, Json]:
+    """The installed release's messages and parts: owner -> field -> its annotation, default (or
+    FACTORY, or None: required), nested owner and whether the loader reads it by its name. Owners are ``request``, ``response``,
+    ``part:<part_kind>`` and ``<owner>.<field>`` for a nested dataclass. Plain JSON."""
+    from pydantic_ai import messages
+
+    table: dict[str, Json] = {}
+    for cls in _classes(messages.ModelMessage):
+        kind = getattr(cls, "kind", None)
+        if isinstance(kind, str):
+            _describe(cls, kind, table, 0)
+    parts: dict[str, type] = {}
+    for union in (messages.ModelRequestPart, messages.ModelResponsePart):
+        for cls in _classes(union):
+            part_kind = getattr(cls, "part_kind", None)
+            if isinstance(part_kind, str):
+                parts.setdefault(part_kind, cls)
+    for part_kind, cls in parts.items():
+        _describe(cls, f"part:{part_kind}", table, 0)
+    return table
+
+
+def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
+    """The parts the installed release's loader turned into another kind (a stored legacy
+    ``retry-prompt`` loads as a ``tool-return`` or ``retry-feedback`` from 2.60): ``"i.j"`` (message
+    i, part j) -> that part as the release dumps it. What another release makes of the same parts
+    is then checked against these (:meth:`TripProof.lossless`)."""
+    found: dict[str, Json] = {}
+    if not isinstance(stored, list) or len(stored) != len(loaded):
+        return found
+    for i, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
+        raw_parts = raw.get("parts") if isinstance(raw, dict) else None
+        parts = getattr(message, "parts", None)
+        if not isinstance(raw_parts, list) or parts is None or len(raw_parts) != len(parts):
+            continue
+        for j, (raw_part, part) in enumerate(zip(raw_parts, parts, strict=True)):
+            if isinstance(raw_part, dict) and raw_part.get("part_kind") != getattr(part, "part_kind", None):
+                found[f"{i}.{j}"] = _dump(part)
+    return found
+
+
+class _CannotProve(Exception):
+    """The stored JSON has something the tables cannot vouch for: the real round trip decides."""
+
+
+def _same(one: Json, other: Json) -> bool:
+    # JSON equality without Python's True == 1 == 1.0: a bool default is no int default
+    return type(one) is type(other) and one == other
+
+
+class TripProof:
+    """Whether the round trip installed release (A) -> B -> A provably loses nothing, from A's and
+    B's :func:`field_table` (B's is this process's when it runs in B's environment)."""
+
+    def __init__(self, a: Mapping[str, Json], b: Mapping[str, Json]) -> None:
+        self._a, self._b = a, b
+        #: (owner, stored keys) -> the checks each value needs, or None when nothing can be proven
+        self._plans: dict[tuple[str, frozenset[str]], list[tuple[str, str, Json]] | None] = {}
+
+    def lossless(self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None) -> bool:
+        """Whether loading ``loaded`` (B's messages of the stored JSON ``stored``) back on A gives
+        what A loads of ``stored``: True only when every value is proven to survive.
+        ``translated``: :func:`translated_parts` of the same history on A."""
+        if not isinstance(stored, list) or len(stored) != len(loaded):
+            return False
+        try:
+            for index, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
+                kind = raw.get("kind") if isinstance(raw, dict) else None
+                if not isinstance(kind, str) or getattr(message, "kind", None) != kind:
+                    return False
+                self._check(raw, message, kind, (index, translated or {}))
+        except _CannotProve:
+            return False
+        return True
+
+    def _translated(self, on_a: Json | None, part: object) -> None:
+        """A part B loaded as another kind than stored: lossless when A made the same of it (A
+        loads B's dump of it to what A loaded from the stored part)."""
+        if on_a is None:
+            raise _CannotProve
+        on_b = _dump(part)
+        fields = self._a.get(f"part:{on_a.get('part_kind')}")
+        if fields is None:
+            raise _CannotProve
+        for key, value in on_a.items():
+            if key in on_b:
+                if on_b[key] != value:
+                    raise _CannotProve
+                continue
+            field = fields.get(key)
+            default = None if field is None else field["default"]
+            if default is None or default == FACTORY or not _same(value, default["value"]):
+                raise _CannotProve
+        if any(key in fields for key in on_b if key not in on_a):
+            raise _CannotProve  # A would read it, though its own dump leaves it out
+
+    def _check(
+        self, raw: dict[str, Json], held: object, owner: str, message: tuple[int, Mapping[str, Json]]
+    ) -> None:
+        plan = self._plan(owner, frozenset(raw))
+        if plan is None:
+            raise _CannotProve
+        for how, key, detail in plan:
+            value = raw[key]
+            if how == "dropped":
+                if not _same(value, detail):
+                    raise _CannotProve
+            elif how == "parts":
+                parts = getattr(held, key, None)
+                if not isinstance(value, list) or not isinstance(parts, list) or len(value) != len(parts):
+                    raise _CannotProve
+                index, translated = message
+                for at, (raw_part, part) in enumerate(zip(value, parts, strict=True)):
+                    kind = raw_part.get("part_kind") if isinstance(raw_part, dict) else None
+                    if kind is None:
+                        raise _CannotProve
+                    if getattr(part, "part_kind", None) != kind:
+                        self._translated(translated.get(f"{index}.{at}"), part)
+                    else:
+                        self._check(raw_part, part, f"part:{kind}", message)
+            elif how == "nested":
+                if not isinstance(value, dict):
+                    raise _CannotProve
+                self._check(value, getattr(held, key, None), detail, message)
+            # a JSON scalar under the same annotation loads the same on both; a container only
+            # when B holds it as it was stored (an Any field, not something rebuilt from it)
+            elif isinstance(value, (dict, list)) and getattr(held, key, None) != value:
+                raise _CannotProve
+
+    def _plan(self, owner: str, keys: frozenset[str]) -> list[tuple[str, str, Json]] | None:
+        found = self._plans.get((owner, keys), self)
+        if found is self:
+            try:
+                found = self._make_plan(owner, keys)
+            except _CannotProve:
+                found = None
+            self._plans[(owner, keys)] = found
+        return found  # type: ignore[return-value]
+
+    def _make_plan(self, owner: str, keys: frozenset[str]) -> list[tuple[str, str, Json]]:
+        a_fields, b_fields = self._a.get(owner), self._b.get(owner)
+        if a_fields is None or b_fields is None:
+            raise _CannotProve
+        plan: list[tuple[str, str, Json]] = []
+        for key in sorted(keys):
+            on_a, on_b = a_fields.get(key), b_fields.get(key)
+            if on_a is None or not on_a["by_name"] or (on_b is not None and not on_b["by_name"]):
+                raise _CannotProve  # ignored, or read under another name: the trip decides
+            if on_b is None:  # B drops it: A loads its default back, fine when that is what was stored
+                default = on_a["default"]
+                if default is None or default == FACTORY:
+                    raise _CannotProve
+                plan.append(("dropped", key, default["value"]))
+            elif on_a["type"] != on_b["type"]:
+                raise _CannotProve
+            elif key == "parts":
+                plan.append(("parts", key, None))
+            elif on_a["nested"] and on_b["nested"]:
+                plan.append(("nested", key, on_a["nested"]))
+            else:
+                plan.append(("value", key, None))
+        for name, on_a in a_fields.items():
+            if name not in keys:
+                self._left_out(name, on_a, b_fields.get(name))
+        return plan
+
+    def _left_out(self, name: str, on_a: Json, on_b: Json | None) -> None:
+        """A field the stored JSON leaves out: A makes its default; B's dump writes B's, which A
+        then loads. Lossless when both give the same value."""
+        if on_a["default"] is None or on_a["default"] == FACTORY:
+            raise _CannotProve
+        if on_b is None:
+            return  # B does not have it: A makes the same default again
+        if on_b["default"] is None or on_b["default"] == FACTORY:
+            raise _CannotProve
+        mine, theirs = on_a["default"]["value"], on_b["default"]["value"]
+        if on_a["nested"] and on_b["nested"] and isinstance(theirs, dict):
+            # B's default of a nested dataclass is stored JSON to A: check it the same way
+            plan = self._plan(on_a["nested"], frozenset(theirs))
+            if plan is None or not isinstance(mine, dict):
+                raise _CannotProve
+            for how, key, detail in plan:
+                if how == "dropped" and not _same(theirs[key], detail):
+                    raise _CannotProve
+                if how != "dropped" and (key not in mine or not _same(theirs[key], mine[key])):
+                    raise _CannotProve
+        elif not _same(mine, theirs):
+            raise _CannotProve

@@ -1,0 +1,271 @@
+"""What the installed release does with one stored history: one side of the upgrade check.
+
+:meth:`Observer.observe` says whether pydantic-ai's own loader and ``histfix.load_json`` load the
+history, what the default ``histfix.repair`` changes, what a plain ``Agent`` sends and what the
+repair returns, each judged by the strict provider exactly as ``histfix compare`` judges them
+(and, with a provider, what histfix's profile of it rejects in what is sent). It runs in every
+release's environment (the probe) and needs only pydantic-ai and histfix.
+
+Each history is validated once: ``load_json`` takes the loader's messages when it would not
+convert anything, and the repair is skipped when ``check`` finds nothing (its contract: check
+finds everything repair changes). A plain ``Agent`` run costs ten times a validation, so it is
+skipped where what it sends is known: a history repair leaves alone, whose requests and responses
+alternate and which ends on a final answer, is sent as it is plus the new prompt (the probe tests
+prove this on every release they build an environment for, against the ``Agent`` itself).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._fields import TripProof
+
+__all__ = ["FIELDS", "Observation", "Observed", "Observer", "loader_error"]
+
+Observation = dict[str, Any]
+#: An observation's fields, in the order the record shows them; a value the other release was
+#: asked to load adds ``loads_other_repair``.
+FIELDS = (
+    "loads",
+    "load_json",
+    "changes",
+    "repair_raises",
+    "sends",
+    "returns",
+    "sent_problems",
+    "provider_rejects",
+)
+
+
+def loader_error(exc: BaseException) -> str:
+    """A loader's failure in one line: pydantic's first error with where it is, else the message."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+        except Exception:  # not pydantic's ValidationError after all
+            found = None
+        if found:
+            first = found[0]
+            where = ".".join(str(step) for step in first.get("loc", ())) or "(the whole history)"
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            return f"{where}: {first.get('msg', '')}{more}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+@dataclass
+class Observed:
+    """One history on the installed release."""
+
+    found: Observation
+    #: ``histfix.dump_json`` of what the default repair returns, when asked for and it changes something
+    repaired: bytes | None = None
+    #: with a TripProof: True when the round trip through this release provably loses nothing,
+    #: else this release's own dump of the history for the real trip (None: its loader refused it)
+    trip: bytes | bool | None = None
+    #: when asked for: the parts this release's loader turned into another kind (see _fields)
+    translated: dict[str, Any] | None = None
+
+
+def _cannot_load(error: Exception | None) -> str:
+    """``histfix compare``'s words for a loader's refusal (anything but a ValueError is no
+    refusal but a failure of the probe: raised again)."""
+    if not isinstance(error, ValueError):
+        raise error or ValueError("no messages")
+    return f"cannot load the history: {_first_line(str(error))}"
+
+
+@dataclass
+class _Steps:
+    """One history through the loaders and the repair, each failure kept for its verdict."""
+
+    parsed: Any = None
+    parse_error: Exception | None = None
+    loaded: list[Any] | None = None
+    plain_error: Exception | None = None
+    messages: list[Any] | None = None
+    load_error: Exception | None = None
+    repaired: list[Any] | None = None
+    repair_error: Exception | None = None
+
+    @classmethod
+    def load(cls, history: bytes, found: Observation) -> _Steps:
+        """Parse it, and load it with pydantic-ai's loader and with ``histfix.load_json``: the
+        loader's messages when load_json would not convert anything (it would read the same
+        text with the same loader, to the same messages)."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        import histfix
+
+        from .._portable import _may_need_conversion
+
+        steps = cls()
+        try:
+            steps.parsed = json.loads(history)
+        except Exception as exc:  # the loaders say it their way; the verdicts report this
+            steps.parse_error = exc
+        try:
+            steps.loaded = ModelMessagesTypeAdapter.validate_json(history)
+        except Exception as exc:  # ValidationError, or whatever an old release raises on odd input
+            found["loads"] = loader_error(exc)
+            steps.plain_error = exc
+        if steps.loaded is not None and not _may_need_conversion(history):
+            steps.messages = steps.loaded
+        else:
+            try:
+                steps.messages = histfix.load_json(history)
+            except Exception as exc:
+                found["load_json"] = loader_error(exc)
+                steps.load_error = exc
+        return steps
+
+    def repair(self, found: Observation, want_repaired: bool) -> bytes | None:
+        """The default repair of what load_json loaded (skipped when check finds nothing: it
+        changes nothing then); its output, when asked for and it changes something."""
+        import histfix
+
+        from .._check.history import check_history
+
+        if self.messages is None:
+            return None
+        if not check_history(self.messages):
+            found["changes"], self.repaired = {}, self.messages
+            return None
+        try:
+            report = histfix.repair_report(self.messages)
+        except Exception as exc:  # what repair raises is a finding, not a crash
+            found["repair_raises"] = f"{type(exc).__name__}: {loader_error(exc)}"
+            self.repair_error = exc
+            return None
+        found["changes"] = dict(Counter(change.kind for change in report.changes))
+        self.repaired = report.messages
+        return histfix.dump_json(report.messages) if report.changes and want_repaired else None
+
+
+def _alternates(messages: list[Any]) -> bool:
+    from pydantic_ai.messages import ModelRequest, ModelResponse
+
+    kinds = (ModelRequest, ModelResponse)
+    return all(isinstance(message, kinds[index % 2]) for index, message in enumerate(messages))
+
+
+class Observer:
+    """Observes histories on the installed release, for one run (``provider``: ``--provider``)."""
+
+    def __init__(self, provider: str | None = None) -> None:
+        self.provider = provider
+        self._agent: Any = None
+
+    def observe(
+        self,
+        history: bytes,
+        *,
+        other_repaired: bytes | None = None,
+        want_repaired: bool = False,
+        proof: TripProof | None = None,
+        translated: Mapping[str, Any] | None = None,
+    ) -> Observed:
+        """What the installed release does with ``history`` (a JSON list, as bytes). Never raises
+        for a bad history: every failure is part of the observation. ``other_repaired``: another
+        release's repair output, tried with this release's own loader (``loads_other_repair``);
+        ``proof``: say whether the round trip from the release that checks through this one
+        loses nothing (:attr:`Observed.trip`), given the parts that release's loader
+        ``translated``; ``want_repaired`` also says what repair writes and the parts this
+        release's loader translates (for the other releases' proofs)."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        from ._fields import translated_parts
+
+        found: Observation = {"loads": None, "load_json": None, "changes": None, "repair_raises": None}
+        steps = _Steps.load(history, found)
+        observed = Observed(found)
+        if steps.loaded is not None:  # before the Agent runs: it is handed these very messages
+            if proof is not None:
+                lossless = proof.lossless(steps.parsed, steps.loaded, translated)
+                observed.trip = lossless or ModelMessagesTypeAdapter.dump_json(steps.loaded)
+            if want_repaired:
+                observed.translated = translated_parts(steps.parsed, steps.loaded)
+        observed.repaired = steps.repair(found, want_repaired)
+        try:
+            found |= self._verdicts(steps)
+        except Exception as exc:
+            found |= {"sends": f"the probe failed: {type(exc).__name__}: {loader_error(exc)}"}
+            found |= {"returns": None, "sent_problems": [], "provider_rejects": None}
+        if other_repaired is not None:
+            try:
+                ModelMessagesTypeAdapter.validate_json(other_repaired)
+                found["loads_other_repair"] = None
+            except Exception as exc:
+                found["loads_other_repair"] = loader_error(exc)
+        return observed
+
+    def _verdicts(self, steps: _Steps) -> Observation:
+        """``histfix compare``'s two verdicts: what a plain Agent sends (from pydantic-ai's loader)
+        and what ``histfix.repair`` returns (from ``histfix.load_json``)."""
+        from .._check.strict import strict_provider_errors
+        from .._compare.outcome import summary_line
+        from .._compare.probe import CONTINUE, PLAIN, REPAIRED, prompt_for
+
+        if steps.parse_error is not None:
+            raise steps.parse_error
+        prompt = prompt_for(steps.parsed, None)
+        # what the repair returns first: the Agent run below may change the messages it is handed
+        repaired, loaded = steps.repaired, steps.loaded
+        repaired_problems: list[str] = []
+        if steps.messages is None:
+            returns = summary_line(REPAIRED, _cannot_load(steps.load_error), None, ())
+        elif steps.repair_error is not None:
+            returns = summary_line(
+                REPAIRED, f"{type(steps.repair_error).__name__}: {steps.repair_error}", None, ()
+            )
+        else:
+            assert repaired is not None
+            repaired_problems = strict_provider_errors(repaired)
+            returns = summary_line(REPAIRED, None, len(repaired), repaired_problems)
+        sent: list[Any] | None = None
+        raised: str | None = None
+        problems: list[str] = []
+        if loaded is None:
+            raised = _cannot_load(steps.plain_error)
+        elif prompt == CONTINUE and repaired is loaded and not repaired_problems and _alternates(loaded):
+            # nothing for the Agent to change: it sends the history and the new prompt, and a
+            # request of a user prompt alone, after a final answer, adds no problem
+            from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+            sent = [*loaded, ModelRequest(parts=[UserPromptPart(CONTINUE)])]
+        else:
+            if self._agent is None:
+                from .._compare.probe import PlainAgent
+
+                self._agent = PlainAgent()
+            sent, raised = self._agent.send(loaded, prompt)
+            problems = [] if sent is None else strict_provider_errors(sent)
+        return {
+            "sends": summary_line(PLAIN, raised, None if sent is None else len(sent), problems),
+            "returns": returns,
+            "sent_problems": problems,
+            "provider_rejects": self._provider_rejects(sent),
+        }
+
+    def _provider_rejects(self, sent: list[Any] | None) -> list[str] | None:
+        if self.provider is None or sent is None:
+            return None
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        import histfix
+
+        # judged on what was sent as it would be stored and loaded again, as histfix compare shows it
+        messages = ModelMessagesTypeAdapter.validate_python(
+            ModelMessagesTypeAdapter.dump_python(sent, mode="json")
+        )
+        return [problem.kind for problem in histfix.check(messages, provider=self.provider)]
