@@ -227,6 +227,80 @@ def test_the_measured_rolling_upgrade_case_shows_up(
             assert bad["on_a"]["loads"] is not None and bad["on_b"]["loads"] is not None and not bad["breaks"]
 
 
+_PROVE_IN_B = """
+import base64, json, sys
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from histfix.upgrade._fields import TripProof, field_table
+a_fields, items = json.load(sys.stdin)
+proof = TripProof(a_fields, field_table())
+said = {}
+for key, (encoded, translated) in items.items():
+    raw = base64.b64decode(encoded)
+    try:
+        loaded = ModelMessagesTypeAdapter.validate_json(raw)
+    except Exception:
+        continue
+    dumped = ModelMessagesTypeAdapter.dump_json(loaded)
+    said[key] = [proof.lossless(json.loads(raw), loaded, translated), base64.b64encode(dumped).decode()]
+print(json.dumps(said))
+"""
+
+
+def proof_histories() -> dict[str, bytes]:
+    """The store's histories, and finished conversations as stored and as this release dumps them
+    (every field written out, as an application that saves ``all_messages_json()`` stores them)."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from generate import random_conversation
+
+    found = {key: raw for key, raw in stored().items() if not key.startswith("bad-")}
+    for seed in range(30):
+        raw = json.dumps(random_conversation(seed)).encode()
+        found[f"conversation-{seed}"] = raw
+        found[f"dumped-{seed}"] = ModelMessagesTypeAdapter.dump_json(
+            ModelMessagesTypeAdapter.validate_json(raw)
+        )
+    return found
+
+
+@offline
+def test_every_round_trip_a_probe_proves_lossless_loses_nothing_for_real(tmp_path: Path) -> None:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from histfix.upgrade._fields import field_table, translated_parts
+    from histfix.upgrade._trip import LOSSLESS, round_trip
+
+    found = proof_histories()
+    items = {}
+    for key, raw in found.items():
+        try:
+            loaded = ModelMessagesTypeAdapter.validate_json(raw)
+        except ValueError:
+            continue
+        items[key] = [base64.b64encode(raw).decode(), translated_parts(json.loads(raw), loaded)]
+    path_entry = _compare.histfix_on_a_path(tmp_path)
+    variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    variables["PYTHONPATH"] = str(path_entry)
+    for release in AGAINST:
+        env, _ = _compare.environment(release, settings())
+        done = subprocess.run(
+            [str(_compare.python_in(env)), "-c", _PROVE_IN_B],
+            input=json.dumps([field_table(), items]),
+            capture_output=True,
+            text=True,
+            env=variables,
+            timeout=600,
+            check=True,
+        )
+        said = json.loads(done.stdout)
+        proven = [key for key, (lossless, _) in said.items() if lossless]
+        for key in proven:
+            assert round_trip(found[key], base64.b64decode(said[key][1])) == LOSSLESS, (release, key)
+        # not a proof that never fires: the finished conversations, as stored, all pass
+        conversations = [key for key in said if key.startswith("conversation-")]
+        assert set(conversations) <= set(proven), release
+
+
 def _kind_store(kind: str, folder: Path, request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
     """A store of FEW and the values that are no history, in ``kind``; its URL and key -> corpus key."""
     chosen = {k: v for k, v in stored().items() if k in FEW or k.startswith("bad-")}
@@ -416,6 +490,58 @@ def test_a_probe_that_stops_or_hangs_mid_store_is_given_up_from_that_batch_on(tm
     for release in scripts:  # the first batch, answered before it stopped, is reported
         assert result.releases[release].histories == 1
         assert result.releases[release].failed == reasons[release]
+
+
+def test_more_jobs_give_the_same_records_and_summaries(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    for release in ("1.107.10", "2.9.1"):  # the installed release, posing as each (no environment to build)
+        stand_in(cache, release, posing(release))
+    url = write_sqlite(tmp_path / "chats.db", stored())
+    found = {}
+    for jobs in (1, 3):
+        records: list[Any] = []
+        with open_source(url) as source:
+            result = check_upgrade(
+                source,
+                ["2.9.1", "1.107.10"],
+                cache=cache,
+                uv="uv-not-needed",
+                jobs=jobs,
+                batch_size=7,
+                on_record=lambda record, seen=records: seen.append(record.as_json()),
+            )
+        found[jobs] = (records, {release: vars(summary) for release, summary in result.releases.items()})
+    assert found[3] == found[1]
+    records, summaries = found[1]
+    assert [record["b"] for record in records[:7]] == ["1.107.10"] * 7  # batch by batch, release by release
+    assert summaries["2.9.1"]["histories"] == len(stored()) + 1  # and the NULL row
+
+
+def test_each_release_has_its_own_progress_bar_counting_histories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tqdm")
+    cache = tmp_path / "cache"
+    for release in ("1.107.10", "2.9.1"):
+        stand_in(cache, release, posing(release))
+    folder = write_directory(tmp_path / "chats", {key: stored()[key] for key in FEW})
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("HISTFIX_UV", "uv-not-needed")
+    argv = [
+        "scan",
+        str(folder),
+        "--against",
+        "2.9.1,1.107.10",
+        "--cache-dir",
+        str(cache),
+        "--batch-size",
+        "1",
+    ]
+    assert main([*argv, "--jobs", "2"]) in (0, 1)
+    shown = terminal.getvalue()
+    for release in ("1.107.10", "2.9.1"):
+        assert f"{release}: 100%" in shown and "4/4 [" in shown
 
 
 def test_jsonl_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:

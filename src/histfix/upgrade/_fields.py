@@ -16,6 +16,8 @@ Runs in any release's environment: only the standard library, pydantic and pydan
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
 import re
 import types
 import typing
@@ -104,12 +106,13 @@ def _describe(cls: type, owner: str, table: dict[str, Json], depth: int) -> None
             "nested": nested,
             "by_name": _read_by_name(field.name, annotation),
         }
-    table[owner] = fields
+    table[owner] = {"class": cls.__name__, "fields": fields}
 
 
 def field_table() -> dict[str, Json]:
-    """The installed release's messages and parts: owner -> field -> its annotation, default (or
-    FACTORY, or None: required), nested owner and whether the loader reads it by its name. Owners are ``request``, ``response``,
+    """The installed release's messages and parts: owner -> the class it loads as, and field ->
+    its annotation, default (or FACTORY, or None: required), nested owner and whether the loader
+    reads it by its name. Owners are ``request``, ``response``,
     ``part:<part_kind>`` and ``<owner>.<field>`` for a nested dataclass. Plain JSON."""
     from pydantic_ai import messages
 
@@ -118,14 +121,18 @@ def field_table() -> dict[str, Json]:
         kind = getattr(cls, "kind", None)
         if isinstance(kind, str):
             _describe(cls, kind, table, 0)
-    parts: dict[str, type] = {}
+    kinds: dict[str, list[type]] = {}
     for union in (messages.ModelRequestPart, messages.ModelResponsePart):
         for cls in _classes(union):
             part_kind = getattr(cls, "part_kind", None)
-            if isinstance(part_kind, str):
-                parts.setdefault(part_kind, cls)
-    for part_kind, cls in parts.items():
-        _describe(cls, f"part:{part_kind}", table, 0)
+            if isinstance(part_kind, str) and cls not in kinds.setdefault(part_kind, []):
+                kinds[part_kind].append(cls)
+    for part_kind, classes in kinds.items():
+        # typed subclasses share their base's part_kind (2.60+ tool search parts): the base is
+        # what a stored part of that kind loads as; one loaded as a subclass is left to the trip
+        base = [cls for cls in classes if all(issubclass(other, cls) for other in classes)]
+        if base:
+            _describe(base[0], f"part:{part_kind}", table, 0)
     return table
 
 
@@ -155,6 +162,19 @@ class _CannotProve(Exception):
 def _same(one: Json, other: Json) -> bool:
     # JSON equality without Python's True == 1 == 1.0: a bool default is no int default
     return type(one) is type(other) and one == other
+
+
+def _held_as_stored(held: object, value: Json, *, same_type: bool) -> bool:
+    """Whether B holds the stored value so that its dump loads on A as the stored value does: the
+    value itself (a scalar, or a container B keeps as it is), or, where both annotate the field
+    alike, a timestamp it parsed (it writes the same instant back) or an enum member of it."""
+    if held == value and (value is None or type(held) is type(value)):
+        return True
+    if same_type and isinstance(value, str):
+        if isinstance(held, datetime.datetime):
+            return True
+        return isinstance(held, enum.Enum) and held.value == value
+    return False
 
 
 class TripProof:
@@ -188,9 +208,10 @@ class TripProof:
         if on_a is None:
             raise _CannotProve
         on_b = _dump(part)
-        fields = self._a.get(f"part:{on_a.get('part_kind')}")
-        if fields is None:
+        owner = self._a.get(f"part:{on_a.get('part_kind')}")
+        if owner is None:
             raise _CannotProve
+        fields = owner["fields"]
         for key, value in on_a.items():
             if key in on_b:
                 if on_b[key] != value:
@@ -207,7 +228,7 @@ class TripProof:
         self, raw: dict[str, Json], held: object, owner: str, message: tuple[int, Mapping[str, Json]]
     ) -> None:
         plan = self._plan(owner, frozenset(raw))
-        if plan is None:
+        if plan is None or type(held).__name__ != self._b[owner]["class"]:
             raise _CannotProve
         for how, key, detail in plan:
             value = raw[key]
@@ -231,9 +252,7 @@ class TripProof:
                 if not isinstance(value, dict):
                     raise _CannotProve
                 self._check(value, getattr(held, key, None), detail, message)
-            # a JSON scalar under the same annotation loads the same on both; a container only
-            # when B holds it as it was stored (an Any field, not something rebuilt from it)
-            elif isinstance(value, (dict, list)) and getattr(held, key, None) != value:
+            elif not _held_as_stored(getattr(held, key, None), value, same_type=detail):
                 raise _CannotProve
 
     def _plan(self, owner: str, keys: frozenset[str]) -> list[tuple[str, str, Json]] | None:
@@ -247,9 +266,10 @@ class TripProof:
         return found  # type: ignore[return-value]
 
     def _make_plan(self, owner: str, keys: frozenset[str]) -> list[tuple[str, str, Json]]:
-        a_fields, b_fields = self._a.get(owner), self._b.get(owner)
-        if a_fields is None or b_fields is None:
+        a, b = self._a.get(owner), self._b.get(owner)
+        if a is None or b is None:
             raise _CannotProve
+        a_fields, b_fields = a["fields"], b["fields"]
         plan: list[tuple[str, str, Json]] = []
         for key in sorted(keys):
             on_a, on_b = a_fields.get(key), b_fields.get(key)
@@ -260,14 +280,12 @@ class TripProof:
                 if default is None or default == FACTORY:
                     raise _CannotProve
                 plan.append(("dropped", key, default["value"]))
-            elif on_a["type"] != on_b["type"]:
-                raise _CannotProve
             elif key == "parts":
                 plan.append(("parts", key, None))
             elif on_a["nested"] and on_b["nested"]:
                 plan.append(("nested", key, on_a["nested"]))
-            else:
-                plan.append(("value", key, None))
+            else:  # whether B converts it the way A does: the same annotation
+                plan.append(("value", key, on_a["type"] == on_b["type"]))
         for name, on_a in a_fields.items():
             if name not in keys:
                 self._left_out(name, on_a, b_fields.get(name))

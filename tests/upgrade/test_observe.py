@@ -1,0 +1,75 @@
+"""The upgrade check's observation of one history, on the installed release, against what `histfix
+compare` says of it there (its own probe runs a plain Agent for every history; the observation
+skips the Agent where what it sends is known, and loads each history once)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+import histfix
+from histfix._compare import probe as compare_probe
+from histfix._compare.outcome import Outcome
+from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
+from histfix.upgrade._observe import FIELDS, Observer
+
+from upgrade_cases import EXAMPLES, histories
+
+
+def compare_says(raw: bytes, provider: str | None) -> dict[str, Any]:
+    """The verdicts as `histfix compare`'s probe makes them, the Agent run every time."""
+    observation = probe(raw, prompt_for(json.loads(raw), None))
+    sent = observation[PLAIN]["messages"]
+    rejects = None
+    if provider is not None and sent is not None:
+        messages = ModelMessagesTypeAdapter.validate_python(sent)
+        rejects = [problem.kind for problem in histfix.check(messages, provider=provider)]
+    return {
+        "sends": Outcome.of(observation, PLAIN).summary(PLAIN),
+        "returns": Outcome.of(observation, REPAIRED).summary(REPAIRED),
+        "sent_problems": observation[PLAIN]["problems"],
+        "provider_rejects": rejects,
+    }
+
+
+@pytest.mark.parametrize("provider", [None, "mistral"])
+def test_every_verdict_is_compares_and_the_agent_runs_only_where_needed(
+    provider: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[int] = []
+    send = compare_probe.PlainAgent.send
+
+    def counted(self: Any, history: Any, prompt: Any) -> Any:
+        runs.append(1)
+        return send(self, history, prompt)
+
+    stored = histories()
+    said = {key: compare_says(raw, provider) for key, raw in stored.items()}
+    monkeypatch.setattr(compare_probe.PlainAgent, "send", counted)
+    observer = Observer(provider)
+    for key, raw in stored.items():
+        found = observer.observe(raw).found
+        assert list(found) == list(FIELDS), key
+        assert {name: found[name] for name in said[key]} == said[key], key
+    # the finished conversations that need no repair are the fast path's (and prove it is taken)
+    assert 0 < len(runs) <= len(stored) - 20
+
+
+def test_a_history_is_validated_once_when_load_json_would_not_convert_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raw = (EXAMPLES / "aborted_mid_tool.json").read_bytes()
+    calls: list[object] = []
+    validate = ModelMessagesTypeAdapter.validate_json
+
+    def counting(data: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(data)
+        return validate(data, *args, **kwargs)
+
+    monkeypatch.setattr(ModelMessagesTypeAdapter, "validate_json", counting)
+    found = Observer().observe(raw).found
+    assert found["loads"] is None and found["load_json"] is None and found["changes"]
+    assert calls == [raw]
