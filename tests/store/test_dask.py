@@ -8,6 +8,7 @@ same store: the records, history by history and in order, and the summary.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -423,3 +424,76 @@ def test_the_docs_example_script_runs_as_a_user_runs_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("4 histories, 4 would change: ['aborted_mid_tool', ")
+
+
+# --- the upgrade check on Dask (histfix.upgrade.dask, ``histfix scan --against R --dask``) ---------------
+
+WHEELHOUSE = Path(os.environ.get("HISTFIX_WHEELHOUSE", ROOT / "wheelhouse"))
+#: The release checked against: its environment is built by the workers from the wheelhouse.
+AGAINST = "1.107.10"
+
+
+def _why_no_environment() -> str | None:
+    from histfix._compare.environments import CompareError, find_uv
+
+    if not (WHEELHOUSE / "inputs.json").exists():
+        return f"needs a built wheelhouse at {WHEELHOUSE} (`nox -s wheelhouse`, or set HISTFIX_WHEELHOUSE)"
+    try:
+        find_uv()
+    except CompareError:
+        return "needs uv (pip install 'histfix[compare]')"
+    return None
+
+
+@pytest.mark.skipif(_why_no_environment() is not None, reason=_why_no_environment() or "")
+def test_the_upgrade_check_on_dask_is_the_local_one_each_worker_building_or_reusing_the_environment(
+    client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from histfix.upgrade import check_upgrade
+    from histfix.upgrade import dask as upgrade_dask
+
+    cache = tmp_path / "envs"  # empty: the workers build the release, one of them, the other waits
+    store = StoreUnderTest("jsonl", tmp_path)
+    bag = on_dask.read_source(store.url, blocksize=3000)
+    assert bag.npartitions > 5
+    parts = upgrade_dask.check_bag(bag, [AGAINST], cache=cache, find_links=WHEELHOUSE)
+    on_cluster: list[Any] = []
+    streamed = on_dask.iter_records(parts, client, timeout=WAIT * 3)
+    result = upgrade_dask.gather(
+        streamed, [AGAINST], on_record=lambda record: on_cluster.append(record.as_json())
+    )
+    client.run(upgrade_dask.stop_probes)
+    assert (cache / AGAINST / "histfix-compare.json").exists()
+    here: list[Any] = []
+    with open_source(store.url) as source:
+        local = check_upgrade(
+            source,
+            [AGAINST],
+            cache=cache,
+            find_links=WHEELHOUSE,
+            on_record=lambda record: here.append(record.as_json()),
+        )
+    assert on_cluster == here
+    assert vars(result.releases[AGAINST]) == vars(local.releases[AGAINST])
+    assert result.breaking and not result.failed
+
+    # and on the command line, against the same cluster: the records the local check made
+    argv = ["scan", store.url, "--against", AGAINST, "--cache-dir", str(cache), "--jsonl"]
+    assert main([*argv, "--find-links", str(WHEELHOUSE), "--dask", client.scheduler.address]) == 1
+    out, err = capsys.readouterr()
+    assert err == "" and [json.loads(line) for line in out.splitlines()] == here
+
+
+@pytest.mark.skipif(_why_no_environment() is not None, reason=_why_no_environment() or "")
+def test_a_release_the_workers_cannot_install_is_one_line_and_the_others_go_on(
+    client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StoreUnderTest("jsonl", tmp_path)
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    argv = ["scan", store.url, "--against", "2.9.2", "--dask", client.scheduler.address]
+    assert main([*argv, "--cache-dir", str(tmp_path / "envs"), "--find-links", str(empty)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("histfix: --against 2.9.2: cannot install pydantic-ai-slim==2.9.2 from ")
+    assert err.endswith("; the other releases go on\n") and err.count("\n") == 1
+    assert "-> 2.9.2: not checked: cannot install" in out
