@@ -168,7 +168,11 @@ def test_findings_match_what_compare_says_history_by_history(
             assert (on_b["load_json"] is not None) == str(compared[HISTFIX]["raised"]).startswith(refused)
         if release == NEWEST:  # the installed release is A too: both sides agree, nothing breaks
             for record in records.values():
-                on_b = {k: v for k, v in record["on_b"].items() if k != "loads_other_repair"}
+                against = ("loads_other_repair", "repair_differs", "upstream_repair_differs")
+                on_b = {k: v for k, v in record["on_b"].items() if k not in against}
+                # the same release repairs alike: nothing written otherwise
+                assert not record["on_b"].get("repair_differs"), record["key"]
+                assert not record["on_b"].get("upstream_repair_differs"), record["key"]
                 assert record["on_a"] == on_b, record["key"]
             assert not any(r["breaks"] for r in records.values())
 
@@ -346,6 +350,181 @@ def test_every_store_kind_gives_the_same_findings(
         assert record["breaks"] == expected["breaks"], (kind, key, release)
         assert record["on_b"] == expected["on_b"] and record["round_trip"] == expected["round_trip"]
     assert result.releases["1.107.10"].breaks["loads"] == 1  # REPAIRED_KEY, in every kind
+
+
+# --- pause marks and bookkeeping: 2.68.0 (the last release of the old merge rule) against 2.78.0 -------
+
+#: The releases on either side of the merge rule for pause marks (2.78.0: kept only when every
+#: merged request had it), each checked against the other, both ways.
+PAUSE_RELEASES = ("2.68.0", "2.78.0")
+PAUSED = {"__pydantic_ai__": {"deferred_pause": True}}
+
+
+def pause_histories() -> dict[str, bytes]:
+    """A pause answered by a new prompt (the mark merged away on 2.78.0, kept before), the
+    opposite order, both requests marked, a mark alone, and a plain exchange."""
+    from dsl import call, req, resp, ret, text, to_json, user
+
+    paused = [req(user("clean up", at=1)), resp(call("list", "c1"), call("delete", "c2"), at=2)]
+    answer = req(ret("list", "c1", "a b", at=3), metadata=PAUSED)
+    return {
+        "pause-then-prompt": to_json([*paused, answer, req(user("Actually, never mind.", at=4))]),
+        "prompt-then-pause": to_json(
+            [*paused, req(ret("list", "c1", "a b", at=3)), req(user("x", at=4), metadata=PAUSED)]
+        ),
+        "pause-both": to_json([*paused, answer, req(user("more", at=4), metadata=PAUSED)]),
+        "pause-alone": to_json([*paused, answer]),
+        "plain": to_json([req(user("hi", at=1)), resp(text("hello"), at=2)]),
+    }
+
+
+_ORDINARY = """
+import json
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+
+def model(messages, info):
+    asked = len(messages) % 4 == 1
+    return ModelResponse(parts=[ToolCallPart("lookup", {"q": "x"})] if asked else [TextPart("done")])
+
+
+agent = Agent(FunctionModel(model))
+
+
+@agent.tool_plain
+def lookup(q: str) -> str:
+    return "found"
+
+
+found, history = {}, []
+for turn in range(3):
+    result = agent.run_sync(f"question {turn}", message_history=history)
+    history = result.all_messages()
+    found[f"ordinary-{turn}"] = result.all_messages_json().decode()
+print(json.dumps(found))
+"""
+
+
+def ordinary_histories() -> dict[str, bytes]:
+    """Histories as 2.78.0's own Agent writes them (a tool call, then an answer): every response
+    carries request_timestamp and duration, which 2.68.0 has no field for."""
+    env, _ = _compare.environment("2.78.0", settings())
+    done = subprocess.run(
+        [str(_compare.python_in(env)), "-c", _ORDINARY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return {key: value.encode() for key, value in json.loads(done.stdout).items()}
+
+
+def _other_pause_release() -> str | None:
+    if NEWEST not in PAUSE_RELEASES:
+        return None
+    other = next(release for release in PAUSE_RELEASES if release != NEWEST)
+    return other if any(WHEELHOUSE.glob(f"pydantic_ai_slim-{other}-*.whl")) else None
+
+
+pause_pair = pytest.mark.skipif(
+    _other_pause_release() is None,
+    reason=f"needs {' and '.join(PAUSE_RELEASES)}: one installed (the newest pinned), the other in the wheelhouse",
+)
+
+
+def _assert_pause_findings(records: dict[str, dict[str, Any]], a: str, b: str) -> None:
+    mark = "[2].metadata.__pydantic_ai__.deferred_pause"
+    for key in ("pause-then-prompt", "prompt-then-pause"):  # the merged mark: kept on 2.68.0 only
+        breaks = records[key]["breaks"]
+        assert set(breaks) >= {"repair", "upstream_repair"}, (a, b, key, breaks)
+        assert breaks["repair"].endswith(f"in 1 value(s) that change behaviour: {mark}")
+    for key in ("pause-both", "pause-alone", "plain"):
+        assert not records[key]["breaks"], (a, b, key)
+    for key, record in records.items():
+        if key.startswith("ordinary-"):  # what the Agent wrote: bookkeeping lost at most
+            assert not record["breaks"] and record["round_trip"]["lost"] == 0, (a, b, key)
+    if a == "2.78.0":
+        trip = records["ordinary-2"]["round_trip"]
+        assert trip["bookkeeping"] > 0 and "[1].request_timestamp" in trip["bookkeeping_paths"]
+
+
+@offline
+@pause_pair
+@pytest.mark.parametrize("kind", ["dir", "jsonl", "sqlite", "postgresql"])
+def test_pause_marks_merged_otherwise_break_and_bookkeeping_does_not_from_the_installed_release(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    other = _other_pause_release()
+    assert other is not None
+    chosen = {**pause_histories(), **ordinary_histories()}
+    url, keys = _store_of(kind, chosen, tmp_path / "store", request)
+    found: dict[str, dict[str, Any]] = {}
+    with open_source(url) as source:
+        result = check_upgrade(
+            source, [other], **OFFLINE, on_record=lambda r: found.__setitem__(keys[r.key], r.as_json())
+        )
+    assert not result.failed
+    _assert_pause_findings(found, NEWEST, other)
+
+
+def _release_env(release: str, folder: Path) -> Path:
+    """A virtualenv of ``release`` with what the command needs for every store kind, from the wheelhouse."""
+    uv = _uv() or "uv"
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, timeout=120)
+    requirements = [*release_requirements(release, "packaging"), "psycopg[binary]"]
+    install = [uv, "pip", "install", "--quiet", "--python", str(_compare.python_in(folder))]
+    subprocess.run(
+        [*install, "--no-index", "--find-links", str(WHEELHOUSE), *requirements], check=True, timeout=600
+    )
+    return _compare.python_in(folder)
+
+
+@offline
+@pause_pair
+def test_pause_marks_merged_otherwise_break_and_bookkeeping_does_not_from_the_other_release(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    other = _other_pause_release()
+    assert other is not None
+    python = _release_env(other, tmp_path / "env")
+    path_entry = _compare.histfix_on_a_path(tmp_path / "path")
+    variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    variables |= {"PYTHONPATH": str(path_entry), "HISTFIX_UV": _uv() or "uv"}
+    chosen = {**pause_histories(), **ordinary_histories()}
+    for kind in ("dir", "jsonl", "sqlite", "postgresql"):
+        url, keys = _store_of(kind, chosen, tmp_path / kind, request)
+        command = [str(python), "-m", "histfix", "scan", url, "--against", NEWEST, "--jsonl"]
+        command += ["--cache-dir", str(CACHE), "--find-links", str(WHEELHOUSE)]
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=variables, timeout=900, check=False
+        )
+        assert done.returncode == 1 and done.stderr == "", (kind, done.stderr)
+        found = {keys[record["key"]]: record for record in map(json.loads, done.stdout.splitlines())}
+        _assert_pause_findings(found, other, NEWEST)
+
+
+def _store_of(
+    kind: str, chosen: dict[str, bytes], folder: Path, request: pytest.FixtureRequest
+) -> tuple[str, dict[str, str]]:
+    """``chosen`` in a store of ``kind``: its URL and store key -> key of ``chosen``."""
+    folder.mkdir(parents=True)
+    if kind == "dir":
+        write_directory(folder, chosen)
+        return str(folder), {
+            path.relative_to(folder).as_posix(): path.stem for path in folder.rglob("*.json")
+        }
+    if kind == "jsonl":
+        write_jsonl(folder / "chats.jsonl", chosen)
+        return str(folder / "chats.jsonl"), {key: key for key in chosen}
+    if kind == "sqlite":
+        return write_sqlite(folder / "chats.db", chosen, blob=True), {
+            key: key for key in [*chosen, "bad-null"]
+        }
+    server = request.getfixturevalue("pg_server")
+    table = server.make_table("jsonb", [(key, raw.decode()) for key, raw in chosen.items()], key_type="text")
+    return server.url(table), {key: key for key in chosen}
 
 
 class _Terminal(io.StringIO):

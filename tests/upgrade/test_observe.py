@@ -4,18 +4,20 @@ skips the Agent where what it sends is known, and loads each history once)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 
 import histfix
 from histfix._compare import probe as compare_probe
 from histfix._compare.outcome import Outcome
 from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
-from histfix.upgrade._observe import FIELDS, Observer
+from histfix.upgrade._observe import FIELDS, FromA, Observer
 
+from dsl import call, req, resp, ret, to_json, user
 from upgrade_cases import EXAMPLES, histories
 
 
@@ -73,3 +75,36 @@ def test_a_history_is_validated_once_when_load_json_would_not_convert_it(
     found = Observer().observe(raw).found
     assert found["loads"] is None and found["load_json"] is None and found["changes"]
     assert calls == [raw]
+
+
+RESERVED = "__pydantic_ai__"
+#: A run paused for a deferred call (2.78.0 marks the request it wrote then), and the user's answer.
+PAUSED_THEN_ANSWERED = [
+    req(user("clean up")),
+    resp(call("list", "c1"), call("delete", "c2")),
+    req(ret("list", "c1", "a b"), metadata={RESERVED: {"deferred_pause": True}}),
+    req(user("Actually, never mind.")),
+]
+
+
+@pytest.mark.skipif(
+    "metadata" not in {f.name for f in dataclasses.fields(ModelRequest)}, reason="no request metadata here"
+)
+def test_a_pause_mark_merged_otherwise_than_here_is_a_difference_in_behaviour() -> None:
+    raw = to_json(PAUSED_THEN_ANSWERED)
+    here = json.loads(histfix.dump_json(histfix.repair(histfix.load_json(raw))))
+    merged = next(i for i, message in enumerate(here) if message["kind"] == "request" and message["metadata"])
+    verdicts = {}
+    for mark in (True, False):  # what another release's repair may have written
+        other = json.loads(json.dumps(here))
+        other[merged]["metadata"] = {RESERVED: {"deferred_pause": True} if mark else {}}
+        against = FromA(repaired=json.dumps(other).encode())
+        verdicts[mark] = Observer().observe(raw, against=against).found["repair_differs"]
+    same = here[merged]["metadata"][RESERVED].get("deferred_pause") is True
+    assert verdicts[same] is None  # what this release writes itself
+    assert verdicts[not same] == {
+        "changed": 1,
+        "changed_paths": [f"[{merged}].metadata.{RESERVED}.deferred_pause"],
+        "bookkeeping": 0,
+        "bookkeeping_paths": [],
+    }

@@ -73,8 +73,24 @@ def _print_release(summary: ReleaseSummary, release_a: str) -> None:
     print(f"  histfix.load_json: loads on {release_a} but not on {b}: {summary.load_json_on_a_only:,}")
     print(f"  {b}'s repair would change: {summary.b_repair_changes:,} ({_counts(summary.by_b_change)})")
     print(f"  what breaks: {_counts(summary.breaks)}")
-    if summary.lost_fields:
-        print(f"  the round trip {release_a} -> {b} -> {release_a} loses: {_counts(summary.lost_fields)}")
+    if summary.lost_fields or summary.lost_bookkeeping:
+        trip = f"the round trip {release_a} -> {b} -> {release_a}"
+        print(f"  {trip} loses, changing behaviour: {_counts(summary.lost_fields)}")
+        print(f"  {trip} loses, bookkeeping no model sees: {_counts(summary.lost_bookkeeping)}")
+    if summary.repair_fields:
+        print(
+            f"  histfix.repair writes otherwise on {b}, changing behaviour: {_counts(summary.repair_fields)}"
+        )
+    if summary.upstream_fields:
+        print(
+            f"  pydantic-ai's own repair_messages writes otherwise on {b}, changing behaviour: "
+            f"{_counts(summary.upstream_fields)}"
+        )
+    if summary.repair_bookkeeping or summary.upstream_bookkeeping:
+        print(
+            f"  written otherwise in bookkeeping only: histfix.repair {summary.repair_bookkeeping:,}, "
+            f"repair_messages {summary.upstream_bookkeeping:,}"
+        )
     if summary.worst:
         print("  keys that would break (the first ones):")
         for key, reason in summary.worst:

@@ -119,33 +119,30 @@ def check_batch(
         except CompareError as exc:
             raise CheckError(f"the probe of the installed pydantic-ai-slim {release_a}: {exc}") from None
 
-    header, blobs = from_a(
-        {"op": "observe", "want_repaired": True}, [x for h in items for x in (h, None, None)]
-    )
+    header, blobs = from_a({"op": "observe", "want_repaired": True}, list(items))
     done.a = [expand(values) for values in header["found"]]
-    # B gets A's repair output (to load) and the parts A's loader translated (for its proofs)
-    asked = [x for at, history in enumerate(items) for x in (history, blobs[3 * at], blobs[3 * at + 2])]
+    # B gets A's repair outputs (to load and compare) and the parts A's loader translated (for its proofs)
+    asked = [x for at, history in enumerate(items) for x in (history, *blobs[3 * at : 3 * at + 3])]
     sent = {release: side.send({"op": "observe"}, asked) for release, side in b_sides.items()}
     for release, side in b_sides.items():
         try:
-            header, blobs = side.answer(sent[release], where)
+            header, dumps = side.answer(sent[release], where)
         except CompareError as exc:
             done.failed[release] = str(exc)
             continue
         done.b[release] = [expand(values) for values in header["found"]]
         trips: list[Json | None] = []
         unproven: list[int] = []
-        for at, (proven, on_a) in enumerate(zip(header["trip"], done.a, strict=True)):
-            if proven is None or on_a["loads"] is not None:  # a loader refused it: no round trip
+        for at, (trip, on_a) in enumerate(zip(header["trip"], done.a, strict=True)):
+            if trip is None or on_a["loads"] is not None:  # a loader refused it: no round trip
                 trips.append(None)
-            elif proven:
-                trips.append(LOSSLESS)
-            else:
+            elif trip == 0:  # B could not name what it loses: run it for real, here on A
                 trips.append(None)
                 unproven.append(at)
+            else:
+                trips.append(LOSSLESS if trip == 1 else trip)
         done.trips[release] = trips
         if unproven:
-            dumps = blobs[1::3]
             answer, _ = from_a({"op": "trip"}, [x for at in unproven for x in (items[at], dumps[at])])
             for at, trip in zip(unproven, answer["trips"], strict=True):
                 trips[at] = trip
@@ -292,7 +289,7 @@ class UpgradeCheck:
         argv, variables = probe_command(sys.executable, path_entry, inherit_path=True)
         try:
             self._a = [Probe(argv, variables, self.release_a, self.timeout) for _ in range(self.jobs)]
-            fields = [probe.hello()["fields"] for probe in self._a].pop()
+            hello = [probe.hello() for probe in self._a].pop()
             for probe in self._a:
                 probe.request({"op": "setup", "provider": self.provider}, [], "to set up")
         except CompareError as exc:
@@ -314,7 +311,12 @@ class UpgradeCheck:
             try:
                 for probe in starting[release]:
                     probe.hello()
-                    setup = {"op": "setup", "provider": self.provider, "fields": fields}
+                    setup = {
+                        "op": "setup",
+                        "provider": self.provider,
+                        "fields": hello["fields"],
+                        "upstream": hello["upstream"],
+                    }
                     probe.request(setup, [], "to set up")
             except CompareError as exc:
                 self._stop_all(starting[release])

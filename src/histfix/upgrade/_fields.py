@@ -164,6 +164,21 @@ def _same(one: Json, other: Json) -> bool:
     return type(one) is type(other) and one == other
 
 
+def _dropped(value: Json, default: Json, path: str) -> list[tuple[str, Json, Json]]:
+    """A stored value B does not hold: A gets its default back, so the trip loses it unless it
+    is that default. A JSON scalar of the default's own type (or any value, against a None
+    default) stays as stored on A's load; anything else could load as something else there."""
+    from ._meaning import differences
+
+    if value == default and type(value) is type(default):
+        return []
+    scalar = value is None or isinstance(value, (str, int, float, bool))
+    both_dicts = isinstance(value, dict) and isinstance(default, dict)
+    if default is not None and not (scalar and type(value) is type(default)) and not both_dicts:
+        raise _CannotProve
+    return list(differences(value, default, path))
+
+
 def _held_as_stored(held: object, value: Json, *, same_type: bool) -> bool:
     """Whether B holds the stored value so that its dump loads on A as the stored value does: the
     value itself (a scalar, or a container B keeps as it is), or, where both annotate the field
@@ -186,21 +201,29 @@ class TripProof:
         #: (owner, stored keys) -> the checks each value needs, or None when nothing can be proven
         self._plans: dict[tuple[str, frozenset[str]], list[tuple[str, str, Json]] | None] = {}
 
-    def lossless(self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None) -> bool:
-        """Whether loading ``loaded`` (B's messages of the stored JSON ``stored``) back on A gives
-        what A loads of ``stored``: True only when every value is proven to survive.
-        ``translated``: :func:`translated_parts` of the same history on A."""
+    def losses(
+        self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None
+    ) -> list[tuple[str, Json, Json]] | None:
+        """What loading ``loaded`` (B's messages of the stored JSON ``stored``) back on A loses
+        of what A loads of ``stored``, as the real trip names it (path, A's value, what A gets
+        back), in the trip's order; None when that cannot be proven. ``translated``:
+        :func:`translated_parts` of the same history on A."""
         if not isinstance(stored, list) or len(stored) != len(loaded):
-            return False
+            return None
+        lost: list[tuple[str, Json, Json]] = []
         try:
             for index, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
                 kind = raw.get("kind") if isinstance(raw, dict) else None
                 if not isinstance(kind, str) or getattr(message, "kind", None) != kind:
-                    return False
-                self._check(raw, message, kind, (index, translated or {}))
+                    return None
+                self._check(raw, message, kind, f"[{index}]", (index, translated or {}), lost)
         except _CannotProve:
-            return False
-        return True
+            return None
+        return lost
+
+    def lossless(self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None) -> bool:
+        """Whether :meth:`losses` proves that nothing is lost."""
+        return self.losses(stored, loaded, translated) == []
 
     def _translated(self, on_a: Json | None, part: object) -> None:
         """A part B loaded as another kind than stored: lossless when A made the same of it (A
@@ -224,8 +247,14 @@ class TripProof:
         if any(key in fields for key in on_b if key not in on_a):
             raise _CannotProve  # A would read it, though its own dump leaves it out
 
-    def _check(
-        self, raw: dict[str, Json], held: object, owner: str, message: tuple[int, Mapping[str, Json]]
+    def _check(  # noqa: PLR0917 (one step of a walk: where it is, and what it carries)
+        self,
+        raw: dict[str, Json],
+        held: object,
+        owner: str,
+        path: str,
+        message: tuple[int, Mapping[str, Json]],
+        lost: list[tuple[str, Json, Json]],
     ) -> None:
         plan = self._plan(owner, frozenset(raw))
         if plan is None or type(held).__name__ != self._b[owner]["class"]:
@@ -233,8 +262,7 @@ class TripProof:
         for how, key, detail in plan:
             value = raw[key]
             if how == "dropped":
-                if not _same(value, detail):
-                    raise _CannotProve
+                lost.extend(_dropped(value, detail, f"{path}.{key}"))
             elif how == "parts":
                 parts = getattr(held, key, None)
                 if not isinstance(value, list) or not isinstance(parts, list) or len(value) != len(parts):
@@ -247,11 +275,11 @@ class TripProof:
                     if getattr(part, "part_kind", None) != kind:
                         self._translated(translated.get(f"{index}.{at}"), part)
                     else:
-                        self._check(raw_part, part, f"part:{kind}", message)
+                        self._check(raw_part, part, f"part:{kind}", f"{path}.{key}[{at}]", message, lost)
             elif how == "nested":
                 if not isinstance(value, dict):
                     raise _CannotProve
-                self._check(value, getattr(held, key, None), detail, message)
+                self._check(value, getattr(held, key, None), detail, f"{path}.{key}", message, lost)
             elif not _held_as_stored(getattr(held, key, None), value, same_type=detail):
                 raise _CannotProve
 
@@ -270,11 +298,13 @@ class TripProof:
         if a is None or b is None:
             raise _CannotProve
         a_fields, b_fields = a["fields"], b["fields"]
+        if not keys <= a_fields.keys():  # A ignores it, or reads it under another name
+            raise _CannotProve
         plan: list[tuple[str, str, Json]] = []
-        for key in sorted(keys):
-            on_a, on_b = a_fields.get(key), b_fields.get(key)
-            if on_a is None or not on_a["by_name"] or (on_b is not None and not on_b["by_name"]):
-                raise _CannotProve  # ignored, or read under another name: the trip decides
+        for key in (name for name in a_fields if name in keys):  # in A's order, as A dumps them
+            on_a, on_b = a_fields[key], b_fields.get(key)
+            if not on_a["by_name"] or (on_b is not None and not on_b["by_name"]):
+                raise _CannotProve  # read under another name: the trip decides
             if on_b is None:  # B drops it: A loads its default back, fine when that is what was stored
                 default = on_a["default"]
                 if default is None or default == FACTORY:

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._fields import TripProof
 
-__all__ = ["FIELDS", "Observation", "Observed", "Observer", "loader_error"]
+__all__ = ["FIELDS", "FromA", "Observation", "Observed", "Observer", "loader_error"]
 
 Observation = dict[str, Any]
-#: An observation's fields, in the order the record shows them; a value the other release was
-#: asked to load adds ``loads_other_repair``.
+#: An observation's fields, in the order the record shows them. Observed against the checking
+#: release (:class:`FromA`), it adds ``loads_other_repair`` (when A's repair changed the history),
+#: ``repair_differs`` and ``upstream_repair_differs``.
 FIELDS = (
     "loads",
     "load_json",
@@ -63,18 +64,30 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
+@dataclass(frozen=True)
+class FromA:
+    """What the checking release (A) made of a history, for another release (B) to compare."""
+
+    #: ``histfix.dump_json`` of A's default repair output, when it changed the history
+    repaired: bytes | None = None
+    #: A's own ``repair_messages`` output, when A has it and it differs from ``repaired``
+    upstream: bytes | None = None
+    #: the parts A's loader turned into another kind (see _fields.translated_parts)
+    translated: Mapping[str, Any] | None = None
+
+
 @dataclass
 class Observed:
     """One history on the installed release."""
 
     found: Observation
-    #: ``histfix.dump_json`` of what the default repair returns, when asked for and it changes something
+    #: A's side (``want_repaired``): FromA's ``repaired`` and ``upstream``, and the translated parts
     repaired: bytes | None = None
-    #: with a TripProof: True when the round trip through this release provably loses nothing,
-    #: else this release's own dump of the history for the real trip (None: its loader refused it)
-    trip: bytes | bool | None = None
-    #: when asked for: the parts this release's loader turned into another kind (see _fields)
+    upstream: bytes | None = None
     translated: dict[str, Any] | None = None
+    #: B's side, with a TripProof: the round trip's result where the proof names what it loses,
+    #: else this release's own dump of the history for the real trip (None: its loader refused it)
+    trip: dict[str, Any] | bytes | None = None
 
 
 def _cannot_load(error: Exception | None) -> str:
@@ -152,6 +165,40 @@ class _Steps:
         return histfix.dump_json(report.messages) if report.changes and want_repaired else None
 
 
+def _upstream_repair() -> Any:
+    """pydantic-ai's own ``repair_messages`` (2.53.0+), or None."""
+    from pydantic_ai import messages
+
+    return getattr(messages, "repair_messages", None)
+
+
+def _read(data: bytes) -> list[Any] | None:
+    """Another release's output as a histfix user reads it here (``load_json``); None if it cannot."""
+    import histfix
+
+    try:
+        return histfix.load_json(data)
+    except Exception:  # reported already, as loads_other_repair, where it matters
+        return None
+
+
+def _differs(a: list[Any] | None, b: list[Any] | None) -> dict[str, Any] | None:
+    """Where ``b`` (this release's) differs from ``a`` (the other's, loaded here), sorted by what
+    it means (:mod:`._meaning`); None when they agree or either is missing."""
+    if a is None or b is None or a is b or a == b:
+        return None
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from ._meaning import changes, sort
+
+    found = changes(
+        ModelMessagesTypeAdapter.dump_python(a, mode="json"),
+        ModelMessagesTypeAdapter.dump_python(b, mode="json"),
+    )
+    differs = sort(found, "changed")
+    return differs if differs["changed"] or differs["bookkeeping"] else None
+
+
 def _alternates(messages: list[Any]) -> bool:
     from pydantic_ai.messages import ModelRequest, ModelResponse
 
@@ -160,54 +207,107 @@ def _alternates(messages: list[Any]) -> bool:
 
 
 class Observer:
-    """Observes histories on the installed release, for one run (``provider``: ``--provider``)."""
+    """Observes histories on the installed release, for one run (``provider``: ``--provider``;
+    ``upstream_on_a``: the checking release has ``repair_messages`` of its own to compare)."""
 
-    def __init__(self, provider: str | None = None) -> None:
+    def __init__(self, provider: str | None = None, *, upstream_on_a: bool = False) -> None:
+        import histfix
+
         self.provider = provider
+        self.upstream_on_a = upstream_on_a
         self._agent: Any = None
+        self._upstream_repair = _upstream_repair()
+        #: the default repair delegates to repair_messages here: its output is upstream's
+        self._delegates = histfix.backend_info().backend == "upstream"
 
     def observe(
         self,
         history: bytes,
         *,
-        other_repaired: bytes | None = None,
         want_repaired: bool = False,
+        against: FromA | None = None,
         proof: TripProof | None = None,
-        translated: Mapping[str, Any] | None = None,
     ) -> Observed:
         """What the installed release does with ``history`` (a JSON list, as bytes). Never raises
-        for a bad history: every failure is part of the observation. ``other_repaired``: another
-        release's repair output, tried with this release's own loader (``loads_other_repair``);
-        ``proof``: say whether the round trip from the release that checks through this one
-        loses nothing (:attr:`Observed.trip`), given the parts that release's loader
-        ``translated``; ``want_repaired`` also says what repair writes and the parts this
-        release's loader translates (for the other releases' proofs)."""
+        for a bad history: every failure is part of the observation.
+
+        ``want_repaired`` (the checking release, A): also what its repairs write and which parts
+        its loader translated, for the others. ``against`` (another release, B): what A made of
+        the history, which this release loads and compares with its own repairs; ``proof``: the
+        round trip A -> here -> A, named where it can be proven (:attr:`Observed.trip`).
+        """
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
         from ._fields import translated_parts
+        from ._trip import trip_result
 
         found: Observation = {"loads": None, "load_json": None, "changes": None, "repair_raises": None}
         steps = _Steps.load(history, found)
         observed = Observed(found)
         if steps.loaded is not None:  # before the Agent runs: it is handed these very messages
             if proof is not None:
-                lossless = proof.lossless(steps.parsed, steps.loaded, translated)
-                observed.trip = lossless or ModelMessagesTypeAdapter.dump_json(steps.loaded)
+                translated = None if against is None else against.translated
+                lost = proof.losses(steps.parsed, steps.loaded, translated)
+                observed.trip = (
+                    ModelMessagesTypeAdapter.dump_json(steps.loaded) if lost is None else trip_result(lost)
+                )
             if want_repaired:
                 observed.translated = translated_parts(steps.parsed, steps.loaded)
         observed.repaired = steps.repair(found, want_repaired)
+        if want_repaired:
+            observed.upstream = self._upstream_output(steps)
+        if against is not None:
+            self._compare(found, steps, against)
         try:
             found |= self._verdicts(steps)
         except Exception as exc:
             found |= {"sends": f"the probe failed: {type(exc).__name__}: {loader_error(exc)}"}
             found |= {"returns": None, "sent_problems": [], "provider_rejects": None}
-        if other_repaired is not None:
+        return observed
+
+    def _upstream_of(self, steps: _Steps) -> list[Any] | None:
+        """What pydantic-ai's own ``repair_messages`` makes of what its loader loaded (None where
+        there is none, or it raises): the default repair's output where that delegates to it."""
+        if self._upstream_repair is None or steps.loaded is None or steps.repaired is None:
+            return None
+        if self._delegates or steps.repaired is steps.messages:  # nothing to repair: nor would it
+            return steps.repaired
+        try:
+            repaired: list[Any] = self._upstream_repair(list(steps.loaded))
+        except Exception:  # a history it cannot repair: nothing to compare
+            return None
+        return repaired
+
+    def _upstream_output(self, steps: _Steps) -> bytes | None:
+        """A's side: ``repair_messages``'s output as JSON, where it differs from the default repair's."""
+        import histfix
+
+        upstream = self._upstream_of(steps)
+        if upstream is None or upstream is steps.repaired or upstream == steps.repaired:
+            return None
+        return histfix.dump_json(upstream)
+
+    def _compare(self, found: Observation, steps: _Steps, against: FromA) -> None:
+        """B's side: load what A's repairs wrote, and say where this release's repairs differ."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        from .._portable import _may_need_conversion
+
+        a_repaired = steps.messages  # A's repair left it alone: A's output is the stored history
+        if against.repaired is not None:
             try:
-                ModelMessagesTypeAdapter.validate_json(other_repaired)
+                a_repaired = ModelMessagesTypeAdapter.validate_json(against.repaired)
                 found["loads_other_repair"] = None
             except Exception as exc:
                 found["loads_other_repair"] = loader_error(exc)
-        return observed
+                a_repaired = None
+            if a_repaired is None or _may_need_conversion(against.repaired):
+                a_repaired = _read(against.repaired)  # as load_json reads it
+        found["repair_differs"] = _differs(a_repaired, steps.repaired)
+        found["upstream_repair_differs"] = None
+        if self.upstream_on_a and self._upstream_repair is not None:
+            a_upstream = a_repaired if against.upstream is None else _read(against.upstream)
+            found["upstream_repair_differs"] = _differs(a_upstream, self._upstream_of(steps))
 
     def _verdicts(self, steps: _Steps) -> Observation:
         """``histfix compare``'s two verdicts: what a plain Agent sends (from pydantic-ai's loader)

@@ -11,13 +11,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._trip import general
+from ._meaning import general
 
 __all__ = ["Break", "PairRecord", "ReleaseSummary", "UpgradeResult", "pair"]
 
 Json = dict[str, Any]
-#: What can break for a history between A and B (the keys of PairRecord.breaks).
-Break = Literal["loads", "load_json", "repair_output", "sends", "round_trip"]
+#: What can break for a history between A and B (the keys of PairRecord.breaks): only what
+#: changes behaviour does (a bookkeeping difference no model sees is reported, never a break).
+Break = Literal["loads", "load_json", "repair_output", "repair", "upstream_repair", "sends", "round_trip"]
 #: Histories that would break named per release in the summary.
 WORST_SHOWN = 10
 
@@ -31,7 +32,8 @@ class PairRecord:
     release: str
     a: Json
     b: Json
-    #: None when no round trip ran (a loader failed); else the error loading B's dump on A, or what it lost
+    #: None when no round trip ran (a loader failed); else the error loading B's dump on A, or
+    #: what it lost: ``lost`` values that change behaviour and ``bookkeeping`` ones, with paths
     round_trip: Json | None
     #: what would break moving from A to B, each with its one-line reason (empty: nothing)
     breaks: dict[str, str] = field(default_factory=dict)
@@ -66,7 +68,15 @@ class ReleaseSummary:
     breaking: int = 0
     #: up to WORST_SHOWN (key, reason) of histories that would break
     worst: list[tuple[str, str]] = field(default_factory=list)
+    #: what the round trip loses (general paths): values that change behaviour, and bookkeeping
     lost_fields: Counter[str] = field(default_factory=Counter)
+    lost_bookkeeping: Counter[str] = field(default_factory=Counter)
+    #: where B's histfix.repair (repair_messages) writes otherwise than A's, changing behaviour
+    repair_fields: Counter[str] = field(default_factory=Counter)
+    upstream_fields: Counter[str] = field(default_factory=Counter)
+    #: histories whose histfix.repair (repair_messages) differs in bookkeeping only
+    repair_bookkeeping: int = 0
+    upstream_bookkeeping: int = 0
     #: why this release could not be checked (whole or from some batch on); None when it was
     failed: str | None = None
 
@@ -87,7 +97,15 @@ class ReleaseSummary:
             self.b_repair_changes += 1
             self.by_b_change.update(record.b["changes"])
         if record.round_trip:
-            self.lost_fields.update(general(path) for path in record.round_trip.get("lost_paths", []))
+            self.lost_fields.update(general(path) for path in record.round_trip["lost_paths"])
+            self.lost_bookkeeping.update(general(path) for path in record.round_trip["bookkeeping_paths"])
+        repair, upstream = record.b.get("repair_differs"), record.b.get("upstream_repair_differs")
+        if repair:
+            self.repair_fields.update(general(path) for path in repair["changed_paths"])
+            self.repair_bookkeeping += not repair["changed"]
+        if upstream:
+            self.upstream_fields.update(general(path) for path in upstream["changed_paths"])
+            self.upstream_bookkeeping += not upstream["changed"]
         if record.breaks:
             self.breaking += 1
             self.breaks.update(record.breaks.keys())
@@ -107,7 +125,10 @@ class ReleaseSummary:
         merged.breaks = self.breaks + other.breaks
         merged.breaking = self.breaking + other.breaking
         merged.worst = (self.worst + other.worst)[:WORST_SHOWN]
-        merged.lost_fields = self.lost_fields + other.lost_fields
+        for name in ("lost_fields", "lost_bookkeeping", "repair_fields", "upstream_fields"):
+            setattr(merged, name, getattr(self, name) + getattr(other, name))
+        merged.repair_bookkeeping = self.repair_bookkeeping + other.repair_bookkeeping
+        merged.upstream_bookkeeping = self.upstream_bookkeeping + other.upstream_bookkeeping
         return merged
 
 
@@ -149,9 +170,22 @@ def pair(key: str, release_a: str, release: str, *, a: Json, b: Json, trip: Json
         rejects = b.get("provider_rejects")
         extra = f"; the provider rejects {', '.join(rejects)}" if rejects else ""
         breaks["sends"] = f"on {release} a plain Agent {b['sends']}{extra} (on {release_a}: {a['sends']})"
+    for name, whose in (
+        ("repair", "histfix.repair"),
+        ("upstream_repair", "pydantic-ai's own repair_messages"),
+    ):
+        differs = b.get(f"{name}_differs")
+        if differs and differs["changed"]:
+            where = ", ".join(differs["changed_paths"])
+            breaks[name] = (
+                f"{whose} on {release} writes otherwise than on {release_a}, in {differs['changed']} "
+                f"value(s) that change behaviour: {where}"
+            )
     if trip is not None and trip["error"] is not None:
         breaks["round_trip"] = f"what {release} dumps fails {release_a}'s loader: {trip['error']}"
     elif trip is not None and trip["lost"]:
         where = ", ".join(trip["lost_paths"])
-        breaks["round_trip"] = f"loaded and dumped on {release}, it loses {trip['lost']} value(s): {where}"
+        breaks["round_trip"] = (
+            f"loaded and dumped on {release}, it loses {trip['lost']} value(s) that change behaviour: {where}"
+        )
     return PairRecord(key, release_a, release, a, b, trip, breaks)

@@ -4,13 +4,16 @@ A probe process (:mod:`._probe`) runs one :class:`ReleaseSide` in a release's en
 worker runs the installed release's in its own process. Requests and answers are a JSON header
 and byte blobs (:mod:`._frames`):
 
-- ``setup``: the run's ``provider``, and the checking release's field table (``fields``) when this
-  side is to prove round trips;
-- ``observe``: blobs ``[history, other release's repair output or None, the parts its loader
-  translated (JSON) or None] * n``, header ``want_repaired``; answers ``found`` (one observation
-  per history, its fields in :data:`~._observe.FIELDS` order), ``trip`` (1: lossless, 0: a dump
-  follows, None: not loaded) and blobs ``[repaired or None, dump or None, the parts this
-  loader translated (JSON) or None] * n``;
+- ``setup``: the run's ``provider``; for a release checked against, the checking release's field
+  table (``fields``: this side then proves round trips) and whether it has ``repair_messages``
+  (``upstream``: this side then compares its own);
+- ``observe``, by the checking release (header ``want_repaired``): blobs ``[history] * n``;
+  answers ``found`` (one observation per history: its FIELDS values, then a dict of the rest)
+  and blobs ``[repair output, repair_messages output, translated parts (JSON)] * n`` (None for
+  what there is none of, :class:`~._observe.FromA`);
+- ``observe``, by a release checked against: blobs ``[history, the three blobs above] * n``;
+  answers ``found``, ``trip`` (per history: None not loaded, 1 lossless, a round trip's result,
+  or 0: the blob is this release's dump, for the real trip) and blobs ``[dump or None] * n``;
 - ``trip``: blobs ``[history, another release's dump] * n``; answers ``trips``, one round trip each.
 """
 
@@ -21,8 +24,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from ._fields import TripProof, field_table
-from ._observe import FIELDS, Observation, Observer
-from ._trip import round_trip
+from ._observe import FIELDS, FromA, Observation, Observer
+from ._trip import LOSSLESS, round_trip
 
 __all__ = ["InProcess", "ReleaseSide", "compact", "expand"]
 
@@ -31,19 +34,15 @@ Blobs = list[bytes | None]
 
 
 def compact(found: Observation) -> list[Any]:
-    """An observation as a list of its values (the field names travel once, in FIELDS)."""
-    values = [found[name] for name in FIELDS]
-    if "loads_other_repair" in found:
-        values.append(found["loads_other_repair"])
-    return values
+    """An observation as a list: its FIELDS values (their names travel once), then the rest."""
+    return [*(found[name] for name in FIELDS), {k: v for k, v in found.items() if k not in FIELDS}]
 
 
 def expand(values: list[Any]) -> Observation:
     """:func:`compact` undone: the observation, its fields in order."""
-    found = dict(zip(FIELDS, values, strict=False))
-    if len(values) > len(FIELDS):
-        found["loads_other_repair"] = values[len(FIELDS)]
-    return found
+    found: Observation = dict(zip(FIELDS, values, strict=False))
+    rest: Observation = values[len(FIELDS)]
+    return found | rest
 
 
 class ReleaseSide:
@@ -55,46 +54,60 @@ class ReleaseSide:
         self._proof: TripProof | None = None
 
     def hello(self) -> Header:
-        """Which release answers, and what its message types hold (for the other side's proofs)."""
+        """Which release answers, what its message types hold (for the other side's proofs) and
+        whether it has ``repair_messages``."""
         import histfix
 
+        from ._observe import _upstream_repair
+
         info = histfix.backend_info()
-        return {"release": info.version, "backend": info.backend, "fields": self.fields}
+        upstream = _upstream_repair() is not None
+        return {"release": info.version, "backend": info.backend, "fields": self.fields, "upstream": upstream}
 
     def answer(self, header: Header, blobs: Blobs) -> tuple[Header, Blobs]:
         op = header.get("op")
         if op == "setup":
-            self._observer = Observer(header.get("provider"))
+            self._observer = Observer(header.get("provider"), upstream_on_a=bool(header.get("upstream")))
             checking = header.get("fields")
             self._proof = None if checking is None else TripProof(checking, self.fields)
             return {}, []
+        if op == "observe" and header.get("want_repaired"):
+            return self._observe_checking(blobs)
         if op == "observe":
-            return self._observe(blobs, bool(header.get("want_repaired")))
+            return self._observe_against(blobs)
         if op == "trip":
             trips = [round_trip(_bytes(blobs[i]), _bytes(blobs[i + 1])) for i in range(0, len(blobs), 2)]
             return {"trips": trips}, []
         raise ValueError(f"no such request: {op!r}")
 
-    def _observe(self, blobs: Blobs, want_repaired: bool) -> tuple[Header, Blobs]:
-        found, trips, out = [], [], []
-        for index in range(0, len(blobs), 3):
-            translated = blobs[index + 2]
-            observed = self._observer.observe(
-                _bytes(blobs[index]),
-                other_repaired=blobs[index + 1],
-                want_repaired=want_repaired,
-                proof=self._proof,
-                translated=None if translated is None else json.loads(translated),
+    def _observe_checking(self, blobs: Blobs) -> tuple[Header, Blobs]:
+        found: list[Any] = []
+        out: Blobs = []
+        for history in blobs:
+            observed = self._observer.observe(_bytes(history), want_repaired=True)
+            found.append(compact(observed.found))
+            made = observed.translated
+            out += [observed.repaired, observed.upstream, json.dumps(made).encode() if made else None]
+        return {"found": found}, out
+
+    def _observe_against(self, blobs: Blobs) -> tuple[Header, Blobs]:
+        found: list[Any] = []
+        trips: list[Any] = []
+        out: Blobs = []
+        for index in range(0, len(blobs), 4):
+            translated = blobs[index + 3]
+            against = FromA(
+                blobs[index + 1], blobs[index + 2], None if translated is None else json.loads(translated)
             )
+            observed = self._observer.observe(_bytes(blobs[index]), against=against, proof=self._proof)
             found.append(compact(observed.found))
             trip = observed.trip
-            trips.append(None if trip is None else int(trip is True))
-            made = observed.translated
-            out += [
-                observed.repaired,
-                trip if isinstance(trip, bytes) else None,
-                json.dumps(made).encode() if made else None,
-            ]
+            if isinstance(trip, bytes):
+                trips.append(0)
+                out.append(trip)
+            else:
+                trips.append(1 if trip == LOSSLESS else trip)
+                out.append(None)
         return {"found": found, "trip": trips}, out
 
 

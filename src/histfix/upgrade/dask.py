@@ -95,7 +95,7 @@ def _side_a(plan: Plan) -> InProcess:
     return side
 
 
-def _probe(plan: Plan, release: str, fields: Any) -> Probe | str:
+def _probe(plan: Plan, release: str, hello: dict[str, Any]) -> Probe | str:
     """This worker's probe of ``release`` for the plan, started (its environment built) the
     first time; or why it cannot be."""
     key = ("b", release, plan.provider, plan.cache, plan.find_links, plan.uv, plan.timeout)
@@ -112,7 +112,8 @@ def _probe(plan: Plan, release: str, fields: Any) -> Probe | str:
             found = Probe(argv, variables, release, plan.timeout)
             try:
                 found.hello()
-                found.request({"op": "setup", "provider": plan.provider, "fields": fields}, [], "to set up")
+                setup = {"op": "setup", "provider": plan.provider, "fields": hello["fields"]}
+                found.request({**setup, "upstream": hello["upstream"]}, [], "to set up")
             except CompareError:
                 found.stop()
                 raise
@@ -130,7 +131,7 @@ def _check_part(items: Iterable[Stored], plan: Plan) -> list[BatchRecords]:
         started: dict[str, Probe] = {}
         cannot: dict[str, str] = {}
         for release in plan.releases:
-            probe = _probe(plan, release, a.side.fields)
+            probe = _probe(plan, release, a.side.hello())
             if isinstance(probe, str):
                 cannot[release] = probe
             else:
