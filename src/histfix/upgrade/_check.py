@@ -103,11 +103,18 @@ class Side(Protocol):
 
 
 def check_batch(
-    prepared: list[Prepared], a: Side, b_sides: Mapping[str, Side], *, where: str, release_a: str
+    prepared: list[Prepared],
+    a: Side,
+    b_sides: Mapping[str, Side],
+    *,
+    where: str,
+    release_a: str,
+    translations: bool,
 ) -> CheckedBatch:
     """One batch through A's side, every B's at once, and A's again for the round trips the B
-    sides could not prove lossless. A B side that fails is named in ``failed``; A's failing is
-    a :class:`CheckError`."""
+    sides could not prove lossless (``translations``: some B's loader translates parts, so A
+    says which it translated). A B side that fails is named in ``failed``; A's failing is a
+    :class:`CheckError`."""
     done = CheckedBatch(prepared)
     items = [one.history for one in prepared if one.history is not None]
     if not items:
@@ -119,7 +126,9 @@ def check_batch(
         except CompareError as exc:
             raise CheckError(f"the probe of the installed pydantic-ai-slim {release_a}: {exc}") from None
 
-    header, blobs = from_a({"op": "observe", "want_repaired": True}, list(items))
+    header, blobs = from_a(
+        {"op": "observe", "want_repaired": True, "translations": translations}, list(items)
+    )
     done.a = [expand(values) for values in header["found"]]
     # B gets A's repair outputs (to load and compare) and the parts A's loader translated (for its proofs)
     asked = [x for at, history in enumerate(items) for x in (history, *blobs[3 * at : 3 * at + 3])]
@@ -272,6 +281,8 @@ class UpgradeCheck:
         self.failed: dict[str, str] = {}
         self._a: list[Probe] = []
         self._b: dict[str, list[Probe]] = {}
+        #: whether a release checked against translates parts on load (its proofs then need A's)
+        self._translations = False
         self._lock = threading.Lock()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
@@ -323,6 +334,7 @@ class UpgradeCheck:
                 self.give_up(release, str(exc))
                 continue
             self._b[release] = starting[release]
+            self._translations = self._translations or bool(starting[release][0].hello().get("translates"))
             if self.on_release is not None:
                 self.on_release(release, None)
 
@@ -398,7 +410,14 @@ class UpgradeCheck:
         slot = index % self.jobs
         with self._lock:
             b_sides = {release: probes[slot] for release, probes in self._b.items()}
-        return check_batch(prepared, self._a[slot], b_sides, where=where, release_a=self.release_a)
+        return check_batch(
+            prepared,
+            self._a[slot],
+            b_sides,
+            where=where,
+            release_a=self.release_a,
+            translations=self._translations,
+        )
 
 
 def check_upgrade(

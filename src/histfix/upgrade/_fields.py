@@ -24,7 +24,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["FACTORY", "TripProof", "field_table", "translated_parts"]
+__all__ = ["FACTORY", "TripProof", "field_table", "translated_parts", "translates"]
 
 Json = Any
 #: A default made afresh for each value (a timestamp, a new id): no two loads agree on it.
@@ -87,6 +87,22 @@ def _classes(union: object) -> Iterator[type]:
             yield from _classes(inner)
         elif isinstance(inner, type) and dataclasses.is_dataclass(inner):
             yield inner
+
+
+def translates() -> bool:
+    """Whether the installed release's loader turns some stored parts into another kind: a part
+    type it loads through a validator of its own (2.60+: a legacy ``retry-prompt`` becomes a
+    ``tool-return`` or a ``retry-feedback``). Only then does another release need the parts the
+    checking release translated (:func:`translated_parts`) to prove a round trip."""
+    from pydantic_ai import messages
+
+    for union in (messages.ModelRequestPart, messages.ModelResponsePart):
+        for members in typing.get_args(union)[:1]:
+            for member in typing.get_args(members) or (members,):
+                extras = typing.get_args(member)[1:] if typing.get_origin(member) is typing.Annotated else ()
+                if any("Validator" in type(extra).__name__ for extra in extras):
+                    return True
+    return False
 
 
 def _describe(cls: type, owner: str, table: dict[str, Json], depth: int) -> None:
@@ -280,6 +296,8 @@ class TripProof:
                 if not isinstance(value, dict):
                     raise _CannotProve
                 self._check(value, getattr(held, key, None), detail, f"{path}.{key}", message, lost)
+            elif how == "container" and not isinstance(value, (dict, list)):
+                continue
             elif not _held_as_stored(getattr(held, key, None), value, same_type=detail):
                 raise _CannotProve
 
@@ -314,8 +332,12 @@ class TripProof:
                 plan.append(("parts", key, None))
             elif on_a["nested"] and on_b["nested"]:
                 plan.append(("nested", key, on_a["nested"]))
-            else:  # whether B converts it the way A does: the same annotation
-                plan.append(("value", key, on_a["type"] == on_b["type"]))
+            elif on_a["type"] == on_b["type"] and "Validator" not in on_a["type"]:
+                # a JSON scalar loads alike on both (the same annotation, no validator of its
+                # own); a container only where B holds it as stored
+                plan.append(("container", key, True))
+            else:
+                plan.append(("value", key, False))
         for name, on_a in a_fields.items():
             if name not in keys:
                 self._left_out(name, on_a, b_fields.get(name))

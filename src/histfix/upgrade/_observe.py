@@ -225,14 +225,15 @@ class Observer:
         history: bytes,
         *,
         want_repaired: bool = False,
+        translations: bool = False,
         against: FromA | None = None,
         proof: TripProof | None = None,
     ) -> Observed:
         """What the installed release does with ``history`` (a JSON list, as bytes). Never raises
         for a bad history: every failure is part of the observation.
 
-        ``want_repaired`` (the checking release, A): also what its repairs write and which parts
-        its loader translated, for the others. ``against`` (another release, B): what A made of
+        ``want_repaired`` (the checking release, A): also what its repairs write and, with
+        ``translations``, which parts its loader translated, for the others. ``against`` (another release, B): what A made of
         the history, which this release loads and compares with its own repairs; ``proof``: the
         round trip A -> here -> A, named where it can be proven (:attr:`Observed.trip`).
         """
@@ -251,7 +252,7 @@ class Observer:
                 observed.trip = (
                     ModelMessagesTypeAdapter.dump_json(steps.loaded) if lost is None else trip_result(lost)
                 )
-            if want_repaired:
+            if translations:
                 observed.translated = translated_parts(steps.parsed, steps.loaded)
         observed.repaired = steps.repair(found, want_repaired)
         if want_repaired:
@@ -330,7 +331,8 @@ class Observer:
             )
         else:
             assert repaired is not None
-            repaired_problems = strict_provider_errors(repaired)
+            # where check found nothing to repair, no call goes unanswered: nothing to reject
+            repaired_problems = [] if repaired is steps.messages else strict_provider_errors(repaired)
             returns = summary_line(REPAIRED, None, len(repaired), repaired_problems)
         sent: list[Any] | None = None
         raised: str | None = None

@@ -7,10 +7,11 @@ and byte blobs (:mod:`._frames`):
 - ``setup``: the run's ``provider``; for a release checked against, the checking release's field
   table (``fields``: this side then proves round trips) and whether it has ``repair_messages``
   (``upstream``: this side then compares its own);
-- ``observe``, by the checking release (header ``want_repaired``): blobs ``[history] * n``;
-  answers ``found`` (one observation per history: its FIELDS values, then a dict of the rest)
-  and blobs ``[repair output, repair_messages output, translated parts (JSON)] * n`` (None for
-  what there is none of, :class:`~._observe.FromA`);
+- ``observe``, by the checking release (header ``want_repaired``, and ``translations`` when a
+  release checked against translates parts, see its hello): blobs ``[history] * n``; answers
+  ``found`` (one observation per history: its FIELDS values, then a dict of the rest) and blobs
+  ``[repair output, repair_messages output, translated parts (JSON)] * n`` (None for what there
+  is none of, :class:`~._observe.FromA`);
 - ``observe``, by a release checked against: blobs ``[history, the three blobs above] * n``;
   answers ``found``, ``trip`` (per history: None not loaded, 1 lossless, a round trip's result,
   or 0: the blob is this release's dump, for the real trip) and blobs ``[dump or None] * n``;
@@ -23,7 +24,7 @@ import json
 from concurrent.futures import Future
 from typing import Any
 
-from ._fields import TripProof, field_table
+from ._fields import TripProof, field_table, translates
 from ._observe import FIELDS, FromA, Observation, Observer
 from ._trip import LOSSLESS, round_trip
 
@@ -54,15 +55,20 @@ class ReleaseSide:
         self._proof: TripProof | None = None
 
     def hello(self) -> Header:
-        """Which release answers, what its message types hold (for the other side's proofs) and
-        whether it has ``repair_messages``."""
+        """Which release answers, what its message types hold and whether its loader translates
+        parts (for the other side's proofs), and whether it has ``repair_messages``."""
         import histfix
 
         from ._observe import _upstream_repair
 
         info = histfix.backend_info()
-        upstream = _upstream_repair() is not None
-        return {"release": info.version, "backend": info.backend, "fields": self.fields, "upstream": upstream}
+        return {
+            "release": info.version,
+            "backend": info.backend,
+            "fields": self.fields,
+            "translates": translates(),
+            "upstream": _upstream_repair() is not None,
+        }
 
     def answer(self, header: Header, blobs: Blobs) -> tuple[Header, Blobs]:
         op = header.get("op")
@@ -72,7 +78,7 @@ class ReleaseSide:
             self._proof = None if checking is None else TripProof(checking, self.fields)
             return {}, []
         if op == "observe" and header.get("want_repaired"):
-            return self._observe_checking(blobs)
+            return self._observe_checking(blobs, translations=bool(header.get("translations")))
         if op == "observe":
             return self._observe_against(blobs)
         if op == "trip":
@@ -80,11 +86,11 @@ class ReleaseSide:
             return {"trips": trips}, []
         raise ValueError(f"no such request: {op!r}")
 
-    def _observe_checking(self, blobs: Blobs) -> tuple[Header, Blobs]:
+    def _observe_checking(self, blobs: Blobs, *, translations: bool) -> tuple[Header, Blobs]:
         found: list[Any] = []
         out: Blobs = []
         for history in blobs:
-            observed = self._observer.observe(_bytes(history), want_repaired=True)
+            observed = self._observer.observe(_bytes(history), want_repaired=True, translations=translations)
             found.append(compact(observed.found))
             made = observed.translated
             out += [observed.repaired, observed.upstream, json.dumps(made).encode() if made else None]

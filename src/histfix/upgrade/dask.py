@@ -137,7 +137,10 @@ def _check_part(items: Iterable[Stored], plan: Plan) -> list[BatchRecords]:
             else:
                 started[release] = probe
         where = f"on the partition starting at {prepared[0].key!r}" if prepared else "on an empty partition"
-        done = check_batch(prepared, a, dict(started), where=where, release_a=plan.release_a)
+        translations = any(probe.hello().get("translates") for probe in started.values())
+        done = check_batch(
+            prepared, a, dict(started), where=where, release_a=plan.release_a, translations=translations
+        )
         for release in done.failed:  # a probe that failed mid-run is not asked again
             _forget(plan, release)
     records = records_of(done, [r for r in plan.releases if r not in cannot], plan.release_a)
