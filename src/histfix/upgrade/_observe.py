@@ -299,10 +299,10 @@ class Observer:
             try:
                 a_repaired = ModelMessagesTypeAdapter.validate_json(against.repaired)
                 found["loads_other_repair"] = None
-            except Exception as exc:
+            except Exception as exc:  # breaks already (repair_output): nothing more to compare
                 found["loads_other_repair"] = loader_error(exc)
                 a_repaired = None
-            if a_repaired is None or _may_need_conversion(against.repaired):
+            if a_repaired is not None and _may_need_conversion(against.repaired):
                 a_repaired = _read(against.repaired)  # as load_json reads it
         found["repair_differs"] = _differs(a_repaired, steps.repaired)
         found["upstream_repair_differs"] = None
