@@ -140,7 +140,8 @@ def _add_upgrade_options(scan: argparse.ArgumentParser) -> None:
     upgrade = scan.add_argument_group(
         "upgrade check (needs histfix[compare])",
         "--against checks every history on other pydantic-ai-slim releases too, each in a cached "
-        "virtualenv as `histfix compare` builds them (docs/upgrading.md)",
+        "virtualenv as `histfix compare` builds them, in --jobs probe processes per release (or on "
+        "the --dask cluster's workers); only what changes behaviour breaks (docs/upgrading.md)",
     )
     upgrade.add_argument(
         "--against",
