@@ -16,6 +16,6 @@ def histories() -> dict[str, bytes]:
     """The corpus, the examples and seeded random histories (finished conversations and broken ones)."""
     found = {f"corpus-{i}": json.dumps(case.history).encode() for i, case in enumerate(CASES)}
     found |= {f"example-{path.stem}": path.read_bytes() for path in sorted(EXAMPLES.glob("*.json"))}
-    found |= {f"conversation-{seed}": json.dumps(random_conversation(seed)).encode() for seed in range(25)}
-    found |= {f"random-{seed}": json.dumps(random_history(seed)).encode() for seed in range(25)}
+    found |= {f"conversation-{seed}": json.dumps(random_conversation(seed)).encode() for seed in range(12)}
+    found |= {f"random-{seed}": json.dumps(random_history(seed)).encode() for seed in range(12)}
     return found
