@@ -4,9 +4,9 @@
 interpreter, and ``jobs`` per release checked against, each in the cached environment ``histfix
 compare`` builds for it. :meth:`UpgradeCheck.run` reads a store once; each batch goes, as the
 stored bytes, to one of A's probes (which observes it and repairs it), then to one probe of
-every B at once (which observes it, tries A's repair output with its own loader and proves the
-round trip lossless where it can), then, for the round trips it could not prove, back to the
-A probe; the records come out in store order, release by release. Up to ``2 * jobs`` batches
+every B at once (which observes it, loads what A's repairs wrote and compares its own with it,
+and names what the round trip loses where it can prove it), then, for the round trips it could
+not prove, back to the A probe; the records come out in store order, release by release. Up to ``2 * jobs`` batches
 are on their way at a time, so memory stays flat whatever the store's size. A release that
 cannot be installed, imported or that stops answering is reported in one line and the others
 go on.
