@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._errors import loader_error
+
 if TYPE_CHECKING:
     from ._fields import TripProof
 
-__all__ = ["FIELDS", "FromA", "Observation", "Observed", "Observer", "loader_error"]
+__all__ = ["FIELDS", "FromA", "Observation", "Observed", "Observer"]
 
 Observation = dict[str, Any]
 #: An observation's fields, in the order the record shows them. Observed against the checking
@@ -41,23 +43,6 @@ FIELDS = (
     "sent_problems",
     "provider_rejects",
 )
-
-
-def loader_error(exc: BaseException) -> str:
-    """A loader's failure in one line: pydantic's first error with where it is, else the message."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            found = errors()
-        except Exception:  # not pydantic's ValidationError after all
-            found = None
-        if found:
-            first = found[0]
-            where = ".".join(str(step) for step in first.get("loc", ())) or "(the whole history)"
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            return f"{where}: {first.get('msg', '')}{more}"
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _first_line(text: str) -> str:

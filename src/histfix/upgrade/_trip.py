@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ._errors import loader_error
 from ._meaning import differences, sort
-from ._observe import loader_error
 
 __all__ = ["LOSSLESS", "round_trip", "trip_result"]
 
