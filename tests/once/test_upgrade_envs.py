@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +408,7 @@ print(json.dumps(found))
 """
 
 
+@cache  # an Agent run in 2.78.0's environment, the same for every store kind and direction
 def ordinary_histories() -> dict[str, bytes]:
     """Histories as 2.78.0's own Agent writes them (a tool call, then an answer): every response
     carries request_timestamp and duration, which 2.68.0 has no field for."""
