@@ -271,6 +271,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--provider", default="anthropic")
+    parser.add_argument(
+        "--providers",
+        nargs="*",
+        default=None,
+        metavar="P",
+        help="also time the scan with each of these providers beside the scan without "
+        "(target <= 2x each); `all`: every API and any",
+    )
+    parser.add_argument("--no-parallel", action="store_true", help="skip the two-worker scan")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds; the best of each is shown")
     parser.add_argument("--sample", type=int, default=1000, help="histories the breakdown times")
     parser.add_argument(
@@ -288,8 +297,14 @@ def main() -> None:
     args = parser.parse_args()
     info = histfix.backend_info()
     print(
-        f"pydantic-ai {info.distribution} {info.version}, Python {platform.python_version()}, {os.cpu_count()} CPUs"
+        f"pydantic-ai {info.distribution} {info.version}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
+    providers = list(args.providers or [])
+    if providers == ["all"]:
+        from histfix._profiles.targets import ANY, PROVIDER_APIS
+
+        providers = [*PROVIDER_APIS, ANY]
     for size in args.sizes:
         stored = build(size)
         megabytes = sum(map(len, stored)) / 1e6
@@ -309,13 +324,14 @@ def main() -> None:
                     "floor": (floor_of, stored),
                     "one": (scan, path, 1),
                     "provided": (scan, path, 1, args.provider),
+                    **{f"provider {p}": (scan, path, 1, p) for p in providers},
                 }
                 for name, (run, *arguments) in runs.items():
                     best[name] = min(best.get(name, math.inf), run(*arguments))
                 wall_one = time.perf_counter()
                 scan(path, 1)
                 wall_one = time.perf_counter() - wall_one
-                wall_two, parent, workers = parallel_scan(path, 2)
+                wall_two, parent, workers = (0.0, 0.0, 0.0) if args.no_parallel else parallel_scan(path, 2)
             floor, one, provided = best["floor"], best["one"], best["provided"]
             # On two idle cores, two workers and this process (reading, pickling, the summary)
             # finish when the busier core does: all their CPU over two cores, or this process alone.
@@ -323,25 +339,26 @@ def main() -> None:
         rows = [
             ("floor: validate_json, 1 core", floor, ""),
             ("scan --jobs 1", one, f"{one / floor:.2f}x the floor (target <= 1.3x)"),
-            (
-                "scan --jobs 2 (two idle cores, from CPU)",
-                two,
-                f"{one / two:.2f}x faster than --jobs 1 (target >= 1.7x); "
-                f"CPU: this process {parent:.1f} s, workers {workers:.1f} s",
-            ),
-            (
-                f"scan --jobs 1 --provider {args.provider}",
-                provided,
-                f"{provided / one:.2f}x the scan (target <= 2x)",
-            ),
         ]
+        if not args.no_parallel:
+            rows.append(
+                (
+                    "scan --jobs 2 (two idle cores, from CPU)",
+                    two,
+                    f"{one / two:.2f}x faster than --jobs 1 (target >= 1.7x); "
+                    f"CPU: this process {parent:.1f} s, workers {workers:.1f} s",
+                )
+            )
+        for name, seconds in [(args.provider, provided), *((p, best[f"provider {p}"]) for p in providers)]:
+            rows.append((f"scan --jobs 1 --provider {name}", seconds, f"{seconds / one:.2f}x the scan (target <= 2x)"))
         print("  CPU seconds (process time), the best of the rounds:")
         for name, seconds, note in rows:
             print(f"  {name:<42} {size / seconds:>7,.0f} histories/s  {seconds:7.1f} s  {note}")
-        print(
-            f"  wall clock on this (shared) machine: --jobs 1 {wall_one:.1f} s, --jobs 2 {wall_two:.1f} s "
-            f"({wall_one / wall_two:.2f}x)"
-        )
+        if not args.no_parallel:
+            print(
+                f"  wall clock on this (shared) machine: --jobs 1 {wall_one:.1f} s, --jobs 2 {wall_two:.1f} s "
+                f"({wall_one / wall_two:.2f}x)"
+            )
         sample = stored[: min(size, args.sample)]
         if not sample:
             continue

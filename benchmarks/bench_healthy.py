@@ -1,0 +1,180 @@
+"""Benchmark: what histfix costs where a history needs nothing, and what a provider profile adds.
+
+Not a test. Run with a release installed: ``python benchmarks/bench_healthy.py [--only check,agent,profiles]``.
+Each target is a ratio of two contenders timed in the same process, interleaved, GC off, the best of
+``--rounds`` kept for each (on a shared machine drift then hits both alike):
+
+- ``check``: ``repair(h)`` beside ``check(h)`` on a healthy history (target <= 1.2x), and
+  ``repair_report(h)`` beside it, at each ``--sizes``;
+- ``agent``: an agent run (a ``FunctionModel`` that answers at once) over a healthy history, with
+  ``agent_options()`` beside without (target <= 1.05x), at ``--agent-size`` messages;
+- ``profiles``: ``repair(h, provider=P)`` beside ``repair(h)`` for every profile (target <= 3x) on a
+  history of ``--profile-size`` messages with one dangling call and ids outside Mistral's format
+  (nine letters and digits), and ``check(h, provider=P)`` beside ``check(h)``.
+
+The healthy history alternates a user prompt, a tool call, its result and an answer, with ids as
+OpenAI issues them (``call_`` and 24 characters: unique, outside Mistral's format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from pydantic_ai import messages as pai
+
+import histfix
+
+from dsl import Json, call, req, resp, ret, text, to_json, user
+
+History = list[pai.ModelMessage]
+
+
+def healthy_json(size: int) -> list[Json]:
+    """``size`` messages (rounded down to whole turns) of prompt, call, result, answer."""
+    raw: list[Json] = []
+    turn = 0
+    while len(raw) + 4 <= size:
+        call_id = f"call_{turn:024d}"
+        at = turn % 3000
+        raw += [
+            req(user(f"question {turn}", at)),
+            resp(call("lookup", call_id, {"q": turn}), at=at, model_name="m"),
+            req(ret("lookup", call_id, f"result {turn}", at=at)),
+            resp(text(f"answer {turn}"), at=at, model_name="m"),
+        ]
+        turn += 1
+    return raw
+
+
+def healthy(size: int) -> History:
+    return pai.ModelMessagesTypeAdapter.validate_json(to_json(healthy_json(size)))
+
+
+def one_dangling(size: int) -> History:
+    """A healthy history whose last turn's call lost its result and answer: one dangling call."""
+    raw = healthy_json(size)
+    del raw[-2:]  # the result request and the answer
+    raw.append(req(user("and?")))
+    return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw))
+
+
+def measure(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """The best of ``rounds`` interleaved runs of every contender (CPU time of this process, GC off)."""
+    best = dict.fromkeys(contenders, float("inf"))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, run in contenders.items():
+                started = time.process_time()
+                run()
+                best[name] = min(best[name], time.process_time() - started)
+    finally:
+        gc.enable()
+    return best
+
+
+def bench_check(sizes: list[int], rounds: int) -> None:
+    print("\nhealthy history: repair(h) and repair_report(h) beside check(h) (target repair <= 1.2x)")
+    for size in sizes:
+        history = healthy(size)
+        assert not histfix.check(history)
+        assert histfix.repair(history) == history
+        low = measure(
+            {
+                "check": lambda: histfix.check(history),
+                "repair": lambda: histfix.repair(history),
+                "repair_report": lambda: histfix.repair_report(history),
+            },
+            rounds,
+        )
+        print(
+            f"  {len(history):>7,} messages: check {low['check'] * 1e3:8.2f} ms, "
+            f"repair {low['repair'] / low['check']:.2f}x, repair_report {low['repair_report'] / low['check']:.2f}x"
+        )
+
+
+def bench_agent(size: int, rounds: int) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def answer(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
+        return pai.ModelResponse(parts=[pai.TextPart("fine")])
+
+    history = healthy(size)
+    plain: Agent[None, str] = Agent(FunctionModel(answer))
+    wired: Agent[None, str] = Agent(FunctionModel(answer), **histfix.agent_options())
+    # the history reaches the model unchanged either way
+    for agent in (plain, wired):
+        assert agent.run_sync("next", message_history=history).all_messages()[: len(history)] == history
+    low = measure(
+        {
+            "without": lambda: plain.run_sync("next", message_history=history),
+            "with": lambda: wired.run_sync("next", message_history=history),
+        },
+        rounds,
+    )
+    print(
+        f"\nagent run over a healthy {len(history):,}-message history: without {low['without'] * 1e3:.1f} ms, "
+        f"with agent_options() {low['with'] / low['without']:.3f}x (target <= 1.05x)"
+    )
+
+
+def bench_profiles(size: int, rounds: int) -> None:
+    from histfix._profiles.targets import ANY, PROVIDER_APIS
+
+    profiles = [*PROVIDER_APIS, ANY]
+    history = one_dangling(size)
+    contenders: dict[str, Callable[[], object]] = {
+        "repair": lambda: histfix.repair(history),
+        "check": lambda: histfix.check(history),
+    }
+    for name in profiles:
+        contenders[f"repair {name}"] = lambda p=name: histfix.repair(history, provider=p)
+        contenders[f"check {name}"] = lambda p=name: histfix.check(history, provider=p)
+    low = measure(contenders, rounds)
+    print(
+        f"\n{len(history):,} messages, one dangling call, ids outside Mistral's format: "
+        f"repair {low['repair'] * 1e3:.2f} ms, check {low['check'] * 1e3:.2f} ms"
+    )
+    print(f"  {'provider':<18} {'repair(P)/repair':>17} {'check(P)/check':>15}")
+    for name in profiles:
+        print(
+            f"  {name:<18} {low[f'repair {name}'] / low['repair']:>16.2f}x "
+            f"{low[f'check {name}'] / low['check']:>14.2f}x"
+        )
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="check,agent,profiles", help="comma-separated: check, agent, profiles")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000], help="check's sizes")
+    parser.add_argument("--agent-size", type=int, default=10_000)
+    parser.add_argument("--profile-size", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    info = histfix.backend_info()
+    print(
+        f"pydantic-ai {info.version} (auto: {info.backend}), Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    wanted = args.only.split(",")
+    if "check" in wanted:
+        bench_check(args.sizes, args.rounds)
+    if "agent" in wanted:
+        bench_agent(args.agent_size, args.rounds)
+    if "profiles" in wanted:
+        bench_profiles(args.profile_size, args.rounds)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
