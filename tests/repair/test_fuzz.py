@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic_ai import messages as pai
 from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
+from test_leaves_as_is import shortcut_is_exact
 
 import histfix
 from histfix._release.pinned import NEWEST
@@ -193,6 +194,7 @@ PROPERTIES = [
     check_agrees_with_repair,
     fast_path_equals_every_index_walk,  # the walk's copy-between-events invariant (test_invariant.py)
     forward_walk_equals_reference,  # the one-walk fast path of repair() (test_forward.py)
+    shortcut_is_exact,  # a history the repair leaves as it is, returned without it (test_leaves_as_is.py)
     *([equals_upstream] if UPSTREAM_IS_ORACLE else []),
 ]
 

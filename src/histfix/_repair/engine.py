@@ -4,6 +4,10 @@ A call's plan (``_profiles.plan``) names the engine once; this module only runs 
 engine it takes the fastest route to the walk's output: the general walk where it records the
 changes or reuses a pairing already made, the forward walk (one pass, handing over to the general
 walk where it stops) otherwise. All routes give the same messages (tests/repair/test_forward.py).
+
+A history the repair would leave as it is costs a check: where a pairing is at hand (or upstream's
+repair would otherwise run) and it found nothing to change, the input comes back as a new list of
+the same messages, and neither the building walk nor upstream's repair runs (:func:`leaves_as_is`).
 """
 
 from __future__ import annotations
@@ -13,14 +17,14 @@ from typing import TYPE_CHECKING, Literal
 
 from .._records.changes import Change
 from .._release import table
-from .._release.switches import has
+from .._release.switches import has, upstream_repair_is_current
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from .pairing import Pairing
 
-__all__ = ["Engine", "default_repair", "upstream_missing", "upstream_repair"]
+__all__ = ["Engine", "default_repair", "leaves_as_is", "upstream_missing", "upstream_repair"]
 
 #: Whose repair makes the default messages: upstream's ``repair_messages`` or histfix's walk.
 Engine = Literal["upstream", "histfix"]
@@ -40,6 +44,12 @@ def default_repair(
     messages with this ``repair_last_response``, to reuse."""
     from .report import repair_with_changes
 
+    if pairing is None and (changes_wanted or (engine == "upstream" and upstream_repair_is_current())):
+        from .pairing import pair
+
+        pairing = pair(history, repair_last_response)
+    if pairing is not None and leaves_as_is(pairing, engine):
+        return list(history), []
     if changes_wanted:
         report = repair_with_changes(history, repair_last_response, pairing)
         messages = upstream_repair(history, repair_last_response) if engine == "upstream" else report.messages
@@ -53,6 +63,18 @@ def default_repair(
     from .forward import repair as forward_repair
 
     return forward_repair(history, repair_last_response), []
+
+
+def leaves_as_is(pairing: Pairing, engine: Engine) -> bool:
+    """Whether ``engine``'s repair returns the paired history message for message as it is.
+
+    The walk passes every message outside ``pairing.events`` through untouched (the invariant
+    ``walk.repair_walk`` states), so without an event its output is its input. Upstream's repair
+    is the walk's where it is the newest behaviour (the one input on which they differ, a
+    tool-less retry prompt, moves only in a merge, which is an event); on a release whose
+    ``repair_messages`` is older, only running it says what it does.
+    """
+    return not pairing.events and (engine == "histfix" or upstream_repair_is_current())
 
 
 def upstream_missing(version: str) -> str:
