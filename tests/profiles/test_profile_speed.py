@@ -20,7 +20,7 @@ from histfix._repair.folding import with_parts
 from histfix._repair.pairing import pair
 
 from corpus import CASES
-from dsl import call, load, loadable, req, resp, ret, text, user
+from dsl import call, dump, load, loadable, req, resp, ret, text, user
 from emulators import PROVIDER_APIS as EMULATED_APIS
 from generate import random_conversation, random_history
 from volume import sized
@@ -311,6 +311,52 @@ def test_a_settled_history_says_where_its_results_are_in_place(last: bool) -> No
 
 
 @pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
+def test_the_before_stage_keeps_a_history_the_default_repair_leaves_as_is(provider: str) -> None:
+    """What lets the runner skip the default repair after the id passes renamed something: on every
+    history the input's pairing finds no event in, the renamed list's finds none either, nor a
+    duplicate or late result the input did not have. Some histories must be renamed (or this
+    tests nothing)."""
+    from histfix._profiles.registry import rules_for
+
+    target = _providers.resolve_provider(provider)
+    renamed = 0
+    for history, last in itertools.product(PROFILED, (True, False)):
+        before = pair(history, last)
+        current = list(history)
+        for rule in rules_for(target, "before"):
+            current, _ = rule.fix(current, target, Scan())
+        if before.events or current == history:
+            continue
+        renamed += 1
+        after = pair(current, last)
+        assert not after.events, dump(history)
+        assert (bool(after.duplicates), bool(after.late)) == (bool(before.duplicates), bool(before.late))
+    assert renamed, "no history was renamed"
+
+
+def plain_profile(history: list[pai.ModelMessage], provider: str, last: bool) -> list[pai.ModelMessage]:
+    """A profile's repair read plainly: each pass on a fresh ``Scan`` (no fact handed on), the
+    default repair as the walk that works through every index, the after passes again while a
+    round changes something, nothing skipped."""
+    from histfix._profiles.registry import rules_for
+    from histfix._profiles.run import AFTER_ROUNDS
+    from histfix._repair.walk import repair_walk
+
+    target = _providers.resolve_provider(provider)
+    current = list(history)
+    for rule in rules_for(target, "before"):
+        current, _ = rule.fix(current, target, Scan())
+    current = repair_walk(current, repair_last_response=last, every_index=True)
+    for _ in range(AFTER_ROUNDS):
+        handed = current
+        for rule in rules_for(target, "after"):
+            current, _ = rule.fix(current, target, Scan())
+        if current is handed:
+            break
+    return current
+
+
+@pytest.mark.parametrize("provider", [*_providers.PROVIDER_APIS, "any"])
 @pytest.mark.parametrize("backend", ["auto", "histfix"])
 def test_repair_without_changes_gives_the_report_s_messages(
     provider: str, backend: str, monkeypatch: pytest.MonkeyPatch
@@ -320,7 +366,9 @@ def test_repair_without_changes_gives_the_report_s_messages(
     change through the general repair. Both must give the same messages on every history, and
     where histfix's walk is the default the one walk must settle some of them (or this tests
     nothing). ``backend="histfix"`` (HISTFIX_BACKEND) makes histfix's walk the default on every
-    release, so the one walk is tried on 2.60.0+ too."""
+    release, so the one walk is tried on 2.60.0+ too. With the release's own default, both must
+    also dump as :func:`plain_profile` does: every shortcut of the runner at once (the pairing and
+    the forward walk handed to the passes, a default repair skipped where the input needs none)."""
     from histfix._release.switches import installed_engine
     from histfix._repair import forward as _forward
 
@@ -339,7 +387,10 @@ def test_repair_without_changes_gives_the_report_s_messages(
     monkeypatch.setattr(_forward, "settled_with_ids", spy)
     for history in PROFILED:
         for last in (True, False):
-            assert _profile_outputs(history, provider, last) == _report_outputs(history, provider, last)
+            repaired = _profile_outputs(history, provider, last)
+            assert repaired == _report_outputs(history, provider, last)
+            if backend == "auto" and not isinstance(repaired, str):  # str: nothing sendable, refused
+                assert dump(repaired) == dump(plain_profile(history, provider, last)), (last, dump(history))
     if histfix.backend_info().backend == "histfix":
         assert settled and sum(settled) >= len(settled) // 4, (sum(settled), len(settled))
     else:  # upstream's repair is the default: repair never tries the one walk

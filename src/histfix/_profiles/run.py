@@ -22,6 +22,7 @@ from .scan import CallIdFacts, Scan
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+    from .._repair.forward import Settled
     from .._repair.pairing import Pairing
 
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
@@ -60,18 +61,24 @@ def _default_stage(
     repaired, found = default_repair(
         noted, plan.repair_last_response, plan.engine, changes_wanted=plan.changes_wanted, pairing=pairing
     )
-    # The walk only drops orphans, adds each dangling call's return right after it and merges
-    # neighbours, which brings a late result next to its call, never one apart: what the pairing
-    # found of the input holds of the output. So does upstream's repair where it gives the walk's
-    # output: where it is the newest behaviour, and no in-memory tool-less retry prompt is there.
-    in_place = (
-        pairing is not None
-        and not pairing.duplicates
+    in_place = pairing is not None and _results_in_place(pairing, plan)
+    changes = sorted([*notes, *found], key=lambda change: change.message_index) if notes else found
+    return repaired, changes, in_place
+
+
+def _results_in_place(pairing: Pairing, plan: Plan) -> bool:
+    """Whether every result of the default repair's output is in the request right after its call.
+
+    The walk only drops orphans, adds each dangling call's return right after it and merges
+    neighbours, which brings a late result next to its call, never one apart: what the pairing
+    found of the input holds of the output. So does upstream's repair where it gives the walk's
+    output: where it is the newest behaviour, and no in-memory tool-less retry prompt is there.
+    """
+    return (
+        not pairing.duplicates
         and not pairing.late
         and (plan.engine == "histfix" or (upstream_repair_is_current() and not pairing.toolless_retry))
     )
-    changes = sorted([*notes, *found], key=lambda change: change.message_index) if notes else found
-    return repaired, changes, in_place
 
 
 #: How many times the ``after`` passes run at most: again on their own output while a round changed
@@ -93,7 +100,10 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     default repair is wanted, the one-walk repair is tried first instead: where it settles the
     input, its ids serve the early exits, and its output is the default repair when the
     before-stage changed nothing (where it says every result is in place, the passes skip their
-    walk for duplicate and late results too). Either way the output is the same.
+    walk for duplicate and late results too). Where the default repair leaves the input as it is,
+    it leaves the before-stage's list so too, and does not run: that stage only renames ids, each
+    call and its results alike, keeping the pairing the default repair computes
+    (:mod:`.call_ids`). Either way the output is the same.
 
     Raises ValueError when the profile leaves nothing a provider could be sent (no part other than
     a system prompt or a tool-availability delta) of a history that had something: sent as it is,
@@ -101,8 +111,6 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     nothing to send is a conversation not started yet, as ``[]`` is: it is returned (repaired), and
     the run that continues it supplies the user's prompt.
     """
-    from .._repair import forward
-    from .._repair.pairing import pair
     from .registry import rules_for  # every rule module: imported only where a profile runs
     from .unsent import sends_nothing
 
@@ -111,16 +119,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     scan = Scan()  # what the passes learn about the lists they hand on, for this run only
     current = paired = list(history)
     lineage = Lineage(paired)  # a copy of the caller's list: the same indices
-    settled = None
-    if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
-        settled = forward.settled_with_ids(paired, plan.repair_last_response)
-    pairing: Pairing | None = None
-    if settled is None:
-        pairing = pair(paired, plan.repair_last_response)
-        scan.remember_pairing(paired, pairing)
-    else:
-        ids = settled.ids
-        scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
+    settled, pairing, kept_in_place = _first_walk(paired, plan, scan)
     found_by_step: list[tuple[int, list[Change]]] = []
     for rule in rules_for(target, "before"):
         step = lineage.step
@@ -128,7 +127,9 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
         found_by_step.append((step, found))
         lineage.hand_on(current)
     step = lineage.step
-    if settled is not None and current is paired:
+    if kept_in_place is not None:  # so is the before-stage's list: no default repair runs
+        repaired, found, in_place = current, [], kept_in_place
+    elif settled is not None and current is paired:
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
         repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
@@ -162,6 +163,29 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     if not plan.changes_wanted:
         return current, []
     return current, [change for step, found in found_by_step for change in lineage.in_input(step, found)]
+
+
+def _first_walk(
+    paired: list[ModelMessage], plan: Plan, scan: Scan
+) -> tuple[Settled | None, Pairing | None, bool | None]:
+    """The one forward walk's repair where it is tried and settles ``paired``, else its pairing,
+    either one's facts remembered in ``scan`` for the passes' early exits; and, where the default
+    repair leaves ``paired`` as it is, whether every result is in place (None where it changes
+    something)."""
+    from .._repair import forward
+    from .._repair.engine import leaves_as_is
+    from .._repair.pairing import pair
+
+    if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
+        settled = forward.settled_with_ids(paired, plan.repair_last_response)
+        if settled is not None:
+            ids = settled.ids
+            scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
+            as_is = len(settled.messages) == len(paired) and all(map(is_, settled.messages, paired))
+            return settled, None, settled.results_in_place if as_is else None
+    pairing = pair(paired, plan.repair_last_response)
+    scan.remember_pairing(paired, pairing)
+    return None, pairing, _results_in_place(pairing, plan) if leaves_as_is(pairing, plan.engine) else None
 
 
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:
