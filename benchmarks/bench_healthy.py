@@ -1,11 +1,14 @@
 """Benchmark: what histfix costs where a history needs nothing, and what a provider profile adds.
 
-Not a test. Run with a release installed: ``python benchmarks/bench_healthy.py [--only check,agent,profiles]``.
+Not a test. Run with a release installed: ``python benchmarks/bench_healthy.py [--only check,shapes,agent,profiles]``.
 Each target is a ratio of two contenders timed in the same process, interleaved, GC off, the best of
 ``--rounds`` kept for each (on a shared machine drift then hits both alike):
 
 - ``check``: ``repair(h)`` beside ``check(h)`` on a healthy history (target <= 1.2x), and
   ``repair_report(h)`` beside it, at each ``--sizes``;
+- ``shapes``: ``check(h)``, ``repair(h)`` and upstream's ``repair_messages(h)`` on healthy histories of
+  four shapes (tool turns, text chat, three parallel calls a turn, the test generator's mixed
+  conversations) at each ``--sizes``, in multiples of the floor: loading the history's JSON;
 - ``agent``: an agent run (a ``FunctionModel`` that answers at once) over a healthy history, with
   ``agent_options()`` beside without (target <= 1.05x), at ``--agent-size`` messages;
 - ``profiles``: ``repair(h, provider=P)`` beside ``repair(h)`` for every profile (target <= 3x) on a
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import platform
 import sys
@@ -57,6 +61,54 @@ def healthy_json(size: int) -> list[Json]:
 
 def healthy(size: int) -> History:
     return pai.ModelMessagesTypeAdapter.validate_json(to_json(healthy_json(size)))
+
+
+def chat_json(size: int) -> list[Json]:
+    """``size`` messages of a prompt and a text answer, no tools."""
+    raw: list[Json] = []
+    for turn in range(size // 2):
+        raw += [req(user(f"question {turn}", turn % 3000)), resp(text(f"answer {turn}"), at=turn % 3000, model_name="m")]
+    return raw
+
+
+def parallel_json(size: int) -> list[Json]:
+    """``size`` messages (whole turns) of a prompt, three calls at once, their results, an answer."""
+    raw: list[Json] = []
+    turn = 0
+    while len(raw) + 4 <= size:
+        ids = [f"call_{turn:020d}_{k:03d}" for k in range(3)]
+        at = turn % 3000
+        raw += [
+            req(user(f"question {turn}", at)),
+            resp(*(call("lookup", i, {"q": turn, "k": k}) for k, i in enumerate(ids)), at=at, model_name="m"),
+            req(*(ret("lookup", i, f"result {turn} {k}", at=at) for k, i in enumerate(ids))),
+            resp(text(f"answer {turn}"), at=at, model_name="m"),
+        ]
+        turn += 1
+    return raw
+
+
+def mixed_json(size: int) -> list[Json]:
+    """The test generator's provider-valid conversations one after another (tool loops, parallel
+    calls, retry prompts, system prompts), cut to whole conversations, ids unique throughout."""
+    from generate import random_conversation
+
+    raw: list[Json] = []
+    seed = 0
+    while True:
+        chunk = json.loads(json.dumps(random_conversation(seed)).replace('"call', f'"c{seed}_call'))
+        if len(raw) + len(chunk) > size:
+            return raw
+        raw += chunk
+        seed += 1
+
+
+SHAPES: dict[str, Callable[[int], list[Json]]] = {
+    "tools": healthy_json,
+    "chat": chat_json,
+    "parallel": parallel_json,
+    "mixed": mixed_json,
+}
 
 
 def one_dangling(size: int) -> History:
@@ -101,6 +153,35 @@ def bench_check(sizes: list[int], rounds: int) -> None:
             f"  {len(history):>7,} messages: check {low['check'] * 1e3:8.2f} ms, "
             f"repair {low['repair'] / low['check']:.2f}x, repair_report {low['repair_report'] / low['check']:.2f}x"
         )
+
+
+def bench_shapes(sizes: list[int], rounds: int) -> None:
+    """``check(h)``, ``repair(h)`` and upstream's ``repair_messages(h)`` (where the release has it) on
+    healthy histories of every shape, beside the floor: loading the history's JSON."""
+    upstream = getattr(pai, "repair_messages", None)
+    print("\nhealthy histories beside the floor (ModelMessagesTypeAdapter.validate_json of their JSON)")
+    print(f"  {'shape':<9} {'messages':>8} {'floor':>9} {'check':>7} {'repair':>7} {'upstream':>9}")
+    for shape, build in SHAPES.items():
+        for size in sizes:
+            data = to_json(build(size))
+            history = pai.ModelMessagesTypeAdapter.validate_json(data)
+            assert not histfix.check(history), shape
+            assert histfix.repair(history) == history, shape
+            contenders: dict[str, Callable[[], object]] = {
+                "floor": lambda: pai.ModelMessagesTypeAdapter.validate_json(data),
+                "check": lambda: histfix.check(history),
+                "repair": lambda: histfix.repair(history),
+            }
+            if upstream is not None:
+                assert upstream(history) == history, shape
+                contenders["upstream"] = lambda: upstream(history)
+            low = measure(contenders, rounds)
+            floor = low["floor"]
+            beside = f"{low['upstream'] / floor:8.2f}x" if "upstream" in low else f"{'-':>9}"
+            print(
+                f"  {shape:<9} {len(history):>8,} {floor * 1e3:>6.2f} ms {low['check'] / floor:6.2f}x "
+                f"{low['repair'] / floor:6.2f}x {beside}"
+            )
 
 
 def bench_agent(size: int, rounds: int) -> None:
@@ -156,7 +237,9 @@ def bench_profiles(size: int, rounds: int) -> None:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="check,agent,profiles", help="comma-separated: check, agent, profiles")
+    parser.add_argument(
+        "--only", default="check,shapes,agent,profiles", help="comma-separated: check, shapes, agent, profiles"
+    )
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000], help="check's sizes")
     parser.add_argument("--agent-size", type=int, default=10_000)
     parser.add_argument("--profile-size", type=int, default=1_000)
@@ -170,6 +253,8 @@ def main(argv: list[str]) -> None:
     wanted = args.only.split(",")
     if "check" in wanted:
         bench_check(args.sizes, args.rounds)
+    if "shapes" in wanted:
+        bench_shapes(args.sizes, args.rounds)
     if "agent" in wanted:
         bench_agent(args.agent_size, args.rounds)
     if "profiles" in wanted:
