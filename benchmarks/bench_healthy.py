@@ -67,7 +67,10 @@ def chat_json(size: int) -> list[Json]:
     """``size`` messages of a prompt and a text answer, no tools."""
     raw: list[Json] = []
     for turn in range(size // 2):
-        raw += [req(user(f"question {turn}", turn % 3000)), resp(text(f"answer {turn}"), at=turn % 3000, model_name="m")]
+        raw += [
+            req(user(f"question {turn}", turn % 3000)),
+            resp(text(f"answer {turn}"), at=turn % 3000, model_name="m"),
+        ]
     return raw
 
 
@@ -143,9 +146,9 @@ def bench_check(sizes: list[int], rounds: int) -> None:
         assert histfix.repair(history) == history
         low = measure(
             {
-                "check": lambda: histfix.check(history),
-                "repair": lambda: histfix.repair(history),
-                "repair_report": lambda: histfix.repair_report(history),
+                "check": lambda h=history: histfix.check(h),
+                "repair": lambda h=history: histfix.repair(h),
+                "repair_report": lambda h=history: histfix.repair_report(h),
             },
             rounds,
         )
@@ -168,13 +171,13 @@ def bench_shapes(sizes: list[int], rounds: int) -> None:
             assert not histfix.check(history), shape
             assert histfix.repair(history) == history, shape
             contenders: dict[str, Callable[[], object]] = {
-                "floor": lambda: pai.ModelMessagesTypeAdapter.validate_json(data),
-                "check": lambda: histfix.check(history),
-                "repair": lambda: histfix.repair(history),
+                "floor": lambda d=data: pai.ModelMessagesTypeAdapter.validate_json(d),
+                "check": lambda h=history: histfix.check(h),
+                "repair": lambda h=history: histfix.repair(h),
             }
             if upstream is not None:
                 assert upstream(history) == history, shape
-                contenders["upstream"] = lambda: upstream(history)
+                contenders["upstream"] = lambda h=history: upstream(h)
             low = measure(contenders, rounds)
             floor = low["floor"]
             beside = f"{low['upstream'] / floor:8.2f}x" if "upstream" in low else f"{'-':>9}"
@@ -238,7 +241,9 @@ def bench_profiles(size: int, rounds: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", default="check,shapes,agent,profiles", help="comma-separated: check, shapes, agent, profiles"
+        "--only",
+        default="check,shapes,agent,profiles",
+        help="comma-separated: check, shapes, agent, profiles",
     )
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000], help="check's sizes")
     parser.add_argument("--agent-size", type=int, default=10_000)

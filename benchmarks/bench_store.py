@@ -267,6 +267,15 @@ def breakdown(stored: list[bytes], provider: str) -> dict[str, float]:
     return {name: timed(step) for name, step in steps.items()}
 
 
+def named_providers(names: list[str]) -> list[str]:
+    """``--providers`` as given, or every API and ``any`` for ``all``."""
+    if names == ["all"]:
+        from histfix._profiles.targets import ANY, PROVIDER_APIS
+
+        return [*PROVIDER_APIS, ANY]
+    return list(names)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
@@ -300,11 +309,7 @@ def main() -> None:
         f"pydantic-ai {info.distribution} {info.version}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.2f}"
     )
-    providers = list(args.providers or [])
-    if providers == ["all"]:
-        from histfix._profiles.targets import ANY, PROVIDER_APIS
-
-        providers = [*PROVIDER_APIS, ANY]
+    providers = named_providers(args.providers or [])
     for size in args.sizes:
         stored = build(size)
         megabytes = sum(map(len, stored)) / 1e6
@@ -350,7 +355,9 @@ def main() -> None:
                 )
             )
         for name, seconds in [(args.provider, provided), *((p, best[f"provider {p}"]) for p in providers)]:
-            rows.append((f"scan --jobs 1 --provider {name}", seconds, f"{seconds / one:.2f}x the scan (target <= 2x)"))
+            rows.append(
+                (f"scan --jobs 1 --provider {name}", seconds, f"{seconds / one:.2f}x the scan (target <= 2x)")
+            )
         print("  CPU seconds (process time), the best of the rounds:")
         for name, seconds, note in rows:
             print(f"  {name:<42} {size / seconds:>7,.0f} histories/s  {seconds:7.1f} s  {note}")
