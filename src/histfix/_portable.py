@@ -40,6 +40,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRe
 
 from . import _capability_render as _render
 from ._jsonerrors import describe_json_error
+from ._oneline import first_line, squeezed
 from ._records.depth import deepest_field, depth_limit, describe_nesting, too_deep_text
 from ._records.inputs import as_history, check_messages
 from ._release import probes as _load_probes
@@ -66,10 +67,6 @@ _CAPABILITY = "capability"
 
 def _release() -> str:
     return f"pydantic-ai {current()[1]}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _json_type(value: object) -> str:
@@ -378,7 +375,7 @@ def _refuse_if_too_deep(exc: ValidationError, data: str | bytes | bytearray) -> 
 
 def _refused_part(exc: Exception, data: list[Json], origins: list[list[Origin]]) -> str:
     """One line for a part the release refused with an error that has no location (a UserError)."""
-    why = _one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    why = squeezed(first_line(exc))
     for i, message in enumerate(data):
         for j, part in enumerate(message["parts"]):
             try:
@@ -420,7 +417,7 @@ def _describe(exc: ValidationError, data: list[Json], origins: list[list[Origin]
     same = [item for item in located if item[0][: len(scope)] == scope]
     fields = [keys[len(scope)] for keys, _, _ in same if len(keys) > len(scope)]
     if len(same) == 1 or len(set(fields)) > 1 or len(fields) < len(same):
-        return f"{_format_path(_as_stored(first_keys, origins))}: {_one_line(first_msg)} ({_release()})"
+        return f"{_format_path(_as_stored(first_keys, origins))}: {squeezed(first_msg)} ({_release()})"
     # Several errors under one field: a union whose every member rejected the value.
     existing = [keys[:-1] if kind == "missing" else keys for keys, kind, _ in same]
     deepest = max(existing, key=len)
@@ -432,7 +429,7 @@ def _describe(exc: ValidationError, data: list[Json], origins: list[list[Origin]
     if isinstance(value, dict) and isinstance(value.get("kind"), str):
         hint = f" (kind {value['kind']!r})"
     elif len({msg for _, _, msg in same}) == 1:
-        hint = f" ({_one_line(first_msg)})"
+        hint = f" ({squeezed(first_msg)})"
     return f"{_format_path(_as_stored(deepest, origins))}: matches no form {_release()} accepts here{hint}"
 
 

@@ -442,8 +442,8 @@ def _run_dask(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     from distributed import KilledWorker
 
+    from .._oneline import first_line
     from ..store._runner import RepairResult
-    from ..store._source import first_line
     from ..store._summary import Summary
     from .shared import dask_client
 

@@ -235,7 +235,7 @@ def _on_dask(
         raise ValueError("--dask needs Dask: pip install 'histfix[dask]'") from None
     from distributed import KilledWorker
 
-    from ..store._source import first_line
+    from .._oneline import first_line
     from ..store._url import mask_password
     from .shared import dask_client
 

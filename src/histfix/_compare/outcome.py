@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._oneline import first_line
 from .._records.lines import history_lines, short
 from .probe import PLAIN
 
@@ -19,10 +20,6 @@ __all__ = ["Outcome", "describe", "summary_line"]
 Json = dict[str, Any]
 #: Characters of a value shown on a part's line.
 WIDTH = 48
-
-
-def _first_line(text: str | None) -> str:
-    return short(text.splitlines()[0] if text else "", WIDTH)
 
 
 def describe(messages: list[Json]) -> list[str]:
@@ -34,12 +31,12 @@ def summary_line(side: str, raised: str | None, count: int | None, problems: Seq
     """A short cell: how many messages (None: nothing came out), and whether a strict provider
     accepts them; what ``histfix compare`` shows and the upgrade check reports, worded once."""
     if count is None:
-        return f"raises {_first_line(raised)}"
+        return f"raises {short(first_line(raised), WIDTH)}"
     verb = "sends" if side == PLAIN else "returns"
     many = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
     verdict = f"strict provider: 400 ({many})" if problems else "valid"
     text = f"{verb} {count} messages · {verdict}"
-    return text + (f" · then raises {_first_line(raised)}" if raised else "")
+    return text + (f" · then raises {short(first_line(raised), WIDTH)}" if raised else "")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .._oneline import first_line
+
 __all__ = ["CONTINUE", "PLAIN", "REPAIRED", "PlainAgent", "probe", "prompt_for"]
 
 PLAIN, REPAIRED = "plain", "histfix"
@@ -41,10 +43,6 @@ def prompt_for(history: object, prompt: str | None) -> str | None:
     return None if calls else CONTINUE
 
 
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
-
-
 def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) -> Json:
     """Load, run, and judge what came out."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -55,7 +53,7 @@ def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) ->
         history = load()
     except ValueError as exc:  # pydantic's ValidationError is a ValueError too
         return {
-            "raised": f"cannot load the history: {_first_line(str(exc))}",
+            "raised": f"cannot load the history: {first_line(str(exc))}",
             "messages": None,
             "problems": [],
         }

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from ._source import StoreError, first_line
+from .._oneline import first_line
+from ._source import StoreError
 
 if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationStore

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from .._oneline import first_line
 from ._conversation_access import StoreTarget
 from ._conversation_journal import Journal, Saved
 from ._conversation_source import ConversationSource
 from ._record import PENDING_KINDS, Options, _unwrap
 from ._runner import examine_batches
-from ._source import Source, first_line
+from ._source import Source
 from ._workers import Item
 
 if TYPE_CHECKING:

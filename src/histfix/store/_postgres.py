@@ -38,6 +38,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from .._oneline import first_line, squeezed
 from ._backup import batch_rows, still_busy
 from ._source import DEFAULT_LOCK_TIMEOUT, Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
@@ -121,9 +122,9 @@ def _one_line(error: BaseException) -> str:
     diag = getattr(error, "diag", None)
     primary = getattr(diag, "message_primary", None)
     if primary:
-        return " ".join(str(primary).split())
-    lines = [" ".join(line.split()) for line in str(error).splitlines()]
-    return "; ".join(line for line in lines if line) or type(error).__name__
+        return squeezed(str(primary))
+    lines = [squeezed(line) for line in str(error).splitlines()]
+    return "; ".join(line for line in lines if line) or first_line(error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._source import first_line
+from .._oneline import first_line
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

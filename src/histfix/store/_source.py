@@ -27,7 +27,6 @@ __all__ = [
     "Stored",
     "TableSpec",
     "WriteOutcome",
-    "first_line",
 ]
 
 
@@ -40,11 +39,6 @@ DEFAULT_LOCK_TIMEOUT = 5.0
 
 #: A table name, optionally schema-qualified: quoted into SQL, so only plain identifiers.
 TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
-
-
-def first_line(exc: BaseException) -> str:
-    """An error as the one line a store message quotes: its first line, else its type's name."""
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 class StoreError(ValueError):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from .._oneline import first_line
 from ._backup import batch_rows, still_busy
 from ._source import (
     DEFAULT_LOCK_TIMEOUT,
@@ -30,7 +31,6 @@ from ._source import (
     StoreError,
     TableSpec,
     WriteOutcome,
-    first_line,
 )
 
 __all__ = ["SQLiteBackupTable", "SQLiteSource"]

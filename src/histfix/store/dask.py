@@ -37,9 +37,10 @@ try:
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("histfix.store.dask needs Dask: pip install 'histfix[dask]'") from exc
 
+from .._oneline import first_line
 from ._files import DirectorySource, jsonl_entry
 from ._record import Options, Record, examine
-from ._source import RangeSource, Stored, StoreError, first_line
+from ._source import RangeSource, Stored, StoreError
 from ._summary import Summary
 from ._url import names_table, open_source
 

@@ -34,8 +34,9 @@ from .._compare.environments import (
     parse_releases,
     python_in,
 )
+from .._oneline import first_line
 from ..store._record import _unwrap
-from ..store._source import Source, Stored, first_line
+from ..store._source import Source, Stored
 from ._pairs import PairRecord, ReleaseSummary, UpgradeResult, pair
 from ._probes import PROBE_TIMEOUT, Probe, probe_command
 from ._side import expand

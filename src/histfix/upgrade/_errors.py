@@ -6,6 +6,8 @@ report what a loader refused, in the same words.
 
 from __future__ import annotations
 
+from .._oneline import first_line
+
 __all__ = ["loader_error"]
 
 
@@ -22,5 +24,4 @@ def loader_error(exc: BaseException) -> str:
             where = ".".join(str(step) for step in first.get("loc", ())) or "(the whole history)"
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             return f"{where}: {first.get('msg', '')}{more}"
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return first_line(exc)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._oneline import first_line
 from ._errors import loader_error
 
 if TYPE_CHECKING:
@@ -43,10 +44,6 @@ FIELDS = (
     "sent_problems",
     "provider_rejects",
 )
-
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ def _cannot_load(error: Exception | None) -> str:
     refusal but a failure of the probe: raised again)."""
     if not isinstance(error, ValueError):
         raise error or ValueError("no messages")
-    return f"cannot load the history: {_first_line(str(error))}"
+    return f"cannot load the history: {first_line(str(error))}"
 
 
 @dataclass
