@@ -12,8 +12,9 @@ The conventions (docs/contributing/docs.md says them to writers):
 - ```bash and ```text blocks are shown, not run: commands with placeholders, long campaigns,
   output that needs the network or another release.
 
-The tables of profile passes and of model-name prefixes in docs/providers.md, and of which path runs
-where and of the release table in docs/backends.md, are generated from the code:
+The tables of profile passes and of model-name prefixes in docs/providers.md, of which path runs
+where and of the release table in docs/backends.md, and of exit statuses in docs/cli.md, are
+generated from the code:
 ``PYTHONPATH=src:tests/support python tests/test_docs.py`` rewrites them, and a test fails when one drifts.
 """
 
@@ -291,6 +292,36 @@ def release_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# --- "Exit status": the command line's exit statuses, generated from the code ------------------------
+
+CLI_PAGE = ROOT / "docs" / "cli.md"
+EXITS_BEGIN = "<!-- exit statuses: generated from histfix._cli.exits.MEANINGS"
+EXITS_END = "<!-- end of exit statuses -->"
+#: "exit 2", "exits 1", "exit status 130", "Exit status 0", "exit is 1": a code the prose names.
+EXIT_IN_PROSE = re.compile(r"\bexit(?:s| status| is)? (\d+)\b", flags=re.IGNORECASE)
+
+
+def exit_table() -> str:
+    """The table of exit statuses, from ``histfix._cli.exits.MEANINGS``."""
+    from histfix._cli.exits import MEANINGS
+
+    rows = ["| status | means |", "|---|---|"]
+    rows += [f"| {code} | {meaning.replace('|', chr(92) + '|')} |" for code, meaning in MEANINGS.items()]
+    return "\n".join(rows) + "\n"
+
+
+def test_every_exit_status_the_docs_name_is_in_the_table() -> None:
+    from histfix._cli.exits import MEANINGS
+
+    named = {
+        (str(page.relative_to(ROOT)), int(code))
+        for page in PAGES
+        for code in EXIT_IN_PROSE.findall(page.read_text())
+    }
+    assert named, "the pattern finds no exit status in the docs"
+    assert {(page, code) for page, code in named if code not in MEANINGS} == set()
+
+
 def generated_section(page: str, begin: str = BEGIN, end: str = END) -> tuple[int, int]:
     """Where a generated table sits in ``page``: after the ``begin`` line, up to ``end``."""
     start = page.index("\n", page.index(begin)) + 1
@@ -303,11 +334,14 @@ GENERATED = (
     (PROVIDERS_PAGE, PREFIXES_BEGIN, PREFIXES_END, prefix_table),
     (BACKENDS_PAGE, BACKENDS_BEGIN, BACKENDS_END, backend_table),
     (BACKENDS_PAGE, NOTES_BEGIN, NOTES_END, release_table),
+    (CLI_PAGE, EXITS_BEGIN, EXITS_END, exit_table),
 )
 
 
 @pytest.mark.parametrize(
-    ("path", "begin", "end", "table"), GENERATED, ids=["profile passes", "prefixes", "backends", "releases"]
+    ("path", "begin", "end", "table"),
+    GENERATED,
+    ids=["profile passes", "prefixes", "backends", "releases", "exit statuses"],
 )
 def test_the_generated_tables_are_the_codes(path: Path, begin: str, end: str, table: Any) -> None:
     page = path.read_text()

@@ -1,9 +1,9 @@
 """The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
 
 Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
-stderr and exit status 2; ``check`` exits 1 when some provider rejects what it finds. Output goes
-where :func:`write_output` says (a file replaced atomically, never half-written; a device or FIFO
-written through; a link followed). Ctrl-C exits 130 and SIGTERM 143, without a traceback.
+stderr; every exit status is one of :mod:`.exits`. Output goes where :func:`write_output` says (a
+file replaced atomically, never half-written; a device or FIFO written through; a link followed).
+Ctrl-C and SIGTERM end a command without a traceback.
 ``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
 """
 
@@ -16,11 +16,8 @@ import stat
 import sys
 
 from .. import __version__
+from .exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 from .shared import (
-    EXIT_BAD_INPUT,
-    EXIT_BROKEN_PIPE,
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
     InputError,
     Parser,
     Terminated,
@@ -41,9 +38,6 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 __all__ = ["build_parser", "main", "write_output"]
-
-EXIT_OK, EXIT_PROBLEMS = 0, 1
-
 
 # --- reading and writing ------------------------------------------------------------------------------
 
@@ -324,7 +318,7 @@ def _check(args: argparse.Namespace) -> int:
         print(
             f"\n{_count(problems, 'problem')} {provider} rejects; `histfix repair --provider {provider}{flags}` fixes them"
         )
-    return EXIT_PROBLEMS if rejected else EXIT_OK
+    return EXIT_FOUND if rejected else EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -641,9 +635,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit status. Ctrl-C exits 130 and SIGTERM 143, each without a
-    traceback and after the writer has removed its temporary file; a closed stdout (``| head``)
-    ends it quietly with 141, as it ends standard tools."""
+    """Run one command; its exit status (:mod:`.exits`). Ctrl-C and SIGTERM end it without a
+    traceback, after the writer has removed its temporary file; a closed stdout (``| head``) ends
+    it quietly, as it ends standard tools."""
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals to whoever owns them

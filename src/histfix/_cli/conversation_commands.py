@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+
 TYPE_CHECKING = False  # typing itself is not imported: ``histfix --help`` passes through here
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_all_store_commands", "names_conversation_command", "run_conversation_command"]
 
-EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: How the store commands name a ConversationStore on the command line.
 PY_PREFIX = "py:"
 TARGET_HELP = (
@@ -280,7 +281,7 @@ def _finish(args: argparse.Namespace, summary: Summary, result: RepairResult | N
         if summary.would_change and not args.jsonl:
             how = "histfix repair py:... --write --backup FILE"
             print(f"dry run: {summary.would_change:,} conversations would be repaired ({how})")
-        return EXIT_CHANGES if summary.would_change else EXIT_OK
+        return EXIT_FOUND if summary.would_change else EXIT_OK
     assert result is not None
     for key, reason in result.skipped:
         print(f"histfix: {key}: not saved: {reason}", file=sys.stderr)
@@ -292,7 +293,7 @@ def _finish(args: argparse.Namespace, summary: Summary, result: RepairResult | N
             )
         else:
             print("nothing to repair: every conversation is already as repair leaves it")
-    return EXIT_CHANGES if result.skipped else EXIT_OK
+    return EXIT_FOUND if result.skipped else EXIT_OK
 
 
 def _resume_hint(journal: Journal | None) -> str:
@@ -332,7 +333,7 @@ def _restore(args: argparse.Namespace) -> int:
         print(f"histfix: {key}: not restored: {reason}", file=sys.stderr)
     already = f" ({result.already:,} already had it)" if result.already else ""
     print(f"branched {result.restored:,} conversations back to their history before the repair{already}")
-    return EXIT_CHANGES if result.skipped else EXIT_OK
+    return EXIT_FOUND if result.skipped else EXIT_OK
 
 
 # --- migrate --------------------------------------------------------------------------------------
@@ -402,7 +403,7 @@ def _migrate(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     _print_migration(result, args, time.perf_counter() - started)
-    return EXIT_OK if result.complete else EXIT_CHANGES
+    return EXIT_OK if result.complete else EXIT_FOUND
 
 
 def _open_target(target: str) -> ConversationSource:

@@ -8,16 +8,15 @@ import argparse
 import os
 import sys
 
+from .exits import EXIT_BAD_INPUT, EXIT_TERMINATED
+
 TYPE_CHECKING = False  # typing itself is not imported: every command, --help too, imports this
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+
 __all__ = [
     "DASK_CONNECT_TIMEOUT",
-    "EXIT_BAD_INPUT",
-    "EXIT_BROKEN_PIPE",
-    "EXIT_INTERRUPTED",
-    "EXIT_TERMINATED",
     "InputError",
     "Parser",
     "Terminated",
@@ -29,14 +28,8 @@ __all__ = [
     "stdout_gone",
 ]
 
-EXIT_BAD_INPUT = 2
 #: Seconds ``--dask ADDRESS`` waits for the scheduler to answer (the scan and the upgrade check).
 DASK_CONNECT_TIMEOUT = 10
-#: When stdout's reader went away (``histfix scan ... | head``): the status a shell shows for a
-#: tool that SIGPIPE ended (128 + 13), as ``cat`` or ``grep`` end there.
-EXIT_BROKEN_PIPE = 128 + 13
-#: Stopped by Ctrl-C (SIGINT, 2) and by SIGTERM (15): 128 + the signal's number, as a shell shows it.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + 2, 128 + 15
 
 
 class Terminated(SystemExit):
@@ -44,7 +37,8 @@ class Terminated(SystemExit):
     at as Ctrl-C is. A SystemExit, because that is what a database driver treats as Ctrl-C
     (psycopg cancels the statement it waits on for KeyboardInterrupt and SystemExit alike, where
     any other exception leaves the statement running while its rollback waits for it); and
-    should it escape every handler, the interpreter exits 143 without a traceback."""
+    should it escape every handler, the interpreter exits with :data:`.exits.EXIT_TERMINATED`,
+    without a traceback."""
 
     def __init__(self) -> None:
         super().__init__(EXIT_TERMINATED)

@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from .shared import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
+from .shared import Terminated
 
 TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
 
-EXIT_OK, EXIT_CHANGES, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_BATCH_SIZE = 500
 #: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT), here
 #: without importing the store for ``--help``.
@@ -510,7 +510,7 @@ def _finish(
         if summary.would_change and not args.jsonl:
             how = "histfix repair SOURCE --write --backup FILE"
             print(f"dry run: {summary.would_change:,} histories would be repaired ({how})")
-        return EXIT_CHANGES if summary.would_change else EXIT_OK
+        return EXIT_FOUND if summary.would_change else EXIT_OK
     assert result is not None
     for key, reason in result.skipped:
         print(f"histfix: {key}: not written: {reason}", file=sys.stderr)
@@ -519,7 +519,7 @@ def _finish(
             print(f"repaired {result.written:,} histories; originals in {args.backup}")
         else:
             print("nothing to repair: every history is already as repair leaves it")
-    return EXIT_CHANGES if result.skipped or null_keys else EXIT_OK
+    return EXIT_FOUND if result.skipped or null_keys else EXIT_OK
 
 
 def _scan(args: argparse.Namespace) -> int:
@@ -583,4 +583,4 @@ def _restore(args: argparse.Namespace) -> int:
         print(f"histfix: {key}: not restored: {reason}", file=sys.stderr)
     already = f" ({result.already:,} already held their original)" if result.already else ""
     print(f"restored {result.restored:,} histories from {args.backup}{already}")
-    return EXIT_CHANGES if result.skipped else EXIT_OK
+    return EXIT_FOUND if result.skipped else EXIT_OK

@@ -1,8 +1,8 @@
 """``histfix scan SOURCE --against RELEASE[,RELEASE...]``: the upgrade check's command line.
 
 Parses nothing itself (``histfix scan`` owns the options) and only prints; the work is
-:func:`histfix.upgrade.check_upgrade`. Exit status: 0 nothing would break, 1 something
-would, 2 bad input or a release that could not be checked (the answer would be incomplete).
+:func:`histfix.upgrade.check_upgrade`. A release that could not be checked is bad input
+(:data:`.exits.EXIT_BAD_INPUT`): the answer would be incomplete.
 """
 
 from __future__ import annotations
@@ -17,15 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+
 if TYPE_CHECKING:
     from ..store._source import Source
     from ..upgrade import PairRecord, ReleaseSummary, UpgradeResult
 
 __all__ = ["run_upgrade_scan"]
-
-EXIT_OK, EXIT_BREAKS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-#: A shell's status for a command whose output pipe closed (128 + SIGPIPE).
-EXIT_BROKEN_PIPE = 141
 
 
 class _Bars:
@@ -178,7 +176,7 @@ def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) 
         _print_summary(result, url, time.perf_counter() - started)
     if result.failed:
         return EXIT_BAD_INPUT
-    return EXIT_BREAKS if result.breaking else EXIT_OK
+    return EXIT_FOUND if result.breaking else EXIT_OK
 
 
 def _here(  # noqa: PLR0917 (run_upgrade_scan's reporters, handed on)
