@@ -1,7 +1,7 @@
 """The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
 
 Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
-stderr; every exit status is one of :mod:`.exits`. Output goes where :func:`write_output` says (a
+stderr; every exit status is one of :mod:`.exits`. Output goes where :func:`.output.write_output` says (a
 file replaced atomically, never half-written; a device or FIFO written through; a link followed).
 Ctrl-C and SIGTERM end a command without a traceback.
 ``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import stat
 import sys
 
 from .. import __version__
 from .exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
+from .output import refuse_in_place, write_output
 from .shared import (
     InputError,
     Parser,
@@ -32,12 +32,11 @@ from .shared import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
     from typing import Any
 
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["build_parser", "main", "write_output"]
+__all__ = ["build_parser", "main"]
 
 # --- reading and writing ------------------------------------------------------------------------------
 
@@ -83,75 +82,6 @@ def _dump(messages: Sequence[ModelMessage]) -> bytes:
     return ModelMessagesTypeAdapter.dump_json(list(messages), indent=2) + b"\n"
 
 
-def _write_through(target: Path, data: bytes) -> None:
-    """Write into a character device or FIFO as it is: opened for writing (never created,
-    truncated or replaced); a FIFO's open waits for its reader, as a shell's ``>`` does."""
-    fd = os.open(target, os.O_WRONLY)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def write_output(target: str, data: bytes) -> None:
-    """Write ``data`` where ``-o``/``--in-place`` names: what sits at that path decides how.
-
-    ``-`` is standard output. A character device (``/dev/null``, a terminal) or a FIFO is written
-    through, never replaced. A symlink is followed: the file it points to is replaced atomically,
-    keeping its mode, and the link stays a link; a link that points nowhere yet creates the file
-    it names (as ``>`` in a shell does). A regular file is replaced atomically
-    (:func:`write_atomically`), unless it has other hard links: replacing it would split them and
-    writing into it could leave every name half-written, so that is refused and nothing is
-    touched. Anything else (a directory, a socket, a block device) is refused. Refusals and
-    failures are :class:`InputError`, one line.
-    """
-    if target == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    from pathlib import Path
-
-    from .._atomic_write import write_atomically
-
-    path = Path(os.path.realpath(target))  # every link in the chain followed, as open() would
-    try:
-        found = path.stat()
-    except FileNotFoundError:
-        found = None
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
-    try:
-        if found is None or stat.S_ISREG(found.st_mode):
-            if found is not None and found.st_nlink > 1:
-                raise InputError(
-                    f"{target}: has {found.st_nlink} hard links; replacing it would split them and "
-                    "writing into it could leave them half-written: write elsewhere with -o, then copy it over"
-                )
-            write_atomically(path, data)
-        elif stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode):
-            _write_through(path, data)
-        else:
-            raise InputError(
-                f"{target}: is {_kind_of(found.st_mode)}; -o and --in-place write only to a regular "
-                "file, a FIFO or a character device"
-            )
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write it ({exc.strerror})") from exc
-
-
-def _kind_of(mode: int) -> str:
-    kinds = {
-        stat.S_ISDIR: "a directory",
-        stat.S_ISSOCK: "a socket",
-        stat.S_ISBLK: "a block device",
-        stat.S_ISCHR: "a character device",
-        stat.S_ISFIFO: "a FIFO",
-    }
-    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
-
-
 def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchanged: bool) -> bool:
     """Write ``messages`` where the command was told to; False when ``--in-place`` had nothing to do.
 
@@ -164,17 +94,6 @@ def _emit(args: argparse.Namespace, messages: Sequence[ModelMessage], *, unchang
     target = args.file if in_place else getattr(args, "output", None)
     write_output("-" if target is None else target, _dump(messages))
     return True
-
-
-def _refuse_in_place(source: str) -> None:
-    """Refuse ``--in-place`` on anything but a regular file (a link to one is fine) before it is
-    read, since reading a FIFO or a device consumes what it held."""
-    try:
-        mode = os.stat(source).st_mode
-    except OSError:
-        return  # reading it says what is wrong
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{source}: is {_kind_of(mode)}; --in-place needs a regular file (use -o)")
 
 
 # --- commands -----------------------------------------------------------------------------------------
@@ -682,7 +601,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         check_environment(args.command)
         if getattr(args, "in_place", False):
-            _refuse_in_place(args.file)
+            refuse_in_place(args.file)
         return int(args.run(args))
     except InputError as exc:
         print(f"histfix: {exc}", file=sys.stderr)
