@@ -25,6 +25,7 @@ from .shared import (
     check_environment,
     described,
     positive,
+    provider_name,
     stdout_gone,
 )
 
@@ -175,21 +176,6 @@ def _verdict(problems: Sequence[Any], repair: str) -> str:
     return "\n".join(lines)
 
 
-def _provider(args: argparse.Namespace) -> str | None:
-    """The ``--provider`` name, checked before anything is loaded (a bad name is bad input)."""
-    name: str | None = getattr(args, "provider", None)
-    if name is None:
-        return None
-    from .._profiles.targets import NoProfile, resolve_provider, unknown_provider
-
-    try:
-        return resolve_provider(name).name
-    except NoProfile as exc:  # a known model class without a profile: its own reason
-        raise InputError(f"--provider: {exc}") from exc
-    except ValueError as exc:
-        raise InputError(f"--provider: {unknown_provider(name, models=False)}") from exc
-
-
 def _profiled(action: str, provider: str | None, run: Any) -> Any:
     """``run()``, with a profile's refusal (a history with nothing sendable) as one line of bad input."""
     try:
@@ -218,7 +204,7 @@ def _check(args: argparse.Namespace) -> int:
 
     from .._api import check
 
-    provider = _provider(args)
+    provider = provider_name(args.provider)
     last = not args.keep_last_response
     problems = check(_load(args.file), provider=provider, repair_last_response=last)
     rejected = [p for p in problems if p.rejected_by]
@@ -243,7 +229,7 @@ def _check(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     from .._api import repair, repair_report
 
-    provider = _provider(args)
+    provider = provider_name(args.provider)
     history = _load(args.file)
     last = not args.keep_last_response
     if args.report:
@@ -268,7 +254,7 @@ def _trim(args: argparse.Namespace) -> int:
     from .._api import keep_last_turns, repair_report, trim_to_budget
     from .._records.tokens import BudgetExceededError
 
-    provider = _provider(args)
+    provider = provider_name(args.provider)
     loaded: list[ModelMessage] = _load(args.file)
     history = loaded
     keep = not args.drop_system_prompt
@@ -340,7 +326,7 @@ def _show(args: argparse.Namespace) -> int:
     from .._api import backend_info, repair_report
     from .render import render
 
-    provider = _provider(args)
+    provider = provider_name(args.provider)
     before = _load(args.file)
     last = not args.keep_last_response
     report = _profiled(

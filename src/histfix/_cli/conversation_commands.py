@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+from .shared import InputError, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: ``histfix --help`` passes through here
 if TYPE_CHECKING:
@@ -224,15 +225,15 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     from ..store._record import Options
     from ..store._runner import default_jobs
     from ..store._summary import Summary
-    from .store_commands import _checked_provider, _emit, _print_summary, _Progress
+    from .store_commands import _emit, _print_summary, _Progress
 
     summary = Summary()
     started = time.perf_counter()
     jobs = args.jobs or default_jobs()
     try:
-        _checked_provider(args.provider)
+        provider_name(args.provider)
         source = _open(args, readers=jobs)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, InputError) as exc:
         return _fail(str(exc))
     journal: Journal | None = None
     progress: _Progress | None = None
@@ -305,13 +306,12 @@ def _resume_hint(journal: Journal | None) -> str:
 
 
 def _against(args: argparse.Namespace) -> int:
-    from .store_commands import _checked_provider
     from .upgrade import run_upgrade_scan
 
     try:
-        _checked_provider(args.provider)
+        provider_name(args.provider)
         source = _open(args)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, InputError) as exc:
         return _fail(str(exc))
     return run_upgrade_scan(args, source=source)
 
@@ -347,7 +347,6 @@ def _migrate(args: argparse.Namespace) -> int:
     from ..store._conversation_journal import Journal
     from ..store._migrate import migrate
     from ..store._runner import default_jobs
-    from .store_commands import _checked_provider
 
     if args.resume and not args.journal:
         args.parser.error("--resume needs the --journal of the run to continue")
@@ -360,7 +359,7 @@ def _migrate(args: argparse.Namespace) -> int:
     journal: Journal | None = None
     result: MigrateResult | None = None
     try:
-        _checked_provider(args.provider)
+        provider_name(args.provider)
         with _open_target(args.target) as target, open_source(args.source) as source:
             after = None
             if args.journal:
@@ -394,7 +393,7 @@ def _migrate(args: argparse.Namespace) -> int:
                 after=after,
                 on_history=on_history,
             )
-    except (ValueError, TypeError) as exc:  # StoreError too
+    except (ValueError, TypeError, InputError) as exc:  # StoreError too
         return _fail(f"{exc}{_resume_hint(journal)}")
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(journal)}", file=sys.stderr)

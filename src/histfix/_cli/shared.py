@@ -25,6 +25,7 @@ __all__ = [
     "dask_client",
     "described",
     "positive",
+    "provider_name",
     "stdout_gone",
 ]
 
@@ -85,6 +86,21 @@ def add_provider(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"{what} (a pydantic-ai model-name prefix such as anthropic, openai-chat, "
         "google-gla, bedrock, mistral, a model string such as anthropic:claude-sonnet-4-5, or any)",
     )
+
+
+def provider_name(name: str | None) -> str | None:
+    """The ``--provider`` name resolved (None when not given), checked before anything is read: a
+    name histfix does not know, or one without a profile, is bad input in one line."""
+    if name is None:
+        return None
+    from .._profiles.targets import NoProfile, resolve_provider, unknown_provider
+
+    try:
+        return resolve_provider(name).name
+    except NoProfile as exc:  # a known model class without a profile: its own reason
+        raise InputError(f"--provider: {exc}") from exc
+    except ValueError as exc:  # a command line cannot pass a Model, so the message offers none
+        raise InputError(f"--provider: {unknown_provider(name, models=False)}") from exc
 
 
 def positive(text: str) -> int:

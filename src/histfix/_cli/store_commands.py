@@ -13,7 +13,7 @@ import os
 import sys
 
 from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
-from .shared import Terminated
+from .shared import InputError, Terminated, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
@@ -208,17 +208,6 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _checked_provider(name: str | None) -> None:
-    if name is None:
-        return
-    from .._profiles.targets import resolve_provider
-
-    try:
-        resolve_provider(name)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"--provider: {exc}") from exc
-
-
 class _Progress:
     """A progress bar with rate and ETA on stderr when it is a terminal and tqdm is installed
     (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
@@ -359,9 +348,9 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
     summary = Summary()
     started = time.perf_counter()
     try:
-        _checked_provider(args.provider)
+        provider_name(args.provider)
         source = open_source(args.source, lock_timeout=args.lock_timeout)
-    except ValueError as exc:
+    except (ValueError, InputError) as exc:
         return _fail(str(exc))
     progress: _Progress | None = None
     result: RepairResult | None = None
@@ -434,11 +423,11 @@ def _run_dask(args: argparse.Namespace) -> int:
     _quiet_driver_logs()
     started = time.perf_counter()
     try:
-        _checked_provider(args.provider)
+        provider_name(args.provider)
         from ..store import dask as on_dask
     except ImportError:
         return _fail("--dask needs Dask: pip install 'histfix[dask]'")
-    except ValueError as exc:
+    except (ValueError, InputError) as exc:
         return _fail(str(exc))
     from distributed import KilledWorker
 
@@ -537,8 +526,8 @@ def _scan(args: argparse.Namespace) -> int:
     if args.include_pending:
         return _fail("--include-pending does not apply with --against")
     try:
-        _checked_provider(args.provider)
-    except ValueError as exc:
+        provider_name(args.provider)
+    except InputError as exc:
         return _fail(str(exc))
     from .upgrade import run_upgrade_scan
 
