@@ -296,16 +296,17 @@ def test_progress_shows_rate_and_eta_on_a_terminal_only(
 
 
 def test_repair_tells_a_store_from_one_history_file(tmp_path: Path) -> None:
-    from histfix._cli.store_commands import is_store_repair
+    from histfix._cli.commands import command_forms
 
     (tmp_path / "folder").mkdir()
-    assert is_store_repair(["repair", str(tmp_path / "folder")])
-    assert is_store_repair(["repair", "chats.jsonl", "--write"])
-    assert is_store_repair(["repair", "--provider", "anthropic", "sqlite:///a.db?table=t&key=k&column=c"])
-    assert not is_store_repair(["repair", "history.json", "-o", "out.jsonl"])
-    assert not is_store_repair(["repair", "-o", "out.jsonl", "history.json"])
-    assert not is_store_repair(["repair", "-"])
-    assert not is_store_repair(["check", str(tmp_path / "folder")])
+    form = command_forms("repair").form
+    assert form([str(tmp_path / "folder")]) == "store"
+    assert form(["chats.jsonl", "--write"]) == "store"
+    assert form(["--provider", "anthropic", "sqlite:///a.db?table=t&key=k&column=c"]) == "store"
+    assert form(["history.json", "-o", "out.jsonl"]) == "file"
+    assert form(["-o", "out.jsonl", "history.json"]) == "file"
+    assert form(["-"]) == "file"
+    assert form(["py:app:store", "--write"]) == "conversation"
 
 
 def test_store_repair_rejects_a_bad_backend_setting_like_every_command(

@@ -10,14 +10,17 @@ Ctrl-C and SIGTERM end a command without a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
 
 from .. import __version__
+from . import conversation_commands, store_commands
 from .exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 from .output import refuse_in_place, write_output
 from .shared import (
+    Forms,
     InputError,
     Parser,
     Terminated,
@@ -279,6 +282,13 @@ def _trim(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trim_usage(args: argparse.Namespace) -> None:
+    if args.turns is None and args.max_tokens is None:
+        args.parser.error("trim needs --turns N and/or --max-tokens N")
+    if args.provider is not None and not args.repair:
+        args.parser.error("--provider needs --repair: trim alone only cuts")
+
+
 def _trim_summary(loaded: Sequence[ModelMessage], trimmed: Sequence[ModelMessage]) -> str:
     """What the cut removed: trimming keeps a suffix, so the count says which messages went."""
     dropped = len(loaded) - len(trimmed)
@@ -443,19 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_provider(check, "list exactly what this provider rejects, in its own words")
     check.set_defaults(run=_check)
 
-    repair = command(
-        "repair",
-        "write the repaired history (the newest pydantic-ai repair)",
-        "histfix repair history.json -o fixed.json --report",
-    )
-    _add_input(repair)
-    _add_output(repair)
-    repair.add_argument(
-        "--keep-last-response", action="store_true", help="leave the last response's calls open"
-    )
-    repair.add_argument("--report", action="store_true", help="say on stderr what was changed")
-    add_provider(repair, "also make it what this provider accepts (its profile)")
-    repair.set_defaults(run=_repair)
+    commands.add_parser("repair", help=REPAIR_SUMMARY, forms=command_forms("repair"))
 
     trim = command(
         "trim",
@@ -480,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", action="store_true", help="say on stderr what was cut (and, with --repair, changed)"
     )
     add_provider(trim, "with --repair: repair with this provider's profile, so it accepts the result")
-    trim.set_defaults(run=_trim)
+    trim.set_defaults(run=_trim, usage=_trim_usage)
 
     show = command(
         "show", "print the history before and after repair", "histfix show examples/aborted_mid_tool.json"
@@ -529,10 +527,60 @@ def build_parser() -> argparse.ArgumentParser:
         "info", "which pydantic-ai is installed and which repair path runs, and why", "histfix info"
     )
     info.set_defaults(run=_info)
-    from .conversation_commands import add_all_store_commands
-
-    add_all_store_commands(command)
+    commands.add_parser("scan", help=store_commands.SCAN_SUMMARY, forms=command_forms("scan"))
+    commands.add_parser("restore", help=store_commands.RESTORE_SUMMARY, forms=command_forms("restore"))
+    conversation_commands.add_migrate(command)
     return parser
+
+
+#: What ``histfix --help`` lists for ``repair`` (of one history file: the store forms say their own).
+REPAIR_SUMMARY = "write the repaired history (the newest pydantic-ai repair)"
+
+
+def _file_repair_parser() -> Parser:
+    """``histfix repair FILE``: one history file."""
+    repair = Parser(
+        prog="histfix repair",
+        **described(REPAIR_SUMMARY, "histfix repair history.json -o fixed.json --report"),
+    )
+    _add_input(repair)
+    _add_output(repair)
+    repair.add_argument(
+        "--keep-last-response", action="store_true", help="leave the last response's calls open"
+    )
+    repair.add_argument("--report", action="store_true", help="say on stderr what was changed")
+    add_provider(repair, "also make it what this provider accepts (its profile)")
+    repair.set_defaults(run=_repair, parser=repair)
+    return repair
+
+
+def _repair_form(targets: list[str]) -> str:
+    if conversation_commands.names_a_conversation_store(targets):
+        return "conversation"
+    return "store" if targets and store_commands.is_store_target(targets[0]) else "file"
+
+
+def _store_form(targets: list[str]) -> str:
+    return "conversation" if conversation_commands.names_a_conversation_store(targets) else "store"
+
+
+def command_forms(command: str) -> Forms:
+    """The forms of ``repair`` (one history file, a store, a ConversationStore), ``scan`` and
+    ``restore`` (a store, a ConversationStore): which one runs is decided by the targets."""
+    in_conversations = functools.partial(conversation_commands.form_parser, command)
+    # The ConversationStore forms and the store repair began as parsers of their own, and still
+    # answer an unknown argument themselves.
+    if command == "repair":
+        build = {
+            "file": _file_repair_parser,
+            "store": store_commands.repair_parser,
+            "conversation": in_conversations,
+        }
+        return Forms(build, _repair_form, strict=frozenset({"store", "conversation"}))
+    store = {"scan": store_commands.scan_parser, "restore": store_commands.restore_parser}[command]
+    return Forms(
+        {"store": store, "conversation": in_conversations}, _store_form, strict=frozenset({"conversation"})
+    )
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -566,22 +614,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from .conversation_commands import names_conversation_command, run_conversation_command
-    from .store_commands import is_store_repair, run_store_repair
-
-    if names_conversation_command(sys.argv[1:] if argv is None else argv):  # py:module:attr
-        return run_conversation_command(sys.argv[1:] if argv is None else argv)
-    if is_store_repair(sys.argv[1:] if argv is None else argv):  # a directory, .jsonl or URL
-        return run_store_repair(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    if args.command == "trim" and args.turns is None and args.max_tokens is None:
-        args.parser.error("trim needs --turns N and/or --max-tokens N")
-    if args.command == "trim" and args.provider is not None and not args.repair:
-        args.parser.error("--provider needs --repair: trim alone only cuts")
+    usage = getattr(args, "usage", None)  # what the parser cannot say: options that go together
+    if usage is not None:
+        usage(args)
     if getattr(args, "in_place", False) and args.file == "-":
         args.parser.error("--in-place needs a file, not stdin")
     try:

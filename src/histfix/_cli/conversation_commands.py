@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..store._runner import RepairResult
     from ..store._summary import Summary
 
-__all__ = ["add_all_store_commands", "names_conversation_command", "run_conversation_command"]
+__all__ = ["add_migrate", "form_parser", "names_a_conversation_store", "run_conversation_command"]
 
 #: How the store commands name a ConversationStore on the command line.
 PY_PREFIX = "py:"
@@ -41,22 +41,15 @@ LEGACY_HELP = (
 SCOPE_HELP = "only the conversations saved with this scope (ConversationStore's scope=)"
 
 
-def names_conversation_command(argv: Sequence[str]) -> bool:
-    """Whether ``histfix ARGV`` is ``scan``, ``repair`` or ``restore`` of a ``py:`` ConversationStore."""
-    return (
-        len(argv) > 1
-        and argv[0] in ("scan", "repair", "restore")
-        and any(arg.startswith(PY_PREFIX) for arg in argv[1:])
-    )
+def names_a_conversation_store(targets: Sequence[str]) -> bool:
+    """Whether ``scan``, ``repair`` or ``restore`` of these targets is of a ``py:`` ConversationStore."""
+    return any(target.startswith(PY_PREFIX) for target in targets)
 
 
-def add_all_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add the store commands (``scan``, ``restore``) and ``migrate`` through ``_cli.build_parser``'s
-    ``command`` helper."""
+def add_migrate(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add ``migrate`` through ``_cli.build_parser``'s ``command`` helper."""
     from .shared import add_provider, positive
-    from .store_commands import DEFAULT_BATCH_SIZE, add_store_commands
-
-    add_store_commands(command)
+    from .store_commands import DEFAULT_BATCH_SIZE
 
     migrate = command(
         "migrate",
@@ -99,7 +92,8 @@ def add_all_store_commands(command: Callable[..., argparse.ArgumentParser]) -> N
 # --- parsing scan / repair / restore of a ConversationStore ---------------------------------------
 
 
-def _parser(command: str) -> argparse.ArgumentParser:
+def form_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of ``histfix scan|repair|restore`` of a ConversationStore (``command``)."""
     from .shared import Parser, described
     from .store_commands import _add_run_options, _add_upgrade_options
 
@@ -117,6 +111,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
             "backup", metavar="JOURNAL", help="the --backup of a `histfix repair py:... --write`"
         )
         parser.add_argument("source", metavar="py:MODULE:ATTR", help=TARGET_HELP)
+        parser.set_defaults(run=run_conversation_command, parser=parser)
         return parser
     summary = {
         "scan": "Check every conversation in a ConversationStore, read-only (exit 1 if repair would change any).",
@@ -150,6 +145,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument(
             "--resume", action="store_true", help="continue the run recorded in --backup after its last key"
         )
+        parser.set_defaults(usage=_repair_usage)
+    parser.set_defaults(run=run_conversation_command, parser=parser)
     return parser
 
 
@@ -158,20 +155,20 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def run_conversation_command(argv: Sequence[str]) -> int:
-    """``histfix scan|repair|restore ... py:MODULE:ATTR ...``."""
+def _repair_usage(args: argparse.Namespace) -> None:
+    if args.write and not args.backup:
+        args.parser.error("--write needs --backup FILE: the journal restore and --resume read")
+    if args.resume and not args.write:
+        args.parser.error("--resume needs --write and the --backup of the run to continue")
+    if args.backup and not args.write:
+        args.parser.error("--backup is only used with --write")
+
+
+def run_conversation_command(args: argparse.Namespace) -> int:
+    """``histfix scan|repair|restore ... py:MODULE:ATTR ...``, its usage checked."""
     from .store_commands import DEFAULT_LOCK_TIMEOUT
 
-    command = argv[0]
-    parser = _parser(command)
-    args = parser.parse_args(list(argv[1:]))
-    if command == "repair":
-        if args.write and not args.backup:
-            parser.error("--write needs --backup FILE: the journal restore and --resume read")
-        if args.resume and not args.write:
-            parser.error("--resume needs --write and the --backup of the run to continue")
-        if args.backup and not args.write:
-            parser.error("--backup is only used with --write")
+    command = args.command
     if command == "scan":
         if args.dask is not None:
             return _fail("--dask reads the store on the cluster's workers; a ConversationStore is read here")

@@ -12,11 +12,13 @@ from .exits import EXIT_BAD_INPUT, EXIT_TERMINATED
 
 TYPE_CHECKING = False  # typing itself is not imported: every command, --help too, imports this
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
 
 __all__ = [
     "DASK_CONNECT_TIMEOUT",
+    "Forms",
     "InputError",
     "Parser",
     "Terminated",
@@ -64,10 +66,110 @@ class InputError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with errors as one line and exit status 2."""
+    """argparse, with errors as one line and exit status 2; given ``forms``, the parser of a
+    command with several forms, which hands its arguments to the form they name (:class:`Forms`)."""
+
+    def __init__(self, *args: Any, forms: Forms | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.forms = forms
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self.forms is None:
+            return super().parse_known_args(args, namespace)
+        return self.forms.parse(list(sys.argv[1:] if args is None else args), namespace)
+
+
+class _NotParsed(Exception):
+    """What :meth:`Forms.targets`' parser raises instead of exiting."""
+
+
+class _TargetFinder(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _NotParsed(message)
+
+
+class Forms:
+    """The forms of a command that takes one history file or a store (``repair``), or either
+    kind of store (``scan``, ``restore``): each form a parser of its own (its options, ``--help``
+    and errors), built when the command runs.
+
+    argparse decides which form runs: the arguments are parsed once with the options of every
+    form, so that no option's value (``--batch-size 10``) is ever taken for a target, and
+    ``choose`` names the form from the targets (the positional arguments) found. The forms in
+    ``strict`` reject an argument they do not know themselves (naming their own ``--help``); the
+    others leave it to ``histfix``'s parser, as the history commands do.
+    """
+
+    def __init__(
+        self,
+        build: dict[str, Callable[[], Parser]],
+        choose: Callable[[list[str]], str],
+        *,
+        strict: frozenset[str] = frozenset(),
+    ) -> None:
+        self._build = build
+        self._built: dict[str, Parser] = {}
+        self.choose = choose
+        self.strict = strict
+
+    def parser(self, name: str) -> Parser:
+        """The parser of form ``name``."""
+        if name not in self._built:
+            self._built[name] = self._build[name]()
+        return self._built[name]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._build)
+
+    def options(self, name: str) -> dict[str, bool]:
+        """Every option string of form ``name``, and whether it takes a value."""
+        return {
+            option: action.nargs != 0
+            for action in self.parser(name)._actions  # argparse's list of what it was told to parse
+            for option in action.option_strings
+        }
+
+    def targets(self, args: list[str]) -> list[str]:
+        """The positional arguments of ``args``, as argparse finds them with every form's options
+        (an option's value is left out; so is an unknown option, as the forms treat it)."""
+        finder = _TargetFinder(add_help=False, allow_abbrev=False)
+        known: set[str] = set()
+        for name in self.names:
+            for option, takes_value in self.options(name).items():
+                if option not in known:
+                    known.add(option)
+                    # a missing value is the chosen form's error to report, not the finder's
+                    if takes_value:
+                        finder.add_argument(option, nargs="?", dest=option)
+                    else:
+                        finder.add_argument(option, action="store_true", dest=option)
+        finder.add_argument("targets", nargs="*")
+        try:
+            found, _ = finder.parse_known_intermixed_args(args)
+        except _NotParsed:  # a flag given a value (--write=x): the default form says what is wrong
+            return []
+        return list(found.targets)
+
+    def form(self, args: list[str]) -> str:
+        """The name of the form ``args`` name."""
+        return self.choose(self.targets(args))
+
+    def parse(
+        self, args: list[str], namespace: argparse.Namespace | None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        name = self.form(args)
+        if name in self.strict:
+            parsed, extras = self.parser(name).parse_args(args, namespace), []
+        else:
+            parsed, extras = self.parser(name).parse_known_args(args, namespace)
+        parsed.form = name
+        return parsed, extras
 
 
 def described(summary: str, example: str, details: str = "") -> dict[str, Any]:

@@ -13,11 +13,11 @@ import os
 import sys
 
 from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
-from .shared import InputError, Terminated, provider_name
+from .shared import InputError, Parser, Terminated, described, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
     from typing import Any
 
     from ..store._backup import BatchBackup
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..store._runner import RepairResult
     from ..store._summary import Summary
 
-__all__ = ["add_store_commands", "is_store_repair", "run_store_repair"]
+__all__ = ["is_store_target", "repair_parser", "restore_parser", "scan_parser"]
 
 DEFAULT_BATCH_SIZE = 500
 #: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT), here
@@ -39,25 +39,9 @@ SOURCE_HELP = (
 )
 
 
-#: The options of either repair whose value is the next argument (not a positional one).
-_TAKES_A_VALUE = frozenset({"-o", "--output", "--provider", "--backup", "--jobs", "--batch-size"})
-
-
-def is_store_repair(argv: Sequence[str]) -> bool:
-    """Whether ``histfix ARGV`` is ``repair`` of a store rather than of one history file: its
-    first positional argument is a directory, a ``.jsonl`` file or a ``scheme://`` URL."""
-    if not argv or argv[0] != "repair":
-        return False
-    positional = []
-    arguments = iter(argv[1:])
-    for arg in arguments:
-        if arg in _TAKES_A_VALUE:
-            next(arguments, None)
-        elif not arg.startswith("-") or arg == "-":
-            positional.append(arg)
-    if not positional:
-        return False
-    target = positional[0]
+def is_store_target(target: str) -> bool:
+    """Whether ``histfix repair TARGET`` repairs a store rather than one history file: a
+    directory, a ``.jsonl`` file or a ``scheme://`` URL."""
     if "://" in target or target.endswith(".jsonl"):
         return True
     return os.path.isdir(target or ".")  # Path("") is the current directory
@@ -106,26 +90,39 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add ``scan`` and ``restore`` through ``_cli.build_parser``'s ``command`` helper."""
-    scan = command(
-        "scan",
-        "check every history in a store, read-only (exit 1 if repair would change any)",
-        "histfix scan sqlite:///app.db?table=chats&key=id&column=messages --provider anthropic",
-        "Per history: loads on this release or why not, classify kind, check problems, what repair\n"
-        "would change, size. A summary table, or --jsonl records. `histfix repair SOURCE --write\n"
-        "--backup FILE` then repairs them (see `histfix repair SOURCE --help` and docs/stores.md).",
+#: What ``histfix --help`` lists for the store commands (each store form's summary is its own).
+SCAN_SUMMARY = "check every history in a store, read-only (exit 1 if repair would change any)"
+RESTORE_SUMMARY = "put the originals from a repair's --backup back into the store, byte for byte"
+
+
+def scan_parser() -> Parser:
+    """``histfix scan SOURCE``: a directory, JSONL, SQLite or PostgreSQL store."""
+    scan = Parser(
+        prog="histfix scan",
+        **described(
+            SCAN_SUMMARY,
+            "histfix scan sqlite:///app.db?table=chats&key=id&column=messages --provider anthropic",
+            "Per history: loads on this release or why not, classify kind, check problems, what repair\n"
+            "would change, size. A summary table, or --jsonl records. `histfix repair SOURCE --write\n"
+            "--backup FILE` then repairs them (see `histfix repair SOURCE --help` and docs/stores.md).",
+        ),
     )
     _add_run_options(scan)
     _add_upgrade_options(scan)
     _add_dask_options(scan)
-    scan.set_defaults(run=_scan)
+    scan.set_defaults(run=_scan, parser=scan)
+    return scan
 
-    restore = command(
-        "restore",
-        "put the originals from a repair's --backup back into the store, byte for byte",
-        "histfix restore backup.jsonl sqlite:///app.db?table=chats&key=id&column=messages",
-        "Only histories that still hold what the repair wrote are restored; the rest are named.",
+
+def restore_parser() -> Parser:
+    """``histfix restore BACKUP SOURCE``: a directory, JSONL, SQLite or PostgreSQL store."""
+    restore = Parser(
+        prog="histfix restore",
+        **described(
+            RESTORE_SUMMARY,
+            "histfix restore backup.jsonl sqlite:///app.db?table=chats&key=id&column=messages",
+            "Only histories that still hold what the repair wrote are restored; the rest are named.",
+        ),
     )
     restore.add_argument(
         "backup",
@@ -133,7 +130,8 @@ def add_store_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
         help="the --backup of a `histfix repair --write`: its file, or table:NAME in SOURCE's database",
     )
     restore.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
-    restore.set_defaults(run=_restore)
+    restore.set_defaults(run=_restore, parser=restore)
+    return restore
 
 
 def _add_upgrade_options(scan: argparse.ArgumentParser) -> None:
@@ -172,9 +170,8 @@ def _add_dask_options(scan: argparse.ArgumentParser) -> None:
     )
 
 
-def _store_repair_parser() -> argparse.ArgumentParser:
-    from .shared import Parser, described
-
+def repair_parser() -> Parser:
+    """``histfix repair SOURCE``: a directory, JSONL, SQLite or PostgreSQL store."""
     parser = Parser(
         prog="histfix repair",
         **described(
@@ -197,6 +194,7 @@ def _store_repair_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume", action="store_true", help="continue the run recorded in --backup after its last key"
     )
+    parser.set_defaults(run=_repair, usage=_repair_usage, parser=parser)
     return parser
 
 
@@ -534,22 +532,17 @@ def _scan(args: argparse.Namespace) -> int:
     return run_upgrade_scan(args)
 
 
-def run_store_repair(argv: Sequence[str]) -> int:
-    """``histfix repair STORE ...`` (``argv`` starts with ``repair``)."""
-    parser = _store_repair_parser()
-    args = parser.parse_args(list(argv[1:]))
+def _repair_usage(args: argparse.Namespace) -> None:
     if args.write and not args.backup:
-        parser.error("--write needs --backup FILE or table:NAME (the originals are saved there first)")
+        args.parser.error("--write needs --backup FILE or table:NAME (the originals are saved there first)")
     if args.resume and not args.write:
-        parser.error("--resume needs --write and the --backup of the run to continue")
+        args.parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
-        parser.error("--backup is only used with --write")
-    from .shared import InputError, check_environment
+        args.parser.error("--backup is only used with --write")
 
-    try:
-        check_environment("repair")  # a bad HISTFIX_BACKEND, as every other command rejects it
-    except InputError as exc:
-        return _fail(str(exc))
+
+def _repair(args: argparse.Namespace) -> int:
+    """``histfix repair STORE ...``, its usage checked."""
     return _run(args, write=args.write, report=True)
 
 
