@@ -53,6 +53,8 @@ class _Recorder:
         return repr(value)
 
     def call(self, target: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        # A command's forms (repair FILE or STORE...) are parsers built when it runs, not for --help.
+        kwargs = {key: value for key, value in kwargs.items() if key != "forms"}
         spelled = [self.value(a) for a in args] + [f"{k}={self.value(v)}" for k, v in kwargs.items()]
         return f"{target}.{method}({', '.join(spelled)})"
 

@@ -112,3 +112,12 @@ def test_an_unknown_provider_reads_the_same_for_a_file_and_a_store(
     assert main(["scan", str(tmp_path), "--provider", "nope"]) == 2
     assert capsys.readouterr().err == for_a_file
     assert for_a_file.startswith("histfix: --provider: unknown provider 'nope': use one of any, ")
+
+
+@pytest.mark.parametrize("argv", [["scan", CONVERSATIONS], ["repair", CONVERSATIONS], ["repair", "{store}"]])
+def test_every_form_rejects_a_bad_backend_setting(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HISTFIX_BACKEND", "nonsense")
+    assert main([arg.format(store=tmp_path) for arg in argv]) == 2
+    assert capsys.readouterr().err.startswith("histfix: HISTFIX_BACKEND")

@@ -35,7 +35,7 @@ from .shared import (
 # The fast paths (--help, --version, info) import nothing these modules need: not even typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from pydantic_ai.messages import ModelMessage
@@ -568,10 +568,10 @@ def command_forms(command: str) -> Forms:
     """The forms of ``repair`` (one history file, a store, a ConversationStore), ``scan`` and
     ``restore`` (a store, a ConversationStore): which one runs is decided by the targets."""
     in_conversations = functools.partial(conversation_commands.form_parser, command)
-    # The ConversationStore forms and the store repair began as parsers of their own, and still
-    # answer an unknown argument themselves.
+    # An unknown argument to a store repair or a ConversationStore form is named with that form's
+    # own --help; the other forms leave it to histfix's, as the history commands do.
     if command == "repair":
-        build = {
+        build: dict[str, Callable[[], Parser]] = {
             "file": _file_repair_parser,
             "store": store_commands.repair_parser,
             "conversation": in_conversations,

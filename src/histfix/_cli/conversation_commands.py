@@ -1,6 +1,6 @@
 """The store commands over a pydantic-ai ``ConversationStore`` (``py:module.path:attr``), and ``migrate``.
 
-``histfix scan|repair|restore`` with a ``py:`` source come here (:func:`names_conversation_command`)
+``histfix scan|repair|restore`` with a ``py:`` target come here (:func:`names_a_conversation_store`)
 with their own parsers, built from the store commands' options plus ``--scope`` (and for
 ``scan`` ``--branches``); the records, summary, progress, ``--jsonl`` and exit codes are the store
 commands' own. ``histfix migrate SOURCE py:...`` moves a legacy store into one. The work is in
@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
-from .shared import InputError, provider_name
+from .shared import InputError, Parser, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: ``histfix --help`` passes through here
 if TYPE_CHECKING:
@@ -92,9 +92,9 @@ def add_migrate(command: Callable[..., argparse.ArgumentParser]) -> None:
 # --- parsing scan / repair / restore of a ConversationStore ---------------------------------------
 
 
-def form_parser(command: str) -> argparse.ArgumentParser:
+def form_parser(command: str) -> Parser:
     """The parser of ``histfix scan|repair|restore`` of a ConversationStore (``command``)."""
-    from .shared import Parser, described
+    from .shared import described
     from .store_commands import _add_run_options, _add_upgrade_options
 
     if command == "restore":

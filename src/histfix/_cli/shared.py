@@ -164,8 +164,9 @@ class Forms:
         self, args: list[str], namespace: argparse.Namespace | None
     ) -> tuple[argparse.Namespace, list[str]]:
         name = self.form(args)
+        extras: list[str] = []
         if name in self.strict:
-            parsed, extras = self.parser(name).parse_args(args, namespace), []
+            parsed = self.parser(name).parse_args(args, namespace)
         else:
             parsed, extras = self.parser(name).parse_known_args(args, namespace)
         parsed.form = name

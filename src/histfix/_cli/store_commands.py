@@ -3,7 +3,7 @@
 They only parse and print; the work is in :mod:`histfix.store`, imported when a store command
 runs, so ``histfix --help`` and ``info`` stay fast. ``histfix repair`` treats its argument as a
 store when it is a directory, a ``.jsonl`` file or a ``scheme://`` URL, and as one history file
-otherwise (see :func:`is_store_repair`).
+otherwise (:func:`is_store_target`; :class:`.shared.Forms` finds the argument).
 """
 
 from __future__ import annotations
