@@ -27,6 +27,7 @@ from .shared import (
     add_provider,
     check_environment,
     described,
+    fail,
     positive,
     provider_name,
     stdout_gone,
@@ -629,9 +630,5 @@ def _run(argv: Sequence[str] | None) -> int:
         if getattr(args, "in_place", False):
             refuse_in_place(args.file)
         return int(args.run(args))
-    except InputError as exc:
-        print(f"histfix: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except ImportError as exc:
-        print(f"histfix: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except (InputError, ImportError) as exc:
+        return fail(str(exc))

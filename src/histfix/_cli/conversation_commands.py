@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
-from .shared import InputError, Parser, provider_name
+from .exits import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+from .shared import InputError, Parser, fail, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: ``histfix --help`` passes through here
 if TYPE_CHECKING:
@@ -150,18 +150,10 @@ def form_parser(command: str) -> Parser:
     return parser
 
 
-def _fail(message: str) -> int:
-    print(f"histfix: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def _repair_usage(args: argparse.Namespace) -> None:
-    if args.write and not args.backup:
-        args.parser.error("--write needs --backup FILE: the journal restore and --resume read")
-    if args.resume and not args.write:
-        args.parser.error("--resume needs --write and the --backup of the run to continue")
-    if args.backup and not args.write:
-        args.parser.error("--backup is only used with --write")
+    from .store_commands import write_usage
+
+    write_usage(args, "FILE: the journal restore and --resume read")
 
 
 def run_conversation_command(args: argparse.Namespace) -> int:
@@ -171,15 +163,15 @@ def run_conversation_command(args: argparse.Namespace) -> int:
     command = args.command
     if command == "scan":
         if args.dask is not None:
-            return _fail("--dask reads the store on the cluster's workers; a ConversationStore is read here")
+            return fail("--dask reads the store on the cluster's workers; a ConversationStore is read here")
         if args.against is not None and (args.jobs is not None or args.include_pending):
-            return _fail("--jobs and --include-pending do not apply with --against")
+            return fail("--jobs and --include-pending do not apply with --against")
         if args.against is None and (args.find_links is not None or args.cache_dir is not None):
-            return _fail("--find-links and --cache-dir only apply with --against")
+            return fail("--find-links and --cache-dir only apply with --against")
     if not args.source.startswith(PY_PREFIX):
-        return _fail(f"{args.source}: a ConversationStore is named py:MODULE.PATH:ATTR")
+        return fail(f"{args.source}: a ConversationStore is named py:MODULE.PATH:ATTR")
     if getattr(args, "lock_timeout", DEFAULT_LOCK_TIMEOUT) != DEFAULT_LOCK_TIMEOUT:
-        return _fail(
+        return fail(
             "--lock-timeout applies to SQLite and PostgreSQL tables; a ConversationStore waits as its backend does"
         )
     from ..store import StoreError
@@ -192,7 +184,7 @@ def run_conversation_command(args: argparse.Namespace) -> int:
             return _against(args)
         return _run(args, write=command == "repair" and args.write, report=command == "repair")
     except StoreError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
 
 
 def _quiet_driver_logs() -> None:
@@ -231,7 +223,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
         provider_name(args.provider)
         source = _open(args, readers=jobs)
     except (ValueError, TypeError, InputError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     journal: Journal | None = None
     progress: _Progress | None = None
     result: RepairResult | None = None
@@ -259,7 +251,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 on_record=on_record,
             )
     except ValueError as exc:  # StoreError too
-        return _fail(f"{exc}{_resume_hint(journal)}")
+        return fail(f"{exc}{_resume_hint(journal)}")
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(journal)}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -309,7 +301,7 @@ def _against(args: argparse.Namespace) -> int:
         provider_name(args.provider)
         source = _open(args)
     except (ValueError, TypeError, InputError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return run_upgrade_scan(args, source=source)
 
 
@@ -320,7 +312,7 @@ def _restore(args: argparse.Namespace) -> int:
         with _open(args) as source:
             result = restore_conversations(args.backup, source)
     except (ValueError, TypeError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except KeyboardInterrupt:
         print(
             "histfix: interrupted; run restore again to finish (restored ones are skipped)", file=sys.stderr
@@ -350,7 +342,7 @@ def _migrate(args: argparse.Namespace) -> int:
     if (args.resume or args.verify or args.journal) and not args.write:
         args.parser.error("--journal, --resume and --verify go with --write")
     if not args.target.startswith(PY_PREFIX):
-        return _fail(f"{args.target}: a ConversationStore is named py:MODULE.PATH:ATTR")
+        return fail(f"{args.target}: a ConversationStore is named py:MODULE.PATH:ATTR")
     _quiet_driver_logs()
     started = time.perf_counter()
     journal: Journal | None = None
@@ -391,7 +383,7 @@ def _migrate(args: argparse.Namespace) -> int:
                 on_history=on_history,
             )
     except (ValueError, TypeError, InputError) as exc:  # StoreError too
-        return _fail(f"{exc}{_resume_hint(journal)}")
+        return fail(f"{exc}{_resume_hint(journal)}")
     except KeyboardInterrupt:
         print(f"histfix: interrupted{_resume_hint(journal)}", file=sys.stderr)
         return EXIT_INTERRUPTED

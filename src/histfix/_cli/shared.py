@@ -26,6 +26,7 @@ __all__ = [
     "check_environment",
     "dask_client",
     "described",
+    "fail",
     "positive",
     "provider_name",
     "stdout_gone",
@@ -63,6 +64,12 @@ def stdout_gone() -> None:
 
 class InputError(Exception):
     """Input the command cannot use; its message is the one line the user sees."""
+
+
+def fail(message: str) -> int:
+    """Say why the command cannot go on, in one line on stderr; the exit status of bad input."""
+    print(f"histfix: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 class Parser(argparse.ArgumentParser):

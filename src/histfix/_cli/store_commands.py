@@ -12,8 +12,8 @@ import argparse
 import os
 import sys
 
-from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
-from .shared import InputError, Parser, Terminated, described, provider_name
+from .exits import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
+from .shared import InputError, Parser, Terminated, described, fail, provider_name
 
 TYPE_CHECKING = False  # typing itself is not imported: the fast paths import this module
 if TYPE_CHECKING:
@@ -201,11 +201,6 @@ def repair_parser() -> Parser:
 # --- running ---------------------------------------------------------------------------------------
 
 
-def _fail(message: str) -> int:
-    print(f"histfix: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 class _Progress:
     """A progress bar with rate and ETA on stderr when it is a terminal and tqdm is installed
     (``histfix[progress]``); nothing otherwise, so pipes and logs stay clean."""
@@ -349,7 +344,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
         provider_name(args.provider)
         source = open_source(args.source, lock_timeout=args.lock_timeout)
     except (ValueError, InputError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     progress: _Progress | None = None
     result: RepairResult | None = None
     try:
@@ -382,9 +377,9 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
                 on_null_keys=on_null_keys,
             )
     except StoreError as exc:
-        return _fail(f"{exc}{_resume_hint(backup)}")
+        return fail(f"{exc}{_resume_hint(backup)}")
     except WorkerLost as exc:
-        return _fail(f"{exc}: the run stopped there{_resume_hint(backup)}")
+        return fail(f"{exc}: the run stopped there{_resume_hint(backup)}")
     except (KeyboardInterrupt, Terminated) as stop:
         return _stopped(stop, _resume_hint(backup))
     except BrokenPipeError:
@@ -424,9 +419,9 @@ def _run_dask(args: argparse.Namespace) -> int:
         provider_name(args.provider)
         from ..store import dask as on_dask
     except ImportError:
-        return _fail("--dask needs Dask: pip install 'histfix[dask]'")
+        return fail("--dask needs Dask: pip install 'histfix[dask]'")
     except (ValueError, InputError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     from distributed import KilledWorker
 
     from .._oneline import first_line
@@ -454,14 +449,14 @@ def _run_dask(args: argparse.Namespace) -> int:
             progress.step()
             _emit(record, summary, args.jsonl, report=False)
     except ValueError as exc:  # StoreError too
-        return _fail(str(exc))
+        return fail(str(exc))
     except KilledWorker as exc:
-        return _fail(
+        return fail(
             f"the Dask cluster lost the workers running this scan ({first_line(exc)}); "
             "it did not complete, so nothing is summarized"
         )
     except (OSError, TimeoutError) as exc:
-        return _fail(f"the Dask cluster went away ({first_line(exc)}); the scan did not complete")
+        return fail(f"the Dask cluster went away ({first_line(exc)}); the scan did not complete")
     except (KeyboardInterrupt, Terminated) as stop:
         return _stopped(stop)
     finally:
@@ -512,33 +507,39 @@ def _finish(
 def _scan(args: argparse.Namespace) -> int:
     if args.dask is not None:
         if args.jobs is not None and args.dask != "local":
-            return _fail("--jobs applies to --dask local only: a running cluster has its own workers")
+            return fail("--jobs applies to --dask local only: a running cluster has its own workers")
         if args.batch_size != DEFAULT_BATCH_SIZE:
-            return _fail("--batch-size does not apply with --dask: its partitions are blocks of the store")
+            return fail("--batch-size does not apply with --dask: its partitions are blocks of the store")
     if args.against is None:
         if args.find_links is not None or args.cache_dir is not None:
-            return _fail("--find-links and --cache-dir only apply with --against")
+            return fail("--find-links and --cache-dir only apply with --against")
         if args.dask is not None:
             return _run_dask(args)
         return _run(args, write=False, report=False)
     if args.include_pending:
-        return _fail("--include-pending does not apply with --against")
+        return fail("--include-pending does not apply with --against")
     try:
         provider_name(args.provider)
     except InputError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     from .upgrade import run_upgrade_scan
 
     return run_upgrade_scan(args)
 
 
-def _repair_usage(args: argparse.Namespace) -> None:
+def write_usage(args: argparse.Namespace, backup: str) -> None:
+    """A store repair's --write, --backup and --resume go together; ``backup`` says what --write
+    needs (a store's backup or a ConversationStore's journal)."""
     if args.write and not args.backup:
-        args.parser.error("--write needs --backup FILE or table:NAME (the originals are saved there first)")
+        args.parser.error(f"--write needs --backup {backup}")
     if args.resume and not args.write:
         args.parser.error("--resume needs --write and the --backup of the run to continue")
     if args.backup and not args.write:
         args.parser.error("--backup is only used with --write")
+
+
+def _repair_usage(args: argparse.Namespace) -> None:
+    write_usage(args, "FILE or table:NAME (the originals are saved there first)")
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -558,7 +559,7 @@ def _restore(args: argparse.Namespace) -> int:
             claim(source, writing=True)
             result = restore(args.backup, source)
     except ValueError as exc:  # StoreError too
-        return _fail(str(exc))
+        return fail(str(exc))
     except (KeyboardInterrupt, Terminated) as stop:
         return _stopped(stop, "; run restore again to finish (restored ones are skipped)")
     for key, reason in result.skipped:
