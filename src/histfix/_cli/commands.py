@@ -1,9 +1,11 @@
 """The ``histfix`` command line: check, repair, trim and show stored pydantic-ai histories.
 
 Every command reads pydantic-ai JSON from a file or ``-`` (stdin). Bad input gets one line on
-stderr; every exit status is one of :mod:`.exits`. Output goes where :func:`.output.write_output` says (a
-file replaced atomically, never half-written; a device or FIFO written through; a link followed).
-Ctrl-C and SIGTERM end a command without a traceback.
+stderr; every exit status is one of :mod:`.exits`. Output goes where
+:func:`.output.write_output` says (a file replaced atomically, never half-written; a device or
+FIFO written through; a link followed). Ctrl-C and SIGTERM end a command without a traceback.
+``repair``, ``scan`` and ``restore`` each have forms (a history file, a store, a
+ConversationStore): :func:`command_forms`.
 ``info``, ``--help`` and ``--version`` never import pydantic-ai, so they answer at once.
 """
 
