@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+from .exits import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK
+from .shared import fail
 
 if TYPE_CHECKING:
     from ..store._source import Source
@@ -135,8 +135,7 @@ def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) 
     except (ValueError, compare.CompareError) as exc:
         if source is not None:
             source.close()
-        print(f"histfix: {str(exc).replace('--releases', '--against')}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(str(exc).replace("--releases", "--against"))
     bars = _Bars(releases, None)
 
     def on_record(record: PairRecord) -> None:
@@ -161,15 +160,10 @@ def run_upgrade_scan(args: argparse.Namespace, *, source: Source | None = None) 
             if isinstance(exc, (StoreError, CheckError))
             else str(exc).replace("--releases", "--against")
         )
-        print(f"histfix: {what}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(what)
     except KeyboardInterrupt:
         print("histfix: interrupted; nothing was written (scan only reads)", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `... --jsonl | head`: the reader has what it wanted
-        # Python would flush stdout again at exit and fail once more; point it at nothing instead.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
     finally:
         bars.close()
     if not args.jsonl:
