@@ -95,6 +95,10 @@ def test_a_store_forms_unknown_argument_names_its_own_help(
             ["history.json", "--write"],
             "histfix: unrecognized arguments: --write (see histfix --help)",
         ),  # left to histfix
+        (
+            ["--write=1", str(tmp_path)],  # a flag given a value: the store form says so
+            "histfix repair: argument --write: ignored explicit argument '1' (see histfix repair --help)",
+        ),
     ]:
         with pytest.raises(SystemExit) as exit_:
             main(["repair", *argv])

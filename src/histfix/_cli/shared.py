@@ -147,20 +147,27 @@ class Forms:
         (an option's value is left out; so is an unknown option, as the forms treat it)."""
         finder = _TargetFinder(add_help=False, allow_abbrev=False)
         known: set[str] = set()
+        flags: set[str] = set()
         for name in self.names:
             for option, takes_value in self.options(name).items():
-                if option not in known:
-                    known.add(option)
-                    # a missing value is the chosen form's error to report, not the finder's
-                    if takes_value:
-                        finder.add_argument(option, nargs="?", dest=option)
-                    else:
-                        finder.add_argument(option, action="store_true", dest=option)
+                if option in known:
+                    continue
+                known.add(option)
+                # a missing value is the chosen form's error to report, not the finder's
+                if takes_value:
+                    finder.add_argument(option, nargs="?", dest=option)
+                else:
+                    flags.add(option)
+                    finder.add_argument(option, action="store_true", dest=option)
         finder.add_argument("targets", nargs="*")
         try:
             found, _ = finder.parse_known_intermixed_args(args)
-        except _NotParsed:  # a flag given a value (--write=x): the default form says what is wrong
-            return []
+        except _NotParsed:  # a flag given a value (--write=x), which the chosen form reports
+            without = [arg.partition("=")[0] if arg.partition("=")[0] in flags else arg for arg in args]
+            try:
+                found, _ = finder.parse_known_intermixed_args(without)
+            except _NotParsed:
+                return []
         return list(found.targets)
 
     def form(self, args: list[str]) -> str:
