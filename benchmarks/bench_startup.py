@@ -61,7 +61,7 @@ class _Recorder:
 
 def yardstick_source() -> str:
     """The stand-alone script: argparse and the recorded calls, nothing from histfix."""
-    from histfix._cli import commands, shared
+    from histfix._cli import commands, exits
 
     recorder = _Recorder()
     originals: dict[tuple[type, str], Any] = {}
@@ -120,7 +120,7 @@ def yardstick_source() -> str:
         "",
         "class Parser(argparse.ArgumentParser):",
         "    def error(self, message):",
-        f"        self.exit({shared.EXIT_BAD_INPUT}, f'{{self.prog}}: {{message}} (see {{self.prog}} --help)\\n')",
+        f"        self.exit({exits.EXIT_BAD_INPUT}, f'{{self.prog}}: {{message}} (see {{self.prog}} --help)\\n')",
         "",
         f"{top} = Parser({', '.join(f'{k}={v!r}' for k, v in keywords.items())}, "
         "formatter_class=argparse.RawDescriptionHelpFormatter)",
