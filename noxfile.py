@@ -119,13 +119,14 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-# In this order: the longest, `stores` on the newest, starts first, so the run does not end on it
-# with a core idle.
+# In this order, the longest first (`stores` on the newest, then `tools`), so that the run does not
+# end on one long session with a core idle.
 nox.options.sessions = [
     "wheelhouse",
-    "stores",
-    "tests",
+    f"stores({NEWEST})",
     "tools",
+    "tests",
+    f"stores({PYDANTIC_AI_RELEASES[0]})",
     "lint",
     "typecheck",
     "docs",
