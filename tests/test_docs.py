@@ -9,6 +9,10 @@ The conventions (docs/contributing/docs.md says them to writers):
 - A ```console block is a session of the command line: each ``$ histfix ...`` line runs (in
   process), and what it prints, stdout then stderr, must be the lines under it exactly, where
   ``...`` inside a line stands for any text of that line and a line of ``...`` for any lines.
+  ``$ echo $?`` prints the exit status of the command before it, as a shell does; a ``# ...``
+  comment ends a command line. Its working directory holds a copy of examples/ and the three
+  small stores docs/stores.md builds from it (``chats/``, ``chats.jsonl``, ``app.db``), so the
+  store commands run against real stores.
 - ```bash and ```text blocks are shown, not run: commands with placeholders, long campaigns,
   output that needs the network or another release.
 
@@ -136,16 +140,46 @@ def shown_as_pattern(shown: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
+#: The block of docs/stores.md that builds the stores its commands (and every console block) use.
+STORES_BLOCK = "# Three small stores of the histories in examples/"
+
+
+@pytest.fixture
+def with_example_stores(in_examples_copy: Path) -> Path:
+    """The examples copy, and beside it the stores docs/stores.md builds from it, by its own block."""
+    exec(docs_block(STORES_BLOCK), {"__name__": "__docs__"})
+    return in_examples_copy
+
+
 @pytest.mark.parametrize("block", CONSOLE, ids=str)
 def test_console_block_prints_what_it_shows(
-    block: Block, in_examples_copy: Path, capsys: pytest.CaptureFixture[str]
+    block: Block, with_example_stores: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    status: int | None = None
     for command, shown in session(block):
-        program, *argv = shlex.split(command)
-        assert program == "histfix", f"{block}: console blocks run histfix only, not {command!r}"
-        main(argv)
-        out, err = capsys.readouterr()
+        if command == "echo $?":
+            assert status is not None, f"{block}: `echo $?` before any command"
+            out, err = f"{status}\n", ""
+        else:
+            program, *argv = shlex.split(command, comments=True)
+            assert program == "histfix", f"{block}: console blocks run histfix only, not {command!r}"
+            status = main(argv)
+            out, err = capsys.readouterr()
         assert shown_as_pattern(shown).fullmatch(out + err), f"{block}: `{command}` printed\n{out}{err}"
+
+
+def test_the_example_stores_hold_the_examples(with_example_stores: Path) -> None:
+    """The stores the console blocks use: each holds every history of examples/, under its name."""
+    import json
+    import sqlite3
+
+    examples = {path.stem: json.loads(path.read_bytes()) for path in EXAMPLES.glob("*.json")}
+    assert len(examples) == 4
+    folder = {path.stem: json.loads(path.read_bytes()) for path in Path("chats").glob("*.json")}
+    lines = [json.loads(line) for line in Path("chats.jsonl").read_text().splitlines()]
+    with sqlite3.connect("app.db") as db:
+        rows = {key: json.loads(value) for key, value in db.execute("SELECT id, messages FROM chats")}
+    assert folder == {line["id"]: line["messages"] for line in lines} == rows == examples
 
 
 def test_pattern_matching_is_exact_but_for_the_ellipses() -> None:
