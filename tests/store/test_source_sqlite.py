@@ -36,7 +36,7 @@ def stored(path: Path) -> dict[object, tuple[str, object]]:
 
 
 def read_all(source: SQLiteSource, **kwargs: object) -> list[tuple[str, bytes, str | None]]:
-    return [(s.key, s.raw, s.error) for batch in source.read(**kwargs) for s in batch]  # type: ignore[arg-type]
+    return [(s.key, s.raw, s.error) for batch in source.read(**kwargs) for s in batch]
 
 
 def test_values_are_read_as_their_exact_bytes_text_and_blob_alike(tmp_path: Path) -> None:
