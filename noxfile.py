@@ -3,9 +3,9 @@
 `nox` runs the default sessions: `wheelhouse` (downloads every wheel the others install, once; a
 no-op while it is up to date), then side by side, one per CPU at a time (nox's `--parallel`: see
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
-release-independent tests: the programs in tools/, the provider emulators' selftests and
-tests/once/ (`histfix compare` and `histfix scan --against` in environments of their own, every
-store kind included), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
+release-independent tests: the programs in tools/, the provider emulators' selftests,
+tests/compare/ (the compare environments on stand-ins for uv) and tests/once/ (`histfix compare`
+and `histfix scan --against` in environments of their own, every store kind included), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
 the store commands on real directories, JSONL, SQLite, a PostgreSQL server and (on the newest) a
 Dask LocalCluster the tests start, on the newest and the oldest release only (the fault tests, whose
 assertions no release changes, on the newest), and left out of every `tests` session), `lint`, `typecheck` and
@@ -147,10 +147,11 @@ nox.options.sessions = [
 PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
 SERIAL = ["-n", "0"]
 #: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
-#: speak raw HTTP and the newest SDKs), and tests/once/ (histfix in fresh processes, and `histfix
-#: compare` building its own environments of four releases): `tools` runs them once and `tests(X)`
-#: skips them. A test belongs here only if no assertion in it depends on the installed release.
-RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once"]
+#: speak raw HTTP and the newest SDKs), tests/once/ (histfix in fresh processes, and `histfix
+#: compare` building its own environments of four releases) and tests/compare/ (the compare
+#: environments' cache and probe process, and its outcomes, on plain data): `tools` runs them once
+#: and `tests(X)` skips them. A test belongs here only if no assertion in it depends on the installed release.
+RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once", "tests/compare"]
 #: The store tests: `stores` runs them on STORE_RELEASES, and `tests(X)` skips them (they start a
 #: PostgreSQL server and need the postgres extra, and what they test differs little between releases).
 STORE_TESTS = "tests/store"
