@@ -138,7 +138,7 @@ def test_rows_with_a_null_key_are_counted_not_read(tmp_path: Path) -> None:
     [
         ("table=missing&key=id&column=messages", "no table 'missing'"),
         ("table=chats&key=nope&column=messages", "table 'chats' has no key column 'nope'"),
-        ("table=chats&key=id&column=nope", "table 'chats' has no column column 'nope'"),
+        ("table=chats&key=id&column=nope", "table 'chats' has no column 'nope'"),
     ],
 )
 def test_a_table_it_cannot_use_is_one_line(tmp_path: Path, query: str, message: str) -> None:

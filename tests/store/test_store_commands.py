@@ -146,7 +146,7 @@ def test_a_bad_provider_or_store_string_is_one_line_and_exit_2(
     cases = [
         (["scan", url, "--provider", "nope"], "--provider"),
         (["scan", url.replace("table=chats", "table=nope")], "no table 'nope'"),
-        (["scan", url.replace("column=messages", "column=nope")], "no column column 'nope'"),
+        (["scan", url.replace("column=messages", "column=nope")], "has no column 'nope'"),
         (["scan", url.replace("key=id", "key=nope")], "no key column 'nope'"),
         (["scan", url.replace("&column=messages", "")], "missing column"),
         (["scan", url.replace("table=chats", "table=x;drop")], "not a plain SQL name"),

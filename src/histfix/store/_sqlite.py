@@ -110,9 +110,9 @@ class SQLiteSource:
             raise StoreError(f"{self.url}: cannot open it ({first_line(exc)})") from exc
         if not columns:
             raise StoreError(f"{self.url}: no table {spec.table!r}")
-        for what, name in (("key", spec.key), ("column", spec.column)):
+        for what, name in (("key column", spec.key), ("column", spec.column)):
             if name not in columns:
-                raise StoreError(f"{self.url}: table {spec.table!r} has no {what} column {name!r}")
+                raise StoreError(f"{self.url}: table {spec.table!r} has no {what} {name!r}")
         # Keys travel as text; an INTEGER key column compares them as numbers again.
         self._integer_keys = "INT" in columns[spec.key]
         self._key_name = _quote(spec.key)
