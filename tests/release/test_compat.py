@@ -138,6 +138,7 @@ BY_RELEASE: list[tuple[table.Note, list[tuple[str, bool]]]] = [
         [("1.0.8", False), ("1.0.9", True), ("2.68.0", True), ("weird", True)],
     ),
     (table.FRAMING_ANNOUNCED, [("2.62.0", False), ("2.63.0", True), ("2.78.0", True), ("weird", True)]),
+    (table.RESULTS_SENT_FIRST, [("2.66.0", False), ("2.68.0", True), ("2.78.0", True), ("weird", True)]),
     (
         table.AGENT_REFUSES_RESPONSE_FIRST,
         [

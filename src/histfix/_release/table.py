@@ -243,6 +243,15 @@ FRAMING_ANNOUNCED = Note(
     how="compared",
     source="models/__init__.py",
 )
+RESULTS_SENT_FIRST = Note(
+    "RESULTS_SENT_FIRST",
+    "2.68.0",
+    "Model.prepare_messages puts each request's tool results ahead of its other parts, for every model class",
+    how="compared",
+    before="a model class sends a request's parts in stored order: a prompt, system prompt or summary "
+    "before the results goes out before them",
+    source="models/__init__.py, read in the wheels of 2.66.0 and 2.68.0 (2.67.0 was not released)",
+)
 
 # --- the repair: the run's own, then repair_messages (compared) -----------------------------------------
 

@@ -81,9 +81,9 @@ def results_first(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
     """Anthropic tool_result_first (apify/tester-mcp-client#12), Bedrock tool_results_first (langchain-aws#451), OpenAI Chat and
-    Mistral (a user message between the call and its tool messages): releases whose serializer keeps
-    part order (up to 2.30) send a prompt before the results; newer ones reorder. Putting results
-    first gives the same wire on every release."""
+    Mistral (a user message between the call and its tool messages): releases before
+    ``table.RESULTS_SENT_FIRST`` send a prompt, system prompt or summary before the results; from it
+    ``Model.prepare_messages`` reorders. Putting results first gives the same wire on every release."""
     from pydantic_ai.messages import ModelRequest
 
     from ..._records.parts import is_result, not_result
@@ -123,7 +123,7 @@ def detect_results_first(
                 target,
                 at=index,
                 description="a prompt or other part comes before the tool results in this request "
-                "(releases up to 2.30 send it in that order)",
+                f"(releases before {table.RESULTS_SENT_FIRST.release} send it in that order)",
                 n=index,
                 m=late,
                 count=len(results),
@@ -280,7 +280,7 @@ RULES: tuple[ProfileRule, ...] = (
         RESULTS_FIRST_WORDING,
         why="a part before the tool results of a request: Anthropic (apify/tester-mcp-client#12), "
         "Bedrock (langchain-aws#451), OpenAI Chat (pydantic-ai#562), Mistral (its role-order "
-        "error); serializers up to 2.30 keep part order",
+        f"error); releases before {table.RESULTS_SENT_FIRST.release} send the parts in stored order",
     ),
     rule(
         "calls_grouped",
