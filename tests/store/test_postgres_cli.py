@@ -280,7 +280,7 @@ def test_a_store_histfix_cannot_use_is_one_line_and_exit_2(
 def test_a_server_stopped_mid_scan_is_one_line_and_exit_2(
     pg_server: PgServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from histfix.store._postgres import PostgresSource
+    from histfix.store.sources._postgres import PostgresSource
 
     store = PgStore(pg_server, "jsonb")
     read = PostgresSource.read

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from histfix.store import Backup, Options, Replacement, WriteOutcome, repair_source
-from histfix.store._files import JSONLSource
+from histfix.store.sources._files import JSONLSource
 
 from store_cases import EXAMPLES
 

@@ -1,4 +1,4 @@
-"""The SQLite source on its own (histfix.store._sqlite.SQLiteSource): what it reads, what it writes.
+"""The SQLite source on its own (histfix.store.sources._sqlite.SQLiteSource): what it reads, what it writes.
 
 The store commands' tests run it through the CLI beside every other source; these pin the promises
 docs/stores.md makes for SQLite alone: exact bytes in and out in the column's own type, keys in the
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from histfix.store import Replacement, StoreError, WriteOutcome, open_source
-from histfix.store._sqlite import SQLiteSource
+from histfix.store.sources._sqlite import SQLiteSource
 
 INVALID_UTF8 = b'[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "\xff"}]}]'
 

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from ..store._conversation_journal import Journal
-    from ..store._conversation_source import ConversationSource
     from ..store._migrate import MigrateResult, Migration
     from ..store._record import Record
     from ..store._runner import RepairResult
     from ..store._summary import Summary
+    from ..store.sources._conversation import ConversationSource
 
 __all__ = ["add_migrate", "form_parser", "names_a_conversation_store", "run_conversation_command"]
 
@@ -195,7 +195,7 @@ def _quiet_driver_logs() -> None:
 
 def _open(args: argparse.Namespace, *, readers: int = 1) -> ConversationSource:
     """The ConversationSource the arguments name; StoreError/TypeError in one line if it cannot be."""
-    from ..store._conversation_source import ConversationSource
+    from ..store.sources._conversation import ConversationSource
 
     return ConversationSource(
         args.source,
@@ -395,7 +395,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _open_target(target: str) -> ConversationSource:
-    from ..store._conversation_source import ConversationSource
+    from ..store.sources._conversation import ConversationSource
 
     return ConversationSource(target)
 

@@ -396,7 +396,7 @@ def _run(args: argparse.Namespace, *, write: bool, report: bool) -> int:
 
 def _null_keys(url: str) -> int:
     """Rows of an SQL source whose key is NULL (never read, as in the local scan); 0 otherwise."""
-    from ..store._url import names_table, open_source
+    from ..store.sources import names_table, open_source
 
     if not names_table(url):
         return 0
@@ -466,7 +466,7 @@ def _run_dask(args: argparse.Namespace) -> int:
             stream.close()  # cancels what the cluster still has of the scan, while it is connected
         if client is not None:
             on_dask.disconnect(client)
-    from ..store._url import mask_password
+    from ..store.sources import mask_password
 
     result = RepairResult(null_keys=null_keys)
     seconds = time.perf_counter() - started

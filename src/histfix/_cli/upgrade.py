@@ -228,7 +228,7 @@ def _on_dask(
     from distributed import KilledWorker
 
     from .._oneline import first_line
-    from ..store._url import mask_password
+    from ..store.sources import mask_password
     from .shared import dask_client
 
     # paths on the workers: this machine's, resolved, when the cluster runs here

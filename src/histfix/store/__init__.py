@@ -15,16 +15,16 @@ other store into one. Imported only when asked for (``import histfix`` does not 
 from __future__ import annotations
 
 from ._backup import Backup, BatchBackup, RestoreResult, open_backup, restore
-from ._conversation_access import NoConversationStore
 from ._conversation_journal import Journal
 from ._conversation_repair import repair_conversations, restore_conversations
-from ._conversation_source import ConversationSource
 from ._migrate import MigrateResult, Migration, migrate
 from ._record import KEY_FIELDS, MESSAGES_FIELDS, Options, Record, RemovedContent, examine
 from ._runner import RepairResult, examine_all, repair_source
 from ._source import Replacement, Source, Stored, StoreError, TableSpec, WriteOutcome
-from ._url import open_source, parse_table_url
 from ._workers import WorkerLost
+from .sources import open_source, parse_table_url
+from .sources._conversation import ConversationSource
+from .sources._conversation_access import NoConversationStore
 
 __all__ = [
     "KEY_FIELDS",

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from .._oneline import first_line
 from ._backup import RestoreResult
 from ._conversation_journal import Journal, Saved, read_journal
-from ._conversation_source import ConversationBatch, ConversationSource, Read, ReadConversation
 from ._record import Options, Record, examine_loaded
 from ._runner import RepairResult, examine_batches
 from ._source import Stored, WriteOutcome
+from .sources._conversation import ConversationBatch, ConversationSource, Read, ReadConversation
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

@@ -19,13 +19,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from .._oneline import first_line
-from ._conversation_access import StoreTarget
 from ._conversation_journal import Journal, Saved
-from ._conversation_source import ConversationSource
 from ._record import PENDING_KINDS, Options, _unwrap
 from ._runner import examine_batches
 from ._source import Source
 from ._workers import Item
+from .sources._conversation import ConversationSource
+from .sources._conversation_access import StoreTarget
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

@@ -50,7 +50,7 @@ class StoreError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TableSpec:
-    """A table source string taken apart (``_url.parse_table_url`` makes it; the SQL sources open it)."""
+    """A table source string taken apart (``sources.parse_table_url`` makes it; the SQL sources open it)."""
 
     #: the connection string without the table/key/column parameters (password intact)
     connect: str

@@ -38,11 +38,11 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("histfix.store.dask needs Dask: pip install 'histfix[dask]'") from exc
 
 from .._oneline import first_line
-from ._files import DirectorySource, jsonl_entry
 from ._record import Options, Record, examine
 from ._source import RangeSource, Stored, StoreError
 from ._summary import Summary
-from ._url import names_table, open_source
+from .sources import names_table, open_source
+from .sources._files import DirectorySource, jsonl_entry
 
 if TYPE_CHECKING:
     from distributed import Client

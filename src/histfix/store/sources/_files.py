@@ -17,8 +17,8 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ._record import KEY_FIELDS
-from ._source import Replacement, Stored, StoreError, WriteOutcome
+from .._record import KEY_FIELDS
+from .._source import Replacement, Stored, StoreError, WriteOutcome
 
 __all__ = ["DirectorySource", "JSONLSource", "jsonl_entry", "read_regular"]
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from .._oneline import first_line
-from ._backup import batch_rows, still_busy
-from ._source import (
+from ..._oneline import first_line
+from .._backup import batch_rows, still_busy
+from .._source import (
     DEFAULT_LOCK_TIMEOUT,
     Replacement,
     Stored,

@@ -38,9 +38,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .._oneline import first_line, squeezed
-from ._backup import batch_rows, still_busy
-from ._source import DEFAULT_LOCK_TIMEOUT, Replacement, Stored, StoreError, TableSpec, WriteOutcome
+from ..._oneline import first_line, squeezed
+from .._backup import batch_rows, still_busy
+from .._source import DEFAULT_LOCK_TIMEOUT, Replacement, Stored, StoreError, TableSpec, WriteOutcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .._oneline import first_line
+from ..._oneline import first_line
+from .._source import Replacement, Stored, StoreError, WriteOutcome
 from ._conversation_access import StoreLoop, StoreTarget, resolve_target
-from ._source import Replacement, Stored, StoreError, WriteOutcome
 
 if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationRecord, ConversationStore

@@ -1,4 +1,4 @@
-"""The one string that names a store, everywhere (CLI and API), and opening it.
+"""The sources of histfix's store commands, and the one string that names each (CLI and API) and opens it.
 
 ``dir/`` (every ``*.json`` below it), ``file.jsonl``, ``sqlite:///path.db?table=T&key=K&column=C``
 and ``postgresql://user:pw@host:port/db?table=T&key=K&column=C`` (also ``postgres://``). Anything
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from ._source import DEFAULT_LOCK_TIMEOUT, TABLE_NAME, Source, StoreError, TableSpec
+from .._source import DEFAULT_LOCK_TIMEOUT, TABLE_NAME, Source, StoreError, TableSpec
 
 __all__ = ["mask_password", "names_table", "open_source", "parse_table_url"]
 

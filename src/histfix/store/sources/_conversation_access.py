@@ -16,8 +16,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from .._oneline import first_line
-from ._source import StoreError
+from ..._oneline import first_line
+from .._source import StoreError
 
 if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationStore
@@ -52,9 +52,9 @@ def names_conversation_store(text: str) -> bool:
 
 def require_conversation_store() -> None:
     """Nothing when the installed release has ``ConversationStore``; else the one line saying it has none."""
-    from .._release import table
-    from .._release.installed import current
-    from .._release.switches import has
+    from ..._release import table
+    from ..._release.installed import current
+    from ..._release.switches import has
 
     if not has(table.CONVERSATION_STORE):
         raise NoConversationStore(
