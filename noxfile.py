@@ -4,8 +4,9 @@
 no-op while it is up to date), then side by side, one per CPU at a time (nox's `--parallel`: see
 nox.options.parallel below), one `tests` session per pinned release, `tools` (the
 release-independent tests: the programs in tools/, the provider emulators' selftests,
-tests/compare/ (the compare environments on stand-ins for uv) and tests/once/ (`histfix compare`
-and `histfix scan --against` in environments of their own, every store kind included), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
+tests/compare/ (`histfix compare`, its environments both real and on stand-ins for uv),
+tests/upgrade/test_across_releases.py (`histfix scan --against` in environments of their own, every
+store kind included) and tests/test_processes.py (histfix in fresh processes), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
 the store commands on real directories, JSONL, SQLite, a PostgreSQL server and (on the newest) a
 Dask LocalCluster the tests start, on the newest and the oldest release only (the fault tests, whose
 assertions no release changes, on the newest), and left out of every `tests` session), `lint`, `typecheck` and
@@ -147,11 +148,18 @@ nox.options.sessions = [
 PARALLEL = ["-n", "auto", "--dist", "loadgroup"]
 SERIAL = ["-n", "0"]
 #: Release-independent tests: the tools/ programs' and the provider emulators' selftests (which
-#: speak raw HTTP and the newest SDKs), tests/once/ (histfix in fresh processes, and `histfix
-#: compare` building its own environments of four releases) and tests/compare/ (the compare
-#: environments' cache and probe process, and its outcomes, on plain data): `tools` runs them once
+#: speak raw HTTP and the newest SDKs), tests/test_processes.py (histfix in fresh processes),
+#: tests/compare/ (`histfix compare` building its own environments of four releases, and their
+#: cache, probe process and outcomes on plain data) and tests/upgrade/test_across_releases.py (the
+#: upgrade check against releases in environments of their own): `tools` runs them once
 #: and `tests(X)` skips them. A test belongs here only if no assertion in it depends on the installed release.
-RELEASE_INDEPENDENT_TESTS = ["tests/tools", "tests/test_emulators.py", "tests/once", "tests/compare"]
+RELEASE_INDEPENDENT_TESTS = [
+    "tests/tools",
+    "tests/test_emulators.py",
+    "tests/test_processes.py",
+    "tests/compare",
+    "tests/upgrade/test_across_releases.py",
+]
 #: The store tests: `stores` runs them on STORE_RELEASES, and `tests(X)` skips them (they start a
 #: PostgreSQL server and need the postgres extra, and what they test differs little between releases).
 STORE_TESTS = "tests/store"
@@ -391,7 +399,8 @@ def tests(session: nox.Session, pydantic_ai: str) -> None:
 @nox.session(allow_parallel=True)
 def tools(session: nox.Session) -> None:
     """The release-independent tests (RELEASE_INDEPENDENT_TESTS), once, on the newest release."""
-    # The store extras: tests/once checks `histfix scan --against` on every store kind, PostgreSQL too.
+    # The store extras: tests/upgrade/test_across_releases.py checks `histfix scan --against` on every
+    # store kind, PostgreSQL too.
     extras = f".[{','.join(STORE_EXTRAS)}]"
     install(session, "-e", extras, *test_requirements(NEWEST, *TEST_TOOLS, *STORE_TEST_TOOLS))
     workers = SERIAL if session.parallel else TOOLS_PARALLEL

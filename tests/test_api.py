@@ -1,5 +1,5 @@
 """The public surface: arguments, errors a user can act on, backend choice (the lazy import, in a
-fresh process: tests/once/test_processes.py)."""
+fresh process: tests/test_processes.py)."""
 
 from __future__ import annotations
 

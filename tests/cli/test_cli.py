@@ -1,7 +1,7 @@
 """The histfix command line: every command, every error case (exit code and message), --help.
 
 In-process, on every release; what needs a fresh process (the fast paths' import graph, the early
-HISTFIX_BACKEND error, a real stdin pipe) is release-independent: tests/once/test_processes.py."""
+HISTFIX_BACKEND error, a real stdin pipe) is release-independent: tests/test_processes.py."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_repair_writes_json_and_report(
 def test_repair_from_stdin_to_stdout(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, broken: Path
 ) -> None:
-    """``-`` reads the history from stdin's bytes (the real process and pipe: tests/once/test_processes.py)."""
+    """``-`` reads the history from stdin's bytes (the real process and pipe: tests/test_processes.py)."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.read_bytes())))
     code, out, err = run(capsys, "repair", "-")
     assert (code, err) == (0, "")

@@ -1,6 +1,6 @@
 """`histfix compare`: the pure parts (describing, lettering, diffing, rendering), the probe and the
 strict provider on this release, and the command's errors. The real runs over four releases build
-their own environments, whatever this session installed: tests/once/test_compare_envs.py (`tools`)."""
+their own environments, whatever this session installed: tests/compare/test_real_environments.py (`tools`)."""
 
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ def test_a_file_that_is_not_a_history_is_refused_before_any_environment(
 
 
 # --- compare with uv -------------------------------------------------------------------------------
-# (the real runs, which build environments of four releases, are in tests/once/test_compare_envs.py:
+# (the real runs, which build environments of four releases, are in tests/compare/test_real_environments.py:
 # release-independent, `tools` runs them once)
 
 

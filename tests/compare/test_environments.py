@@ -1,6 +1,6 @@
 """histfix._compare.environments on its own: the cache of release environments and the probe's process.
 
-The real builds (uv installing four releases) run once, in tests/once/test_compare_envs.py. These
+The real builds (uv installing four releases) run once, in tests/compare/test_real_environments.py. These
 put stand-ins for the two programs it starts (uv, and a release environment's python: small
 scripts that answer as those do) behind the same calls, so what they check holds on every
 release and takes milliseconds: a cached environment is reused and a stale one rebuilt, every

@@ -2,7 +2,7 @@
 
 The rules on small tables made up here, and on the installed release against itself: every
 history the proof calls lossless loses nothing when it is dumped and loaded again for real.
-Across releases (B in its own environment): tests/once/test_upgrade_envs.py.
+Across releases (B in its own environment): tests/upgrade/test_across_releases.py.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai import messages as pai
 
-EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
