@@ -8,8 +8,8 @@ tests/compare/ (`histfix compare`, its environments both real and on stand-ins f
 tests/upgrade/test_across_releases.py (`histfix scan --against` in environments of their own, every
 store kind included) and tests/test_processes.py (histfix in fresh processes), run once, on the newest, and left out of every `tests` session), `stores` (tests/store:
 the store commands on real directories, JSONL, SQLite, a PostgreSQL server and (on the newest) a
-Dask LocalCluster the tests start, on the newest and the oldest release only (the fault tests, whose
-assertions no release changes, on the newest), and left out of every `tests` session), `lint`, `typecheck` and
+Dask LocalCluster the tests start, on the newest and the oldest release only, and left out of every
+`tests` session), `lint`, `typecheck` and
 `docs` (the documentation site, built with `mkdocs build --strict`), and last `compat_matrix`, which
 rebuilds compat-matrix.md from the measured results and fails when the committed file differs. Once
 the wheelhouse is built, every session installs from it alone

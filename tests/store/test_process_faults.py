@@ -29,9 +29,7 @@ from test_store_faults import assert_each_old_or_new, expected
 from histfix._cli.commands import main
 
 from postgres_server import USER, PgServer
-from store_cases import StoreUnderTest, on_the_newest_only
-
-pytestmark = on_the_newest_only
+from store_cases import StoreUnderTest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Seconds any one step may take before the test fails rather than hangs.

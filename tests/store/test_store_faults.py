@@ -24,9 +24,7 @@ from histfix.store import Replacement, Stored, WriteOutcome, open_source
 from histfix.store._record import Options, examine
 from histfix.store._runner import repair_source
 
-from store_cases import REPAIRED, StoreUnderTest, on_the_newest_only
-
-pytestmark = on_the_newest_only
+from store_cases import REPAIRED, StoreUnderTest
 
 ROOT = Path(__file__).parent.parent.parent
 

@@ -10,23 +10,12 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
-from packaging.version import Version
-
-from histfix._release.pinned import NEWEST
-
-from conftest import PYDANTIC_AI
 from corpus import CASES
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 #: How many of :func:`histories` a repair run writes (on every release the stores tests run on): the
 #: broken corpus histories and examples; the rest are complete, pending or not histories at all.
 REPAIRED = 68
-#: For a test file of store mechanics no release changes (signals, locks, a restarted server, a full
-#: disk): `stores` runs it on the newest release, and the store commands on the oldest too.
-on_the_newest_only = pytest.mark.skipif(
-    Version(NEWEST) > PYDANTIC_AI, reason="store mechanics no release changes: run on the newest"
-)
 
 
 def histories() -> dict[str, bytes]:
