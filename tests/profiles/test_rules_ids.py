@@ -20,7 +20,7 @@ from histfix._profiles.rules import ids
 from histfix._profiles.scan import Scan
 from histfix._profiles.targets import resolve_provider
 from histfix._release import table
-from histfix._release.switches import has
+from histfix._release.switches import has, run_adds_surplus_results
 
 from corpus import CASES
 from dsl import call, load, loadable, real, req, ret, user
@@ -231,7 +231,7 @@ def test_detect_words_id_problems_as_the_emulators_do() -> None:
     gemini = detected(reused, "gemini", "unique_call_ids")
     chat = detected(reused, "openai-chat", "unique_call_ids")
     responses = detected(reused, "openai-responses", "unique_call_ids")
-    if has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO):
+    if run_adds_surplus_results():
         assert [p.provider_error for p in gemini] == [em_gemini.COUNT.message]
         assert [p.provider_error for p in chat] == [em_openai_chat.NO_CALL.message]
         assert [p.provider_error for p in responses] == [

@@ -28,6 +28,7 @@ __all__ = [
     "installed_engine",
     "interrupted_state",
     "return_tool_kind_loads",
+    "run_adds_surplus_results",
     "upstream_repair_is_current",
 ]
 
@@ -60,6 +61,13 @@ def delta_part() -> type | None:
     """``ToolAvailabilityDeltaPart`` where the installed release has it (``table.TOOL_AVAILABILITY_DELTA``)."""
     found: type | None = detected()[table.TOOL_AVAILABILITY_DELTA.name]
     return found
+
+
+def run_adds_surplus_results() -> bool:
+    """Whether the installed release's run repairs the history by a dict (``table.RUN_REPAIRS_HISTORY``
+    up to ``table.REPAIR_MATCHES_FIFO``): each of its repair passes before a request answers only the
+    last call of an id called twice in one response and synthesizes a surplus result for the others."""
+    return has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO)
 
 
 def upstream_repair_is_current() -> bool:

@@ -269,7 +269,8 @@ REPAIR_MATCHES_FIFO = Note(
     "the repair matches the results of an id called twice in one response first in, first out",
     how="compared",
     before="duplicate ids are matched by a dict, which is not idempotent",
-    source="pydantic_ai/messages.py",
+    source="pydantic_ai/messages.py; the run's own repair before each request: _agent_graph.py, "
+    "then messages.py from 2.53.0 (read in the wheels of 2.10.0, 2.53.0 and 2.55.0)",
 )
 REPAIR_COPIES_TOOL_KIND = Note(
     "REPAIR_COPIES_TOOL_KIND",

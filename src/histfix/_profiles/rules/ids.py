@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..._records.changes import Change
 from ..._release import table
-from ..._release.switches import has
+from ..._release.switches import has, run_adds_surplus_results
 from ..rule import Finding, ProfileRule, moved, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
@@ -115,7 +115,7 @@ def detect_unique_call_ids(
 
     # The APIs that count results per call: only one id twice in one response, and only where the
     # release's own repair then adds a surplus result (SURPLUS_RESULTS); Anthropic: any reuse.
-    surplus = has(table.RUN_REPAIRS_HISTORY) and not has(table.REPAIR_MATCHES_FIFO)
+    surplus = run_adds_surplus_results()
     counting = frozenset(UNIQUE_WORDING) - {"anthropic"} if surplus else frozenset()
     if not scan.call_id_facts(history).reused:
         return []  # every call has an id of its own
