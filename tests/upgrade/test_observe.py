@@ -15,9 +15,10 @@ import histfix
 from histfix._compare import probe as compare_probe
 from histfix._compare.outcome import Outcome
 from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
+from histfix._release.switches import run_adds_surplus_results
 from histfix.upgrade._observe import FIELDS, FromA, Observer
 
-from dsl import call, req, resp, ret, to_json, user
+from dsl import call, req, resp, ret, text, to_json, user
 from upgrade_cases import EXAMPLES, histories
 
 #: The provider whose profile judges what is sent (the one whose rules look at every call id).
@@ -62,6 +63,36 @@ def test_every_verdict_is_compares_and_the_agent_runs_only_where_needed(
     assert Observer().observe(stored["example-aborted_mid_tool"]).found["provider_rejects"] is None
     # the finished conversations that need no repair are the fast path's (and prove it is taken)
     assert 0 < len(runs) <= len(stored) - 10
+
+
+def test_an_id_called_twice_in_one_response_runs_the_agent_where_its_repair_adds_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # finished, alternating and left alone by the repair (first in, first out pairs both results),
+    # yet a run that repairs by a dict sends a surplus result for the first call
+    raw = to_json(
+        [
+            req(user("go")),
+            resp(call("a", "x"), call("b", "x")),
+            req(ret("a", "x"), ret("b", "x")),
+            resp(text("done"), at=2),
+        ]
+    )
+    said = compare_says(raw)
+    runs: list[int] = []
+    send = compare_probe.PlainAgent.send
+
+    def counted(self: Any, history: Any, prompt: Any) -> Any:
+        runs.append(1)
+        return send(self, history, prompt)
+
+    monkeypatch.setattr(compare_probe.PlainAgent, "send", counted)
+    found = Observer(PROVIDER).observe(raw).found
+    assert found["changes"] == {}
+    assert {name: found[name] for name in said} == said
+    surplus = run_adds_surplus_results()
+    assert bool(said["sent_problems"]) is surplus  # the release's own run decides
+    assert len(runs) == surplus  # elsewhere the fast path is exact, and taken
 
 
 def test_a_history_is_validated_once_when_load_json_would_not_convert_it(

@@ -11,7 +11,9 @@ convert anything, and the repair is skipped when ``check`` finds nothing (its co
 finds everything repair changes). A plain ``Agent`` run costs ten times a validation, so it is
 skipped where what it sends is known: a history repair leaves alone, whose requests and responses
 alternate and which ends on a final answer, is sent as it is plus the new prompt (the probe tests
-prove this on every release they build an environment for, against the ``Agent`` itself).
+prove this on every release they build an environment for, against the ``Agent`` itself). Not so
+where the release's run repairs by a dict (``switches.run_adds_surplus_results``) and a response
+calls one id twice: each of its repair passes adds a surplus result, so the ``Agent`` runs there.
 """
 
 from __future__ import annotations
@@ -181,6 +183,18 @@ def _differs(a: list[Any] | None, b: list[Any] | None) -> dict[str, Any] | None:
     return differs if differs["changed"] or differs["bookkeeping"] else None
 
 
+def _calls_an_id_twice(messages: list[Any]) -> bool:
+    """Whether some response has two tool calls with one id."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            ids = [part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart)]
+            if len(set(ids)) != len(ids):
+                return True
+    return False
+
+
 def _alternates(messages: list[Any]) -> bool:
     from pydantic_ai.messages import ModelRequest, ModelResponse
 
@@ -195,9 +209,13 @@ class Observer:
     def __init__(self, provider: str | None = None, *, upstream_on_a: bool = False) -> None:
         import histfix
 
+        from .._release.switches import run_adds_surplus_results
+
         self.provider = provider
         self.upstream_on_a = upstream_on_a
         self._agent: Any = None
+        #: the release's run adds results to an id called twice in one response: no fast path there
+        self._surplus_results = run_adds_surplus_results()
         self._upstream_repair = _upstream_repair()
         #: the default repair delegates to repair_messages here: its output is upstream's
         self._delegates = histfix.backend_info().backend == "upstream"
@@ -321,7 +339,13 @@ class Observer:
         problems: list[str] = []
         if loaded is None:
             raised = _cannot_load(steps.plain_error)
-        elif prompt == CONTINUE and repaired is loaded and not repaired_problems and _alternates(loaded):
+        elif (
+            prompt == CONTINUE
+            and repaired is loaded
+            and not repaired_problems
+            and _alternates(loaded)
+            and not (self._surplus_results and _calls_an_id_twice(loaded))
+        ):
             # nothing for the Agent to change: it sends the history and the new prompt, and a
             # request of a user prompt alone, after a final answer, adds no problem
             from pydantic_ai.messages import ModelRequest, UserPromptPart
