@@ -125,3 +125,18 @@ def test_every_form_rejects_a_bad_backend_setting(
     monkeypatch.setenv("HISTFIX_BACKEND", "nonsense")
     assert main([arg.format(store=tmp_path) for arg in argv]) == 2
     assert capsys.readouterr().err.startswith("histfix: HISTFIX_BACKEND")
+
+
+def test_the_store_options_defaults_are_the_stores_own() -> None:
+    """The command line states ``--lock-timeout``'s and ``--batch-size``'s defaults without
+    importing the store (``--help`` stays fast): they must be the store's own."""
+    import inspect
+
+    from histfix._cli import store_commands
+    from histfix.store import _runner, _source
+
+    assert store_commands.DEFAULT_LOCK_TIMEOUT == _source.DEFAULT_LOCK_TIMEOUT
+    for function in (_runner.repair_source, _runner.examine_all):
+        assert (
+            inspect.signature(function).parameters["batch_size"].default == store_commands.DEFAULT_BATCH_SIZE
+        )

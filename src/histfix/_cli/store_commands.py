@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["is_store_target", "repair_parser", "restore_parser", "scan_parser"]
 
 DEFAULT_BATCH_SIZE = 500
-#: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT), here
-#: without importing the store for ``--help``.
+#: ``--lock-timeout``'s default: the store's own (histfix.store._source.DEFAULT_LOCK_TIMEOUT, which a
+#: test holds equal), here without importing the store for ``--help``.
 DEFAULT_LOCK_TIMEOUT = 5.0
 
 SOURCE_HELP = (
