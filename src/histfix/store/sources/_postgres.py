@@ -41,6 +41,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from ..._oneline import first_line, squeezed
 from .._backup import batch_rows, still_busy
 from .._source import DEFAULT_LOCK_TIMEOUT, Replacement, Stored, StoreError, TableSpec, WriteOutcome
+from ._claim import another_run
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -329,10 +330,7 @@ class PostgresSource:
             doing = "writing" if mode == "ExclusiveLock" else "reading"
             where = f" from {client}" if client else ""
             who = f"server session {pid}{where}, connected {since} UTC"
-        raise StoreError(
-            f"{self.url}: another histfix run is {doing} this table ({who}); "
-            "let it finish, or stop it, then run this again"
-        )
+        raise another_run(self.url, doing=doing, what="this table", who=who)
 
     def _lost(self, doing: str, error: psycopg.Error) -> StoreError:
         return StoreError(f"{self.url}: {doing}: {_one_line(error)}")
