@@ -157,8 +157,9 @@ def _retries(source: Source, keys: list[str], batch_size: int) -> Iterator[list[
 
 def claim(source: Source, *, writing: bool) -> None:
     """Take the store for this run where the source can tell another histfix run is working on it
-    (a PostgreSQL table: ``PostgresSource.claim``): StoreError naming that run if one is; a
-    writing run needs the store to itself, reading runs share it."""
+    (a PostgreSQL table by an advisory lock; a directory, JSONL or SQLite file by ``flock``: see
+    each source's ``claim``): StoreError naming that run if one is; a writing run needs the store
+    to itself, reading runs share it. Held until the source closes."""
     take: Callable[..., None] | None = getattr(source, "claim", None)
     if take is not None:
         take(writing=writing)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .._record import KEY_FIELDS
 from .._source import Replacement, Stored, StoreError, WriteOutcome
+from ._claim import FileClaim
 
 __all__ = ["DirectorySource", "JSONLSource", "jsonl_entry", "read_regular"]
 
@@ -69,6 +70,7 @@ class DirectorySource:
             raise StoreError(f"{root}: is a symlink; name the directory itself")
         self.root = root
         self.url = str(root)
+        self._claim = FileClaim(self.url, root, directory=True)
 
     def _walk(self, folder: Path, prefix: str, after: str | None) -> Iterator[tuple[str, os.DirEntry[str]]]:
         try:
@@ -140,8 +142,15 @@ class DirectorySource:
             outcomes.append(WriteOutcome.WRITTEN)
         return outcomes
 
+    def claim(self, *, writing: bool) -> None:
+        """Take the directory for this run until the source closes (``flock`` on the directory
+        itself: nothing is created in it): a writing run alone, reading runs together; StoreError
+        in one line, naming the other histfix run's process where Linux tells, if one holds it.
+        Without ``fcntl`` (Windows) this does nothing."""
+        self._claim.take(writing=writing)
+
     def close(self) -> None:
-        pass
+        self._claim.release()
 
     def __enter__(self) -> DirectorySource:
         return self
@@ -214,6 +223,7 @@ class JSONLSource:
             raise StoreError(f"{path}: not a regular file (a FIFO, socket or device)")
         self.path = path
         self.url = str(path)
+        self._claim = FileClaim(self.url, path)
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -290,10 +300,18 @@ class JSONLSource:
             if isinstance(exc, OSError):
                 raise StoreError(f"{self.path}: cannot write it ({_reason(exc)})") from exc
             raise
+        self._claim.move_to(self.path)  # the claim was on the old file, no longer the store's
         return [done.get(item.key, WriteOutcome.GONE) for item in batch]
 
+    def claim(self, *, writing: bool) -> None:
+        """Take the file for this run until the source closes (``flock`` on the file itself:
+        nothing is created beside it), kept across each rewrite's replace: a writing run alone,
+        reading runs together; StoreError in one line, naming the other histfix run's process
+        where Linux tells, if one holds it. Without ``fcntl`` (Windows) this does nothing."""
+        self._claim.take(writing=writing)
+
     def close(self) -> None:
-        pass
+        self._claim.release()
 
     def __enter__(self) -> JSONLSource:
         return self

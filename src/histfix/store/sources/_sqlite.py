@@ -32,6 +32,7 @@ from .._source import (
     TableSpec,
     WriteOutcome,
 )
+from ._claim import FileClaim
 
 __all__ = ["SQLiteBackupTable", "SQLiteSource"]
 
@@ -96,6 +97,17 @@ class SQLiteSource:
         self.path = Path(path.removeprefix("/"))
         if not self.path.is_file():
             raise StoreError(f"{self.url}: no SQLite file at {self.path}")
+        # opened before SQLite's own descriptors and closed after them: see FileClaim
+        self._claim = FileClaim(self.url, self.path, follow=True, open_now=True)
+        try:
+            self._open(spec)
+        except BaseException:
+            if hasattr(self, "_db"):
+                self._db.close()
+            self._claim.release()
+            raise
+
+    def _open(self, spec: TableSpec) -> None:
         try:
             # mode=rw: never create a database by mistake; a write-protected file opens read-only
             self._db = sqlite3.connect(
@@ -284,8 +296,16 @@ class SQLiteSource:
             )
         return True
 
+    def claim(self, *, writing: bool) -> None:
+        """Take the database file for this run until the source closes (``flock`` on the file
+        itself, which SQLite's own locks ignore: nothing is created beside it): a writing run
+        alone, reading runs together; StoreError in one line, naming the other histfix run's
+        process where Linux tells, if one holds it. Without ``fcntl`` (Windows) this does nothing."""
+        self._claim.take(writing=writing)
+
     def close(self) -> None:
         self._db.close()
+        self._claim.release()  # after SQLite's own descriptors: see FileClaim
 
     def __enter__(self) -> SQLiteSource:
         return self
