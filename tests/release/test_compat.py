@@ -91,6 +91,12 @@ def test_features_name_the_detected_switches() -> None:
     }
 
 
+def test_the_run_adds_surplus_results_from_its_first_repair_up_to_fifo_matching() -> None:
+    """2.10.0-2.54.x: the run repairs by a dict; before 2.10.0 nothing repairs, from 2.55.0 FIFO."""
+    expected = Version("2.10.0") <= PYDANTIC_AI < Version("2.55.0")
+    assert switches.run_adds_surplus_results() is expected
+
+
 def test_a_noted_entry_is_no_switch_and_asking_it_is_refused() -> None:
     """A noted entry meets the same repair on every release: asking whether a release has it is a
     caller's mistake, said as a ValueError, not a KeyError from the detection or an answer."""
