@@ -91,6 +91,52 @@ def test_features_name_the_detected_switches() -> None:
     }
 
 
+def test_the_run_adds_surplus_results_from_its_first_repair_up_to_fifo_matching() -> None:
+    """2.10.0-2.54.x: the run repairs by a dict; before 2.10.0 nothing repairs, from 2.55.0 FIFO."""
+    expected = Version("2.10.0") <= PYDANTIC_AI < Version("2.55.0")
+    assert switches.run_adds_surplus_results() is expected
+
+
+def test_a_noted_entry_is_no_switch_and_asking_it_is_refused() -> None:
+    """A noted entry meets the same repair on every release: asking whether a release has it is a
+    caller's mistake, said as a ValueError, not a KeyError from the detection or an answer."""
+    noted = [note for note in table.NOTES if note.how == "noted"]
+    assert noted
+    for note in noted:
+        with pytest.raises(ValueError, match="noted, not switched on"):
+            has(note)
+
+
+def test_the_installed_engine_is_the_backend_rules_answer_for_the_installed_release() -> None:
+    expected = "upstream" if HAS_UPSTREAM_REPAIR and Version("2.78.0") <= PYDANTIC_AI else "histfix"
+    assert switches.installed_engine() == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "until", "written"),
+    [
+        (table.OLDEST, table.THINKING_SENT.release, "1.0.0-1.0.2"),
+        ("1.0.0", "1.0.4", "1.0.0-1.0.3"),
+        (table.AGENT_REFUSES_RESPONSE_FIRST.release, table.AGENT_REFUSES_RESPONSE_FIRST.until, "1.21.x"),
+        (
+            table.INSTRUCTIONS_AT_SYSTEM_COUNT.release,
+            table.INSTRUCTIONS_AT_SYSTEM_COUNT.until,
+            "1.33.0-1.74.x",
+        ),
+    ],
+)
+def test_a_span_of_releases_is_written_as_a_person_writes_it(first: str, until: str, written: str) -> None:
+    """The rule texts and the docs quote ranges through ``span``: the last release before ``until``
+    (a patch back, or ``.x`` of the minor before), and one minor's releases as ``1.21.x``."""
+    assert table.span(first, until) == written
+
+
+def test_an_entry_says_how_it_is_told_by_keyword() -> None:
+    """Every entry reads ``how="compared"``: a bare fourth string is refused, not taken as ``how``."""
+    with pytest.raises(TypeError):
+        table.Note("SOME_CHANGE", "1.0.0", "what changed", "compared")
+
+
 def _imports(module: str, name: str) -> bool:
     """Whether ``from module import name`` works on the installed release (presence, as imported)."""
     try:
