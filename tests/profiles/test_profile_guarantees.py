@@ -14,23 +14,10 @@ from histfix._profiles.rule import preview
 from histfix._profiles.targets import PROVIDER_APIS
 
 from corpus import CASES
-from dsl import dump, load, loadable
-from generate import random_history
-from volume import sized
+from dsl import dump, loadable
+from profile_support import named_histories, profile_or_none, texts
 
 PROFILES = [*PROVIDER_APIS, "any"]
-
-
-def texts(history: list[pai.ModelMessage]) -> list[str]:
-    """Every non-blank text a person or the model wrote: prompts, text parts, thinking."""
-    found: list[str] = []
-    for message in history:
-        for part in message.parts:
-            content = getattr(part, "content", None)
-            kind = (pai.UserPromptPart, pai.TextPart, pai.ThinkingPart)
-            if isinstance(part, kind) and isinstance(content, str) and content.strip():
-                found.append(content)
-    return found
 
 
 def _corpus() -> list[list[pai.ModelMessage]]:
@@ -49,22 +36,7 @@ def dumped(history: list[pai.ModelMessage]) -> bytes:
     return pai.ModelMessagesTypeAdapter.dump_json(history)
 
 
-def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
-    found = [(case.name, history) for case, history in loadable(CASES)]
-    # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
-    # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
-    return found
-
-
-HISTORIES = _histories()
-
-
-def _profile(history: list[pai.ModelMessage], provider: str) -> list[pai.ModelMessage] | None:
-    try:
-        return histfix.repair(history, provider=provider)
-    except ValueError:
-        return None  # nothing sendable (only system prompts): the runner's clear error
+HISTORIES = named_histories()
 
 
 def load_dump(history: list[pai.ModelMessage]) -> list[pai.ModelMessage]:
@@ -96,9 +68,9 @@ def test_profiles_are_pure_deterministic_idempotent_and_keep_text(
 def test_profiles_are_idempotent_deterministic_and_never_mutate(provider: str) -> None:
     for name, history in HISTORIES:
         before = copy.deepcopy(history)
-        out = _profile(history, provider)
+        out = profile_or_none(history, provider)
         assert dumped(history) == dumped(before), name
         if out is None:
             continue
-        assert dumped(_profile(load_dump(history), provider) or []) == dumped(out), name
+        assert dumped(profile_or_none(load_dump(history), provider) or []) == dumped(out), name
         assert dumped(histfix.repair(out, provider=provider)) == dumped(out), name

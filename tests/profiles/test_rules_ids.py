@@ -22,15 +22,13 @@ from histfix._profiles.targets import resolve_provider
 from histfix._release import table
 from histfix._release.switches import has, run_adds_surplus_results
 
-from corpus import CASES
-from dsl import call, load, loadable, real, req, ret, user
+from dsl import call, load, real, req, ret, user
 from emulators import anthropic as em_anthropic
 from emulators import gemini as em_gemini
 from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
 from emulators import openai_responses as em_openai_responses
-from generate import random_history
-from volume import sized
+from profile_support import assert_paired_on_the_wire, kinds, named_histories, profile_or_none, results
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
@@ -47,52 +45,13 @@ def calls(history: list[pai.ModelMessage]) -> list[pai.ToolCallPart]:
     ]
 
 
-def results(message: pai.ModelMessage) -> list[pai.ToolReturnPart | pai.RetryPromptPart]:
-    return [
-        p
-        for p in message.parts
-        if isinstance(p, pai.ToolReturnPart)
-        or (isinstance(p, pai.RetryPromptPart) and p.tool_name is not None)
-    ]
-
-
-def assert_paired_on_the_wire(history: list[pai.ModelMessage]) -> None:
-    """Every call is answered exactly once, in the request right after its response, by id."""
-    for i, message in enumerate(history):
-        if isinstance(message, pai.ModelResponse):
-            wanted = sorted(p.tool_call_id for p in message.parts if isinstance(p, pai.ToolCallPart))
-            following = history[i + 1] if i + 1 < len(history) else None
-            if wanted:
-                assert isinstance(following, pai.ModelRequest), (i, wanted)
-                assert sorted(p.tool_call_id for p in results(following)) == wanted, (i, following)
-
-
-def kinds(report: histfix.RepairReport) -> list[str]:
-    return [c.kind for c in report.changes]
-
-
 def detected(history: list[pai.ModelMessage], provider: str, rule: str) -> list[histfix.Problem]:
     found = RULES[rule].detect
     assert found is not None
     return [finding.problem for finding in found(history, resolve_provider(provider), Scan())]
 
 
-def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
-    found = [(case.name, history) for case, history in loadable(CASES)]
-    # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
-    # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
-    return found
-
-
-HISTORIES = _histories()
-
-
-def _profile(history: list[pai.ModelMessage], provider: str) -> list[pai.ModelMessage] | None:
-    try:
-        return histfix.repair(history, provider=provider)
-    except ValueError:
-        return None  # nothing sendable (only system prompts): the runner's clear error
+HISTORIES = named_histories()
 
 
 def test_each_rule_is_used_only_by_the_apis_that_enforce_it() -> None:
@@ -269,7 +228,7 @@ def test_profile_ids_are_valid_for_the_api_and_unique(provider: str) -> None:
     if provider == "mistral" and has(table.PROFILE_FITS_TOOL_CALL_IDS):
         pattern = re.compile(".*", re.DOTALL)  # ids as stored: the release fits them on the wire
     for name, history in HISTORIES:
-        out = _profile(history, provider)
+        out = profile_or_none(history, provider)
         if out is None:
             continue
         ids = [p.tool_call_id for p in calls(out)]

@@ -19,24 +19,9 @@ from histfix._release.switches import delta_part, has
 
 from conftest import PYDANTIC_AI
 from dsl import Json, load, real, req, resp, ret, system, text, user
+from profile_support import kinds, texts
 
 PROFILES = [*PROVIDER_APIS, "any"]
-
-
-def kinds(report: histfix.RepairReport) -> list[str]:
-    return [change.kind for change in report.changes]
-
-
-def texts(history: list[pai.ModelMessage]) -> list[str]:
-    """Every non-blank text a person or the model wrote: prompts, text parts, thinking."""
-    found: list[str] = []
-    for message in history:
-        for part in message.parts:
-            content = getattr(part, "content", None)
-            kind = (pai.UserPromptPart, pai.TextPart, pai.ThinkingPart)
-            if isinstance(part, kind) and isinstance(content, str) and content.strip():
-                found.append(content)
-    return found
 
 
 SLICE = [req(ret("get", "c9", "42", at=3)), real(text("it is 42"), at=4)]

@@ -31,35 +31,10 @@ from emulators import gemini as em_gemini
 from emulators import mistral as em_mistral
 from emulators import openai_chat as em_openai_chat
 from emulators import openai_responses as em_openai_responses
-from generate import random_history
-from volume import sized
+from profile_support import assert_paired_on_the_wire, kinds, named_histories, profile_or_none, results
 from wire import BEDROCK_LLAMA
 
 RULES = {rule.name: rule for rule in result_rules.RULES}
-
-
-def results(message: pai.ModelMessage) -> list[pai.ToolReturnPart | pai.RetryPromptPart]:
-    return [
-        p
-        for p in message.parts
-        if isinstance(p, pai.ToolReturnPart)
-        or (isinstance(p, pai.RetryPromptPart) and p.tool_name is not None)
-    ]
-
-
-def assert_paired_on_the_wire(history: list[pai.ModelMessage]) -> None:
-    """Every call is answered exactly once, in the request right after its response, by id."""
-    for i, message in enumerate(history):
-        if isinstance(message, pai.ModelResponse):
-            wanted = sorted(p.tool_call_id for p in message.parts if isinstance(p, pai.ToolCallPart))
-            following = history[i + 1] if i + 1 < len(history) else None
-            if wanted:
-                assert isinstance(following, pai.ModelRequest), (i, wanted)
-                assert sorted(p.tool_call_id for p in results(following)) == wanted, (i, following)
-
-
-def kinds(report: histfix.RepairReport) -> list[str]:
-    return [c.kind for c in report.changes]
 
 
 def detected(history: list[pai.ModelMessage], provider: str, rule: str) -> list[histfix.Problem]:
@@ -68,22 +43,7 @@ def detected(history: list[pai.ModelMessage], provider: str, rule: str) -> list[
     return [finding.problem for finding in found(history, resolve_provider(provider), Scan())]
 
 
-def _histories() -> list[tuple[str, list[pai.ModelMessage]]]:
-    found = [(case.name, history) for case, history in loadable(CASES)]
-    # A few generated ones beside the corpus: tests/repair/test_fuzz.py's shared draw checks the same three
-    # properties for a drawn profile on 500 generated histories per release.
-    found += [(f"random {seed}", load(random_history(seed))) for seed in range(sized(60))]
-    return found
-
-
-HISTORIES = _histories()
-
-
-def _profile(history: list[pai.ModelMessage], provider: str) -> list[pai.ModelMessage] | None:
-    try:
-        return histfix.repair(history, provider=provider)
-    except ValueError:
-        return None  # nothing sendable (only system prompts): the runner's clear error
+HISTORIES = named_histories()
 
 
 CLAUDE = "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -233,7 +193,7 @@ def test_a_request_left_empty_is_removed_and_synthetic_neighbours_merge_as_repai
 def test_after_a_profile_no_result_is_misplaced_and_detect_finds_nothing(provider: str) -> None:
     target = resolve_provider(provider)
     for name, history in HISTORIES:
-        out = _profile(history, provider)
+        out = profile_or_none(history, provider)
         if out is None:
             continue
         assert misplaced_results(out) == [], name
