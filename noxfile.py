@@ -377,7 +377,7 @@ def wheelhouse(session: nox.Session) -> None:
 
 #: The `tests(X)` sessions longest first, so the parallel run never ends on a long one with a core
 #: idle: the newest and the oldest draw every generated history and send every provider case,
-#: 2.60.0 runs the full fuzz set, 2.68.0 the oracle differential (measured 2026-12-07 on 2 cores:
+#: 2.60.0 runs the full fuzz set, 2.68.0 the most of the rest (measured 2026-12-07 on 2 cores:
 #: 2 min, 1 min, 55 s and 1 min, against 35-46 s for the others), then the rest in pinned order.
 LONGEST_FIRST = [
     release
