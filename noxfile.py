@@ -120,15 +120,15 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 #: session's output is printed whole when it ends. `nox -j 1` runs them one after another.
 nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
-# In this order, the longest first (`stores` on the newest, `tools`, `stores` on the oldest, then the
-# `tests` sessions longest first: LONGEST_FIRST), so that the run does not end on one long session
-# with a core idle.
+# In this order, the longest first (`stores` on the newest, then `tools`, then the `tests` sessions
+# longest first: LONGEST_FIRST), so that the run does not end on one long session with a core idle.
+# (`stores` on the oldest among the first, beside the newest's, measured 62 s slower cold.)
 nox.options.sessions = [
     "wheelhouse",
     f"stores({NEWEST})",
     "tools",
-    f"stores({PYDANTIC_AI_RELEASES[0]})",
     "tests",
+    f"stores({PYDANTIC_AI_RELEASES[0]})",
     "lint",
     "typecheck",
     "docs",
