@@ -122,7 +122,8 @@ nox.needs_version = ">=2026.10.20"
 nox.options.parallel = "auto"
 # In this order, the longest first (`stores` on the newest, then `tools`, then the `tests` sessions
 # longest first: LONGEST_FIRST), so that the run does not end on one long session with a core idle.
-# (`stores` on the oldest among the first, beside the newest's, measured 62 s slower cold.)
+# (`stores` on the oldest started among the first: one clean-clone run of 13 min 14 s, against
+# 12 min 11 s this way.)
 nox.options.sessions = [
     "wheelhouse",
     f"stores({NEWEST})",
