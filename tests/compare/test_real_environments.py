@@ -17,41 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from histfix._compare import environments as _compare
 from histfix._compare.probe import PLAIN
 from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST
 
-from conftest import PYDANTIC_AI
+from release_envs import WHEELHOUSE, offline, uv_or_none
 
 ROOT = Path(__file__).parent.parent.parent
 EXAMPLES = ROOT / "examples"
 
 
-def _uv() -> str | None:
-    try:
-        return _compare.find_uv()
-    except _compare.CompareError:
-        return None
-
-
-WHEELHOUSE = Path(os.environ.get("HISTFIX_WHEELHOUSE", ROOT / "wheelhouse"))
 OFFLINE_RELEASES = ["1.0.0", "2.9.1", "2.10.0", NEWEST]
-
-
-def _why_not_offline() -> str | None:
-    """Why the offline runs are skipped here: they run once, in `tools` on the newest release (a
-    sweep that runs this folder on every release builds the environments once, not per release)."""
-    if str(PYDANTIC_AI) != NEWEST:
-        return f"builds environments, so it runs once: in `tools`, on {NEWEST} (this is {PYDANTIC_AI})"
-    if not (WHEELHOUSE / "inputs.json").exists():
-        return f"needs a built wheelhouse at {WHEELHOUSE} (`nox -s wheelhouse`, or set HISTFIX_WHEELHOUSE)"
-    if _uv() is None:
-        return "needs uv (pip install 'histfix[compare]')"
-    return None
-
-
-offline = pytest.mark.skipif(_why_not_offline() is not None, reason=_why_not_offline() or "")
 
 
 def histfix_compare(*argv: str, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -153,7 +129,7 @@ def test_a_release_missing_from_the_wheelhouse_is_one_line_and_exit_2(tmp_path: 
     assert not (tmp_path / "2.9.2").exists()  # a failed build leaves no half environment behind
 
 
-@pytest.mark.skipif(_uv() is None, reason="needs uv (pip install 'histfix[compare]')")
+@pytest.mark.skipif(uv_or_none() is None, reason="needs uv (pip install 'histfix[compare]')")
 def test_an_unreachable_index_is_one_line_and_exit_2(tmp_path: Path) -> None:
     history = str(EXAMPLES / "aborted_mid_tool.json")
     done = subprocess.run(

@@ -34,11 +34,10 @@ from histfix.store import open_source
 from histfix.upgrade import PairRecord, UpgradeCheck, check_upgrade
 from histfix.upgrade._pairs import pair
 
-from conftest import PYDANTIC_AI
+from release_envs import WHEELHOUSE, offline, uv_or_none
 from store_cases import EXAMPLES, histories, write_directory, write_jsonl, write_sqlite
 
 ROOT = Path(__file__).parent.parent.parent
-WHEELHOUSE = Path(os.environ.get("HISTFIX_WHEELHOUSE", ROOT / "wheelhouse"))
 CACHE = ROOT / ".nox" / "_compare_envs"
 AGAINST = ["1.0.0", "1.107.10", "2.9.1", NEWEST]
 #: The key of the history the issue measured: 2.68.0's repair output, with a synthesized return
@@ -46,26 +45,6 @@ AGAINST = ["1.0.0", "1.107.10", "2.9.1", NEWEST]
 REPAIRED_KEY = "newest-repair-of-aborted_mid_tool"
 #: The histories the four store kinds hold (besides the values that are no history).
 FEW = ["example-aborted_mid_tool", "example-cancelled_stream", "example-trimmed_slice", REPAIRED_KEY]
-
-
-def _uv() -> str | None:
-    try:
-        return _compare.find_uv()
-    except _compare.CompareError:
-        return None
-
-
-def _why_not_offline() -> str | None:
-    if str(PYDANTIC_AI) != NEWEST:
-        return f"builds environments, so it runs once: in `tools`, on {NEWEST} (this is {PYDANTIC_AI})"
-    if not (WHEELHOUSE / "inputs.json").exists():
-        return f"needs a built wheelhouse at {WHEELHOUSE} (`nox -s wheelhouse`, or set HISTFIX_WHEELHOUSE)"
-    if _uv() is None:
-        return "needs uv (pip install 'histfix[compare]')"
-    return None
-
-
-offline = pytest.mark.skipif(_why_not_offline() is not None, reason=_why_not_offline() or "")
 
 
 def stored() -> dict[str, bytes]:
@@ -78,7 +57,7 @@ def stored() -> dict[str, bytes]:
 
 
 def settings(cache: Path = CACHE) -> _compare.Settings:
-    return _compare.Settings(uv=_uv() or "uv", cache=cache, find_links=WHEELHOUSE)
+    return _compare.Settings(uv=uv_or_none() or "uv", cache=cache, find_links=WHEELHOUSE)
 
 
 #: check_upgrade's options for the shared environment cache, offline.
@@ -476,7 +455,7 @@ def test_pause_marks_merged_otherwise_break_and_bookkeeping_does_not_from_the_in
 
 def _release_env(release: str, folder: Path) -> Path:
     """A virtualenv of ``release`` with what the command needs for every store kind, from the wheelhouse."""
-    uv = _uv() or "uv"
+    uv = uv_or_none() or "uv"
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, timeout=120)
     requirements = [*release_requirements(release, "packaging"), "psycopg[binary]"]
     install = [uv, "pip", "install", "--quiet", "--python", str(_compare.python_in(folder))]
@@ -496,7 +475,7 @@ def test_pause_marks_merged_otherwise_break_and_bookkeeping_does_not_from_the_ot
     python = _release_env(other, tmp_path / "env")
     path_entry = _compare.histfix_on_a_path(tmp_path / "path")
     variables = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    variables |= {"PYTHONPATH": str(path_entry), "HISTFIX_UV": _uv() or "uv"}
+    variables |= {"PYTHONPATH": str(path_entry), "HISTFIX_UV": uv_or_none() or "uv"}
     chosen = {**pause_histories(), **ordinary_histories()}
     # one store kind: the direction is what this adds to the test above, which runs every kind
     for kind in ("jsonl",):
