@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -240,14 +241,18 @@ def test_kill_9_inside_a_batch_transaction_leaves_batch_and_backup_both_or_neith
     ]
     argv += ["--jsonl", "--jobs", "1", "--batch-size", "5"]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert child.stdout is not None
+    # Reads the rest as it comes once started: a child that ran ahead would otherwise wait on a
+    # full pipe, never reaching the commit the test holds up.
+    draining = threading.Thread(target=child.stdout.read, daemon=True)
     try:
-        assert child.stdout is not None
         # Up to the first history to repair and a batch further: its batch is committed.
         while json.loads(child.stdout.readline() or b"null")["action"] != "repair":
             pass
         for _ in range(5):
             assert child.stdout.readline()
         with store.holding_up_commits():
+            draining.start()
             deadline = time.monotonic() + 60
             while not store.writer_is_waiting():
                 assert child.poll() is None and time.monotonic() < deadline, "the run never waited"
@@ -257,6 +262,8 @@ def test_kill_9_inside_a_batch_transaction_leaves_batch_and_backup_both_or_neith
     finally:
         if child.poll() is None:
             child.kill()
+        if draining.is_alive():
+            draining.join(timeout=30)
         child.communicate(timeout=30)
     assert child.returncode == -signal.SIGKILL
     store.wait_for_no_histfix_session()
