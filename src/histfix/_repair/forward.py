@@ -139,7 +139,7 @@ def _walk_forward(  # noqa: PLR0915
             if isinstance(messages[at], ModelResponse):
                 excluded = at
                 break
-    make_return = return_maker()
+    make_returns = return_maker()
     out: list[ModelMessage] = []
     append = out.append
     #: the calls of the last calling response that no result answered yet, by id, in call order
@@ -166,7 +166,7 @@ def _walk_forward(  # noqa: PLR0915
                 if split:  # their request is already out: the general repair places them
                     raise _Unsettled
                 stamp = messages[owner_index].timestamp  # the calling response's
-                closing = [make_return(call, stamp) for call in open_calls.values()]
+                closing = make_returns(open_calls.values(), stamp)
                 open_calls = {}
                 response_last = False  # the returns' request goes before this response
                 if held is None:  # no request followed the calls: a request of the returns' own
@@ -174,12 +174,13 @@ def _walk_forward(  # noqa: PLR0915
                 elif joined is None:  # after the held request's results (it is flushed below)
                     held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
                 else:  # the run merges, and the merge puts them after its first member's results
-                    append(merged_request([(held, held_parts, -1), *joined], held_scattered, closing))
+                    append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
             if held is not None:
-                if joined is None and held_parts is None and not held_scattered:
-                    append(held)
+                if joined is None and not held_scattered:  # one request, as it came or less its orphans
+                    append(held if held_parts is None else with_parts(held, held_parts))
+                    held_parts = None
                 else:
                     append(_request_run(held, held_parts, held_scattered, joined))
                     joined = held_parts = None
@@ -252,8 +253,9 @@ def _walk_forward(  # noqa: PLR0915
             if not held_instructions:
                 held_instructions = instructions
             if joined is None:
-                joined = []
-            joined.append((message, parts, index))
+                joined = [(message, parts, index)]
+            else:
+                joined.append((message, parts, index))
             if answered and split:  # folds into a run that is not the one right after the call
                 ledger.results_apart = True
         else:
@@ -262,7 +264,7 @@ def _walk_forward(  # noqa: PLR0915
         if split:
             raise _Unsettled
         stamp = messages[owner_index].timestamp
-        closing = [make_return(call, stamp) for call in open_calls.values()]
+        closing = make_returns(open_calls.values(), stamp)
         # as in the loop (spelled out there, not shared: see the loop's note), with the run then
         # flushed below
         if held is None:
@@ -270,7 +272,7 @@ def _walk_forward(  # noqa: PLR0915
         elif joined is None:
             held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
         else:
-            held = merged_request([(held, held_parts, -1), *joined], held_scattered, closing)
+            held = merged_request(held, held_parts, joined, held_scattered, closing)
             held_parts = joined = None
             held_scattered = False
     if held is not None:
@@ -283,7 +285,7 @@ def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: l
     """One request from a held run: ``first`` with its ``parts`` (None: its own), merged with the
     ``joined`` members if any, results gathered when ``scattered`` (as ``Folder.flush`` does)."""
     if joined is not None:
-        return merged_request([(first, parts, -1), *joined], scattered)
+        return merged_request(first, parts, joined, scattered)
     own = first.parts if parts is None else parts
     if scattered:
         own = results_gathered(own) or own
