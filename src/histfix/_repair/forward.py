@@ -213,7 +213,9 @@ def _walk_forward(  # noqa: PLR0915
                 ledger.check_newest(restart=steady)
                 check_at = index + _CHECK_EVERY if steady else 2 * index
         elif kind is ModelRequest or isinstance(message, ModelRequest):
-            dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
+            # orphans, results whose id no earlier response called: the first, and any others
+            orphan: Any = None
+            more_orphans: list[Any] | None = None
             answered = False  # some result here answers an open call
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
             scattered = False
@@ -227,7 +229,12 @@ def _walk_forward(  # noqa: PLR0915
                         answered = True
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
                         note_dropped(call_id)
-                        dropped = [piece] if dropped is None else [*dropped, piece]
+                        if orphan is None:
+                            orphan = piece
+                        elif more_orphans is None:
+                            more_orphans = [piece]
+                        else:
+                            more_orphans.append(piece)
                         continue
                     if position == 2:
                         scattered = True
@@ -235,12 +242,11 @@ def _walk_forward(  # noqa: PLR0915
                 elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                     position = 2
             parts: list[Any] | None = None
-            if dropped is not None:
-                if len(dropped) == 1:  # the usual case, without a set of ids
-                    orphan = dropped[0]
+            if orphan is not None:
+                if more_orphans is None:  # the usual case, without a set of ids
                     parts = [part for part in message.parts if part is not orphan]
                 else:
-                    gone = set(map(id, dropped))
+                    gone = {id(orphan), *map(id, more_orphans)}
                     parts = [part for part in message.parts if id(part) not in gone]
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
