@@ -61,16 +61,14 @@ def with_parts(message: _M, parts: list[Any]) -> _M:
     return clone
 
 
-#: The fields ``new_request`` may set; every other field of ``ModelRequest`` takes its default.
-_REQUEST_FIELDS_SET = frozenset({"parts", "instructions", "timestamp", "metadata"})
-
-
 class _RequestShape(NamedTuple):
     """What building a ``ModelRequest`` takes on the installed release, read once for every merge."""
 
-    #: every field's plain default (``parts`` has none), or None where a field outside the ones
-    #: ``new_request`` sets has no plain default to copy (a default factory): the constructor runs
-    defaults: dict[str, Any] | None
+    #: the attributes of a constructor-made request whose every field but ``parts`` holds its plain
+    #: default, to copy (a copy shares the class's key table, so it is smaller and quicker to make
+    #: than a dict of its own); None where a field has no plain default (a default factory, whose
+    #: value a copy would share) or the constructor sets another value: then the constructor runs
+    template: dict[str, Any] | None
     #: requests carry a timestamp (``table.REQUEST_TIMESTAMP``)
     stamped: bool
     #: requests carry metadata (``table.REQUEST_METADATA``)
@@ -79,14 +77,17 @@ class _RequestShape(NamedTuple):
 
 @functools.cache
 def _request_shape() -> _RequestShape:
-    defaults: dict[str, Any] | None = {}
-    for field in dataclasses.fields(ModelRequest):
-        if field.default is not dataclasses.MISSING:
-            defaults[field.name] = field.default  # type: ignore[index]
-        elif field.name not in _REQUEST_FIELDS_SET:
-            defaults = None
-            break
-    return _RequestShape(defaults, has(table.REQUEST_TIMESTAMP), has(table.REQUEST_METADATA))
+    made: dict[str, Any] | None = getattr(ModelRequest(parts=[]), "__dict__", None)  # None: slots
+    fields = dataclasses.fields(ModelRequest)
+    if made is None or made.keys() != {field.name for field in fields}:
+        made = None
+    else:
+        for field in fields:
+            plain = field.default is not dataclasses.MISSING and made[field.name] is field.default
+            if field.name != "parts" and not plain:
+                made = None
+                break
+    return _RequestShape(made, has(table.REQUEST_TIMESTAMP), has(table.REQUEST_METADATA))
 
 
 def new_request(parts: list[Any], **fields: Any) -> ModelRequest:
@@ -95,12 +96,12 @@ def new_request(parts: list[Any], **fields: Any) -> ModelRequest:
 
     As with ``with_parts``, the constructor's ``__post_init__`` (2.59.0+) would only re-check and
     re-promote such parts; the other fields take their plain defaults. Where the installed class
-    has a field this cannot default (a default factory), the constructor runs instead.
+    has a field without one (a default factory), the constructor runs instead.
     """
-    defaults = _request_shape().defaults
-    if defaults is None:
+    template = _request_shape().template
+    if template is None:
         return ModelRequest(parts=parts, **fields)
-    values = defaults.copy()
+    values = template.copy()
     if fields:
         values.update(fields)
     values["parts"] = parts
@@ -188,7 +189,7 @@ def merged_request(
     returns of the calls the run answers) go after the first request's results, where
     ``parts.after_results`` puts them: the merge keeps results in order, so that is their place.
     """
-    defaults, stamped, with_metadata = _request_shape()
+    template, stamped, with_metadata = _request_shape()
     head: Sequence[Any] = first.parts if parts is None else parts
     if scattered:
         head = results_gathered(head) or head
@@ -220,16 +221,18 @@ def merged_request(
         if with_metadata and not with_namespace:
             with_namespace = bool(request.metadata)
     results += rest
-    values: dict[str, Any] = {} if defaults is None else defaults.copy()
+    values: dict[str, Any] = {} if template is None else template.copy()
     values["parts"] = results
-    values["instructions"] = (joined[-1][0] if joined else first).instructions if instructions is None else instructions
+    values["instructions"] = (
+        (joined[-1][0] if joined else first).instructions if instructions is None else instructions
+    )
     if stamped:
         values["timestamp"] = stamp
     if with_namespace:
         metadata = _merged_metadata([first, *(request for request, _, _ in joined)])
         if metadata is not None:
             values["metadata"] = metadata
-    if defaults is None:
+    if template is None:
         return ModelRequest(**values)
     request = object.__new__(ModelRequest)
     request.__dict__ = values
