@@ -205,7 +205,7 @@ def merged_request(
     results += returns
     instructions = first.instructions or None
     stamp = first.timestamp if stamped else None
-    with_namespace = with_metadata and bool(first.metadata)  # most requests have no metadata
+    with_namespace = with_metadata and first.metadata is not None  # most requests have none
     for request, own, _ in joined:
         for part in request.parts if own is None else own:
             if isinstance(part, ToolReturnPart) or (
@@ -219,7 +219,7 @@ def merged_request(
         if stamped and request.timestamp:
             stamp = request.timestamp
         if with_metadata and not with_namespace:
-            with_namespace = bool(request.metadata)
+            with_namespace = request.metadata is not None
     results += rest
     values: dict[str, Any] = {} if template is None else template.copy()
     values["parts"] = results

@@ -27,6 +27,7 @@ from .._records.parts import after_results
 from .._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .._release import switches as _compat
 from .._release import table
+from .._release.probes import field_names
 from .._release.switches import has
 from .folding import Folder, FoldEvent, new_request
 from .pairing import Dangling, Pairing, pair
@@ -97,13 +98,17 @@ def return_maker() -> Callable[[Iterable[ToolCallPart], Any], list[ModelRequestP
         return lambda calls, stamp: [_synthesized_return(call, stamp, fields) for call in calls]
     plain_fields: dict[str, Any] = base
     new = object.__new__
-    kinds = has(table.RETURN_TOOL_KIND)
-    visible = has(table.RETURN_UI_VISIBILITY)
+    # The call's own fields are read as attributes (a getattr per return costs more); where calls
+    # have no such field, a return has no kind to promote and the template's ui_visibility (None)
+    # is the call's.
+    call_fields = field_names(ToolCallPart)
+    kinds = has(table.RETURN_TOOL_KIND) and "tool_kind" in call_fields
+    visible = has(table.RETURN_UI_VISIBILITY) and "ui_visibility" in call_fields
 
     def make(calls: Iterable[ToolCallPart], stamp: Any) -> list[ModelRequestPart]:
         made: list[ModelRequestPart] = []
         for call in calls:
-            if kinds and getattr(call, "tool_kind", None) is not None:
+            if kinds and call.tool_kind is not None:  # type: ignore[attr-defined,unused-ignore]
                 made.append(_synthesized_return(call, stamp, fields))
                 continue
             values = plain_fields.copy()
@@ -112,7 +117,7 @@ def return_maker() -> Callable[[Iterable[ToolCallPart], Any], list[ModelRequestP
             values["metadata"] = {SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True}
             values["timestamp"] = stamp
             if visible:
-                values["ui_visibility"] = getattr(call, "ui_visibility", None)
+                values["ui_visibility"] = call.ui_visibility  # type: ignore[attr-defined,unused-ignore]
             part = new(ToolReturnPart)
             part.__dict__ = values
             made.append(part)
