@@ -52,10 +52,10 @@ class _Unsettled(Exception):
 
 #: How many messages the walk reads between two checks of the ledger's newest calls for a repeat.
 _CHECK_EVERY = 512
-#: The first check comes after this many messages, and each next one after twice as many messages
-#: until ``_CHECK_EVERY``: a history that reuses ids (such ids repeat within a conversation or two)
-#: is given up within its first hundred messages or so, not after 512, which on a short history
-#: was half of it read for nothing.
+#: The first check comes after this many messages, each next window twice as long until
+#: ``_CHECK_EVERY``: a history that reuses ids (such ids repeat within a conversation or two) is
+#: given up within its first hundred messages or so, not after 512, which on a short history was
+#: half of it read for nothing.
 _FIRST_CHECK = 32
 
 
@@ -65,9 +65,9 @@ class _Ledger:
     The walk settles only histories that call no id twice, and drops a result as an orphan only
     where no response calls its id. Looking each id up in a set as it arrives costs a cache miss
     an id once the set outgrows the cache; appending it to a list costs none. So the newest calls
-    are checked for a repeat every ``_CHECK_EVERY`` messages, while they are still in the cache (a
-    history that reuses ids is given up early; before that, at ``_FIRST_CHECK`` messages and twice
-    as many each time, every call so far), and everything at the end, in one C-level pass.
+    are checked for a repeat every ``_CHECK_EVERY`` messages (the first windows shorter, from
+    ``_FIRST_CHECK`` messages, doubling), while they are still in the cache (a history that reuses
+    ids is given up early), and everything at the end, in one C-level pass.
     """
 
     __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
@@ -81,14 +81,12 @@ class _Ledger:
         #: the call (a run split by other instructions): the output keeps it there, apart
         self.results_apart = False
 
-    def check_newest(self, restart: bool = True) -> None:
-        """Raises ``_Unsettled`` where a call since the last check that restarted repeats an id
-        among them; ``restart``: the next check starts after these calls."""
+    def check_newest(self) -> None:
+        """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
         newest = self.called[self.checked :]
         if len(set(newest)) != len(newest):
             raise _Unsettled
-        if restart:
-            self.checked = len(self.called)
+        self.checked = len(self.called)
 
     def check_all(self) -> None:
         """Raises ``_Unsettled`` where an id is called twice, or a dropped result's id is called."""
@@ -209,9 +207,8 @@ def _walk_forward(  # noqa: PLR0915
                     open_calls[call_id] = part
                     owner_index = index
             if index > check_at:  # find a repeated id early: all work after it is wasted
-                steady = index >= _CHECK_EVERY  # before, every check reads all calls so far
-                ledger.check_newest(restart=steady)
-                check_at = index + _CHECK_EVERY if steady else 2 * index
+                ledger.check_newest()
+                check_at = index + min(index, _CHECK_EVERY)  # windows of 32, 64 ... 512 messages
         elif kind is ModelRequest or isinstance(message, ModelRequest):
             # orphans, results whose id no earlier response called: the first, and any others
             orphan: Any = None
