@@ -210,9 +210,9 @@ def _walk_forward(  # noqa: PLR0915
                 ledger.check_newest()
                 check_at = index + min(index, _CHECK_EVERY)  # windows of 32, 64 ... 512 messages
         elif kind is ModelRequest or isinstance(message, ModelRequest):
-            # orphans, results whose id no earlier response called: the first, and any others
+            # orphans, results whose id no earlier response called: the first, and any others (set
+            # with the first, so that a request without one pays for one variable only)
             orphan: Any = None
-            more_orphans: list[Any] | None = None
             answered = False  # some result here answers an open call
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
             scattered = False
@@ -228,6 +228,7 @@ def _walk_forward(  # noqa: PLR0915
                         note_dropped(call_id)
                         if orphan is None:
                             orphan = piece
+                            more_orphans: list[Any] | None = None
                         elif more_orphans is None:
                             more_orphans = [piece]
                         else:
