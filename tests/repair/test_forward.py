@@ -10,6 +10,7 @@ needs it, and a test that the walk does stop there: a walk that guessed instead 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import pytest
 from pydantic_ai import messages as pai
@@ -177,12 +178,12 @@ def test_a_repeated_id_stops_the_walk_however_far_apart(where: str) -> None:
     assert forward_walk(load(raw)) == repair_walk(load(raw))  # without the repeat: settled
 
 
-class _Counted(list):  # type: ignore[type-arg]
+class _Counted(list[pai.ModelMessage]):
     """A history that counts the messages a walk reads through it."""
 
     read = 0
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[pai.ModelMessage]:
         for message in super().__iter__():
             self.read += 1
             yield message
