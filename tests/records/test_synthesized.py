@@ -95,7 +95,7 @@ def test_the_walks_returns_are_the_constructors() -> None:
     assert len(calls) > 50
     assert sum(getattr(part, "tool_kind", None) is None for part, _ in calls) > 50  # the template's calls
     for call_part, stamp in calls:
-        made, again = make(call_part, stamp), make(call_part, stamp)
+        (made,), (again,) = make([call_part], stamp), make([call_part], stamp)
         expected = _synthesized_return(call_part, stamp, _return_fields())
         assert type(made) is type(expected)
         assert vars(made) == vars(expected)

@@ -10,13 +10,14 @@ needs it, and a test that the walk does stop there: a walk that guessed instead 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import pytest
 from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
 import histfix
-from histfix._repair.forward import _CHECK_EVERY, forward_walk
+from histfix._repair.forward import _CHECK_EVERY, _FIRST_CHECK, forward_walk
 from histfix._repair.forward import repair as forward_repair
 from histfix._repair.walk import repair_walk
 
@@ -175,6 +176,28 @@ def test_a_repeated_id_stops_the_walk_however_far_apart(where: str) -> None:
     assert forward_walk(history) is None
     assert forward_repair(history) == repair_walk(history)
     assert forward_walk(load(raw)) == repair_walk(load(raw))  # without the repeat: settled
+
+
+class _Counted(list[pai.ModelMessage]):
+    """A history that counts the messages a walk reads through it."""
+
+    read = 0
+
+    def __iter__(self) -> Iterator[pai.ModelMessage]:
+        for message in super().__iter__():
+            self.read += 1
+            yield message
+
+
+def test_a_history_reusing_ids_is_given_up_early() -> None:
+    """The first checks for a repeat come after ``_FIRST_CHECK`` messages and twice as many each
+    time, so a repeat early in a long history stops the walk within about four times that, not
+    after ``_CHECK_EVERY`` messages or at the end."""
+    raw = _turns(3, "t") + _turns(3, "t") + _turns(_CHECK_EVERY, "u")  # "t0".."t2" twice, early
+    history = _Counted(load(raw))
+    assert forward_walk(history) is None
+    assert history.read <= 4 * _FIRST_CHECK < _CHECK_EVERY
+    assert forward_repair(history) == repair_walk(history)
 
 
 def test_a_bad_element_is_named_as_by_the_general_repair() -> None:

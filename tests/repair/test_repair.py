@@ -19,7 +19,7 @@ from histfix._release.switches import has, upstream_repair_is_current
 from histfix._repair.pairing import pair
 
 from corpus import CASES
-from dsl import Case, dump, load, load_history, req, resp, text, user
+from dsl import Case, call, dump, load, load_history, req, resp, ret, text, user
 from generate import random_history
 from strict import pairing_problems
 from volume import sized
@@ -172,3 +172,25 @@ def test_a_namespace_json_cannot_hold_merges_as_any_dict(backend: histfix.Backen
     ]
     if upstream_repair_is_current():
         assert out == pai.repair_messages(history)  # type: ignore[attr-defined]
+
+
+def test_calls_open_at_the_end_are_listed_by_first_call() -> None:
+    """A response's dangling calls are listed in the order their ids were first called, as upstream
+    synthesizes their returns: ``a``, answered once and called again, goes before ``c``, although
+    ``c`` stayed open longer. The pairing reads the history again for ``a``'s first call and stops
+    there; ``b`` and ``c``, never answered, keep the order they were opened in, after it."""
+    history = load(
+        [
+            req(user("q")),
+            resp(call("get", "a")),
+            req(ret("get", "a", "r")),
+            resp(call("get", "b")),
+            req(user("more")),
+            resp(call("get", "c"), call("get", "a")),
+        ]
+    )
+    dangling = pair(history, True).dangling
+    assert [d.call_id for d in dangling[3]] == ["b"]
+    assert [d.call_id for d in dangling[5]] == ["a", "c"]
+    out = histfix.repair(history, backend="histfix")
+    assert [part.tool_call_id for part in out[-1].parts] == ["a", "c"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic_ai.messages import (
@@ -54,27 +54,40 @@ def with_parts(message: _M, parts: list[Any]) -> _M:
     (2.59.0+) only re-checks and re-promotes parts, which these parts already went through. Parts
     histfix creates (synthesized returns) must go through the class's constructor instead.
     """
+    values = message.__dict__.copy()  # a copied dict given whole: cheaper than filling the new one
+    values["parts"] = parts
     clone = object.__new__(type(message))
-    clone.__dict__.update(message.__dict__)
-    clone.parts = parts
+    clone.__dict__ = values
     return clone
 
 
-#: The fields ``new_request`` may set; every other field of ``ModelRequest`` takes its default.
-_REQUEST_FIELDS_SET = frozenset({"parts", "instructions", "timestamp", "metadata"})
+class _RequestShape(NamedTuple):
+    """What building a ``ModelRequest`` takes on the installed release, read once for every merge."""
+
+    #: the attributes of a constructor-made request whose every field but ``parts`` holds its plain
+    #: default, to copy (a copy shares the class's key table, so it is smaller and quicker to make
+    #: than a dict of its own); None where a field has no plain default (a default factory, whose
+    #: value a copy would share) or the constructor sets another value: then the constructor runs
+    template: dict[str, Any] | None
+    #: requests carry a timestamp (``table.REQUEST_TIMESTAMP``)
+    stamped: bool
+    #: requests carry metadata (``table.REQUEST_METADATA``)
+    with_metadata: bool
 
 
 @functools.cache
-def _defaults_of_request() -> dict[str, Any] | None:
-    """``ModelRequest``'s plain field defaults, or None when a field has no plain default to copy
-    (one with a default factory or none at all, outside the fields ``new_request`` sets)."""
-    defaults: dict[str, Any] = {}
-    for field in dataclasses.fields(ModelRequest):
-        if field.default is not dataclasses.MISSING:
-            defaults[field.name] = field.default
-        elif field.name not in _REQUEST_FIELDS_SET:
-            return None
-    return defaults
+def _request_shape() -> _RequestShape:
+    made: dict[str, Any] | None = getattr(ModelRequest(parts=[]), "__dict__", None)  # None: slots
+    fields = dataclasses.fields(ModelRequest)
+    if made is None or made.keys() != {field.name for field in fields}:
+        made = None
+    else:
+        for field in fields:
+            plain = field.default is not dataclasses.MISSING and made[field.name] is field.default
+            if field.name != "parts" and not plain:
+                made = None
+                break
+    return _RequestShape(made, has(table.REQUEST_TIMESTAMP), has(table.REQUEST_METADATA))
 
 
 def new_request(parts: list[Any], **fields: Any) -> ModelRequest:
@@ -83,16 +96,17 @@ def new_request(parts: list[Any], **fields: Any) -> ModelRequest:
 
     As with ``with_parts``, the constructor's ``__post_init__`` (2.59.0+) would only re-check and
     re-promote such parts; the other fields take their plain defaults. Where the installed class
-    has a field this cannot default (a default factory), the constructor runs instead.
+    has a field without one (a default factory), the constructor runs instead.
     """
-    defaults = _defaults_of_request()
-    if defaults is None:
+    template = _request_shape().template
+    if template is None:
         return ModelRequest(parts=parts, **fields)
+    values = template.copy()
+    if fields:
+        values.update(fields)
+    values["parts"] = parts
     request = object.__new__(ModelRequest)
-    attributes = request.__dict__
-    attributes.update(defaults)
-    attributes.update(fields)
-    attributes["parts"] = parts
+    request.__dict__ = values  # a dict given whole: cheaper than filling the instance's own
     return request
 
 
@@ -132,69 +146,97 @@ def _framework_namespace(request: ModelRequest) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _merged_metadata(requests: Iterable[ModelRequest]) -> dict[str, Any] | None:
+    """The metadata of a merge of ``requests``: their framework namespaces, later keys winning, with
+    the pause mark only if every one of them is a pause record; None where none has the namespace.
+
+    Upstream's pairwise fold keeps the mark only where both sides have it, so through a run it keeps
+    it exactly then."""
+    namespace: dict[str, Any] | None = None
+    paused = True  # every request so far is a pause record
+    for request in requests:
+        found = _framework_namespace(request)
+        if found is None:
+            paused = False
+        else:
+            namespace = {**(namespace or {}), **found}  # a new dict: the requests' stay as they are
+            paused = paused and found.get(_PAUSE_KEY) is True
+    if namespace is None:
+        return None
+    if not paused:
+        namespace.pop(_PAUSE_KEY, None)  # an emptied namespace stays, as ``{}``
+    return {_FRAMEWORK_NAMESPACE: namespace}
+
+
 #: A message of an open run as the building walk holds it: the message, its parts when the walk
 #: changed them (None: its own), and its input index (-1: a request of synthesized returns).
 Member = tuple[Any, "list[Any] | None", int]
 
 
 def merged_request(
-    run: Sequence[Member], scattered: bool, returns: Sequence[ModelRequestPart] = ()
+    first: ModelRequest,
+    parts: Sequence[Any] | None,
+    joined: Sequence[Member],
+    scattered: bool,
+    returns: Sequence[ModelRequestPart] = (),
 ) -> ModelRequest:
-    """One request from a run of consecutive compatible requests: results first, then the rest.
+    """One request from a run of consecutive compatible requests: ``first`` (with ``parts``, where the
+    walk changed its own) and the ``joined`` members after it; results first, then the rest.
 
     Instructions are the first non-empty ones, the timestamp the latest one set; of the metadata
-    only the framework namespace survives (later keys win), without the pause mark unless every
-    member is a pause record: upstream's pairwise fold, which keeps the mark only where both sides
-    have it, keeps it through a run exactly then. Every other field takes its default. ``returns`` (the
-    synthesized returns of the calls the run answers) go after the first request's results, where
+    only the framework namespace survives (:func:`_merged_metadata`). Every other field takes its
+    default. ``scattered``: ``first``'s results are gathered first. ``returns`` (the synthesized
+    returns of the calls the run answers) go after the first request's results, where
     ``parts.after_results`` puts them: the merge keeps results in order, so that is their place.
     """
-    first = run[0][0]
-    head: Sequence[Any] = first.parts if run[0][1] is None else run[0][1]
+    template, stamped, with_metadata = _request_shape()
+    head: Sequence[Any] = first.parts if parts is None else parts
     if scattered:
         head = results_gathered(head) or head
-    stamped = has(table.REQUEST_TIMESTAMP)
-    with_metadata = has(table.REQUEST_METADATA)
     results: list[Any] = []
     rest: list[Any] = []
-    instructions: str | None = None
+    for part in head:
+        if isinstance(part, ToolReturnPart) or (  # ``is_result`` spelled out: the hot loop
+            isinstance(part, RetryPromptPart) and part.tool_name is not None
+        ):
+            results.append(part)
+        else:
+            rest.append(part)
+    results += returns
+    instructions = first.instructions or None
     stamp = first.timestamp if stamped else None
-    namespace: dict[str, Any] | None = None
-    paused = True  # every member so far is a pause record
-    # One pass over the members: their parts, then the fields the merge keeps of them.
-    for number, (request, own, _) in enumerate(run):
-        parts = (request.parts if own is None else own) if number else head
-        for part in parts:
-            if isinstance(part, ToolReturnPart) or (  # ``is_result`` spelled out: the hot loop
+    with_namespace = with_metadata and first.metadata is not None  # most requests have none
+    for request, own, _ in joined:
+        for part in request.parts if own is None else own:
+            if isinstance(part, ToolReturnPart) or (
                 isinstance(part, RetryPromptPart) and part.tool_name is not None
             ):
                 results.append(part)
             else:
                 rest.append(part)
-        if not number:
-            results += returns
-        if instructions is None and request.instructions:
-            instructions = request.instructions
+        if instructions is None:
+            instructions = request.instructions or None
         if stamped and request.timestamp:
             stamp = request.timestamp
-        if with_metadata:
-            found = _framework_namespace(request) if request.metadata else None  # most have none
-            if found is None:
-                paused = False
-            else:
-                namespace = {**(namespace or {}), **found}  # a new dict: the members' stay as they are
-                paused = paused and found.get(_PAUSE_KEY) is True
+        if with_metadata and not with_namespace:
+            with_namespace = request.metadata is not None
     results += rest
-    fields: dict[str, Any] = {
-        "instructions": run[-1][0].instructions if instructions is None else instructions
-    }
+    values: dict[str, Any] = {} if template is None else template.copy()
+    values["parts"] = results
+    values["instructions"] = (
+        (joined[-1][0] if joined else first).instructions if instructions is None else instructions
+    )
     if stamped:
-        fields["timestamp"] = stamp
-    if namespace is not None:
-        if not paused:
-            namespace.pop(_PAUSE_KEY, None)  # an emptied namespace stays, as ``{}``
-        fields["metadata"] = {_FRAMEWORK_NAMESPACE: namespace}
-    return new_request(results, **fields)
+        values["timestamp"] = stamp
+    if with_namespace:
+        metadata = _merged_metadata([first, *(request for request, _, _ in joined)])
+        if metadata is not None:
+            values["metadata"] = metadata
+    if template is None:
+        return ModelRequest(**values)
+    request = object.__new__(ModelRequest)
+    request.__dict__ = values
+    return request
 
 
 class FoldEvent(NamedTuple):
@@ -291,14 +333,14 @@ class Folder:
                 parts = gathered
             self.out.append(first if parts is first.parts else with_parts(first, parts))
         else:
-            run: list[Member] = [(first, self.held_parts, self.held_index), *joined]
-            indices = [index for _, _, index in run]
+            indices = [self.held_index, *(index for _, _, index in joined)]
             if self.held_request:
                 self._record("merged_requests", indices)
-                self.out.append(merged_request(run, self.held_scattered))
+                self.out.append(merged_request(first, self.held_parts, joined, self.held_scattered))
             else:
                 self._record("merged_responses", indices)
-                self.out.append(with_parts(first, [part for message, _, _ in run for part in message.parts]))
+                parts = [*first.parts, *(part for message, _, _ in joined for part in message.parts)]
+                self.out.append(with_parts(first, parts))
 
     def _record(self, kind: str, indices: list[int]) -> None:
         if self.log is not None:

@@ -52,6 +52,11 @@ class _Unsettled(Exception):
 
 #: How many messages the walk reads between two checks of the ledger's newest calls for a repeat.
 _CHECK_EVERY = 512
+#: The first check comes after this many messages, each next window twice as long until
+#: ``_CHECK_EVERY``: a history that reuses ids (such ids repeat within a conversation or two) is
+#: given up within its first hundred messages or so, not after 512, which on a short history was
+#: half of it read for nothing.
+_FIRST_CHECK = 32
 
 
 class _Ledger:
@@ -59,9 +64,10 @@ class _Ledger:
 
     The walk settles only histories that call no id twice, and drops a result as an orphan only
     where no response calls its id. Looking each id up in a set as it arrives costs a cache miss
-    an id once the set outgrows the cache; appending it to a list costs none. So the newest calls are checked for a repeat every ``_CHECK_EVERY``
-    messages, while they are still in the cache (a history that reuses ids is given up early),
-    and everything at the end, in one C-level pass.
+    an id once the set outgrows the cache; appending it to a list costs none. So the newest calls
+    are checked for a repeat every ``_CHECK_EVERY`` messages (the first windows shorter, from
+    ``_FIRST_CHECK`` messages, doubling), while they are still in the cache (a history that reuses
+    ids is given up early), and everything at the end, in one C-level pass.
     """
 
     __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
@@ -139,7 +145,7 @@ def _walk_forward(  # noqa: PLR0915
             if isinstance(messages[at], ModelResponse):
                 excluded = at
                 break
-    make_return = return_maker()
+    make_returns = return_maker()
     out: list[ModelMessage] = []
     append = out.append
     #: the calls of the last calling response that no result answered yet, by id, in call order
@@ -147,7 +153,7 @@ def _walk_forward(  # noqa: PLR0915
     owner_index = -1  # that response's index
     note_call = ledger.called.append
     note_dropped = ledger.dropped.append
-    check_at = _CHECK_EVERY  # the message index after which the ledger's newest calls are checked
+    check_at = _FIRST_CHECK  # the message index after which the ledger's newest calls are checked
     # The request run since the last response, held for folding: its first member, that member's
     # parts when the walk changed them (None: its own), whether its results are scattered, the
     # run's first non-empty instructions, and the later members as ``folding.Member`` tuples.
@@ -166,7 +172,7 @@ def _walk_forward(  # noqa: PLR0915
                 if split:  # their request is already out: the general repair places them
                     raise _Unsettled
                 stamp = messages[owner_index].timestamp  # the calling response's
-                closing = [make_return(call, stamp) for call in open_calls.values()]
+                closing = make_returns(open_calls.values(), stamp)
                 open_calls = {}
                 response_last = False  # the returns' request goes before this response
                 if held is None:  # no request followed the calls: a request of the returns' own
@@ -174,12 +180,13 @@ def _walk_forward(  # noqa: PLR0915
                 elif joined is None:  # after the held request's results (it is flushed below)
                     held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
                 else:  # the run merges, and the merge puts them after its first member's results
-                    append(merged_request([(held, held_parts, -1), *joined], held_scattered, closing))
+                    append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
             if held is not None:
-                if joined is None and held_parts is None and not held_scattered:
-                    append(held)
+                if joined is None and not held_scattered:  # one request, as it came or less its orphans
+                    append(held if held_parts is None else with_parts(held, held_parts))
+                    held_parts = None
                 else:
                     append(_request_run(held, held_parts, held_scattered, joined))
                     joined = held_parts = None
@@ -201,9 +208,11 @@ def _walk_forward(  # noqa: PLR0915
                     owner_index = index
             if index > check_at:  # find a repeated id early: all work after it is wasted
                 ledger.check_newest()
-                check_at = index + _CHECK_EVERY
+                check_at = index + min(index, _CHECK_EVERY)  # windows of 32, 64 ... 512 messages
         elif kind is ModelRequest or isinstance(message, ModelRequest):
-            dropped: list[Any] | None = None  # orphans: results whose id no earlier response called
+            # orphans, results whose id no earlier response called: the first, and any others (set
+            # with the first, so that a request without one pays for one variable only)
+            orphan: Any = None
             answered = False  # some result here answers an open call
             position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
             scattered = False
@@ -217,7 +226,13 @@ def _walk_forward(  # noqa: PLR0915
                         answered = True
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
                         note_dropped(call_id)
-                        dropped = [piece] if dropped is None else [*dropped, piece]
+                        if orphan is None:
+                            orphan = piece
+                            more_orphans: list[Any] | None = None
+                        elif more_orphans is None:
+                            more_orphans = [piece]
+                        else:
+                            more_orphans.append(piece)
                         continue
                     if position == 2:
                         scattered = True
@@ -225,12 +240,11 @@ def _walk_forward(  # noqa: PLR0915
                 elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                     position = 2
             parts: list[Any] | None = None
-            if dropped is not None:
-                if len(dropped) == 1:  # the usual case, without a set of ids
-                    orphan = dropped[0]
+            if orphan is not None:
+                if more_orphans is None:  # the usual case, without a set of ids
                     parts = [part for part in message.parts if part is not orphan]
                 else:
-                    gone = set(map(id, dropped))
+                    gone = {id(orphan), *map(id, more_orphans)}
                     parts = [part for part in message.parts if id(part) not in gone]
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
@@ -252,8 +266,9 @@ def _walk_forward(  # noqa: PLR0915
             if not held_instructions:
                 held_instructions = instructions
             if joined is None:
-                joined = []
-            joined.append((message, parts, index))
+                joined = [(message, parts, index)]
+            else:
+                joined.append((message, parts, index))
             if answered and split:  # folds into a run that is not the one right after the call
                 ledger.results_apart = True
         else:
@@ -262,7 +277,7 @@ def _walk_forward(  # noqa: PLR0915
         if split:
             raise _Unsettled
         stamp = messages[owner_index].timestamp
-        closing = [make_return(call, stamp) for call in open_calls.values()]
+        closing = make_returns(open_calls.values(), stamp)
         # as in the loop (spelled out there, not shared: see the loop's note), with the run then
         # flushed below
         if held is None:
@@ -270,7 +285,7 @@ def _walk_forward(  # noqa: PLR0915
         elif joined is None:
             held_parts = after_results(held.parts if held_parts is None else held_parts, closing)
         else:
-            held = merged_request([(held, held_parts, -1), *joined], held_scattered, closing)
+            held = merged_request(held, held_parts, joined, held_scattered, closing)
             held_parts = joined = None
             held_scattered = False
     if held is not None:
@@ -283,7 +298,7 @@ def _request_run(first: Any, parts: list[Any] | None, scattered: bool, joined: l
     """One request from a held run: ``first`` with its ``parts`` (None: its own), merged with the
     ``joined`` members if any, results gathered when ``scattered`` (as ``Folder.flush`` does)."""
     if joined is not None:
-        return merged_request([(first, parts, -1), *joined], scattered)
+        return merged_request(first, parts, joined, scattered)
     own = first.parts if parts is None else parts
     if scattered:
         own = results_gathered(own) or own

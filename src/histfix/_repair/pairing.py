@@ -188,14 +188,25 @@ def _by_first_call(
     """The ids still open at the end, in the order they were first called (as upstream lists them).
 
     ``open_calls`` holds them in the order they were last opened, the same order unless an id was
-    answered and then called again: only then is the history read again, for the first calls.
+    answered and then called again: only then is the history read again, for the first calls, and
+    only until every such id's first call is found. An id never answered was never taken out of
+    ``open_calls``, so its place there is its first call's: those not read by then come after all
+    that were, in that order.
     """
-    if answered.isdisjoint(open_calls):
+    reopened = answered.intersection(open_calls)
+    if not reopened:
         return list(open_calls)
     first: dict[str, int] = {}
     for message in messages:
         if isinstance(message, ModelResponse):
             for part in message.parts:
                 if isinstance(part, ToolCallPart) and part.tool_call_id in open_calls:
-                    first.setdefault(part.tool_call_id, len(first))
+                    call_id = part.tool_call_id
+                    if call_id not in first:
+                        first[call_id] = len(first)
+                        reopened.discard(call_id)
+            if not reopened:
+                break
+    for call_id in open_calls:
+        first.setdefault(call_id, len(first))
     return sorted(open_calls, key=first.__getitem__)

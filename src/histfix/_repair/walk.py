@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -27,6 +27,7 @@ from .._records.parts import after_results
 from .._records.synthesized import SYNTHESIZED_CONTENT, SYNTHESIZED_TOOL_RETURN_METADATA_KEY
 from .._release import switches as _compat
 from .._release import table
+from .._release.probes import field_names
 from .._release.switches import has
 from .folding import Folder, FoldEvent, new_request
 from .pairing import Dangling, Pairing, pair
@@ -68,14 +69,16 @@ def _return_fields() -> dict[str, Any]:
 
 
 @functools.cache
-def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
-    """The function a walk makes its synthesized returns with: ``make(call, stamp)``.
+def return_maker() -> Callable[[Iterable[ToolCallPart], Any], list[ModelRequestPart]]:
+    """The function a walk makes the synthesized returns of one response's dangling calls with:
+    ``make(calls, stamp)``, a return for each call in order, stamped with the response's time.
 
     ``ToolReturnPart`` is a plain dataclass on every release so far (no ``__post_init__``), so a
     return is one constructor-made template's fields with the call's four (five with
-    ``ui_visibility``) set, at two thirds of the constructor's cost (tests/test_synthesized.py compares the two on every release). A call
-    whose ``tool_kind`` the release promotes, or a class that is no longer plain, takes the
-    constructor.
+    ``ui_visibility``) set, at two thirds of the constructor's cost (tests/test_synthesized.py
+    compares the two on every release). A call whose ``tool_kind`` the release promotes, or a class
+    that is no longer plain, takes the constructor. One call makes a response's returns, so the
+    walk pays no function call per return.
     """
     fields = _return_fields()
     template = _synthesized_return(ToolCallPart(tool_name="", tool_call_id=""), None, fields)
@@ -92,25 +95,33 @@ def return_maker() -> Callable[[ToolCallPart, Any], ModelRequestPart]:
             if key != "metadata"
         )
     ):
-        return lambda call, stamp: _synthesized_return(call, stamp, fields)
+        return lambda calls, stamp: [_synthesized_return(call, stamp, fields) for call in calls]
     plain_fields: dict[str, Any] = base
     new = object.__new__
-    kinds = has(table.RETURN_TOOL_KIND)
-    visible = has(table.RETURN_UI_VISIBILITY)
+    # The call's own fields are read as attributes (a getattr per return costs more); where calls
+    # have no such field, a return has no kind to promote and the template's ui_visibility (None)
+    # is the call's.
+    call_fields = field_names(ToolCallPart)
+    kinds = has(table.RETURN_TOOL_KIND) and "tool_kind" in call_fields
+    visible = has(table.RETURN_UI_VISIBILITY) and "ui_visibility" in call_fields
 
-    def make(call: ToolCallPart, stamp: Any) -> ModelRequestPart:
-        if kinds and getattr(call, "tool_kind", None) is not None:
-            return _synthesized_return(call, stamp, fields)
-        values = plain_fields.copy()
-        values["tool_name"] = call.tool_name
-        values["tool_call_id"] = call.tool_call_id
-        values["metadata"] = {SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True}
-        values["timestamp"] = stamp
-        if visible:
-            values["ui_visibility"] = getattr(call, "ui_visibility", None)
-        part: ModelRequestPart = new(ToolReturnPart)
-        part.__dict__ = values
-        return part
+    def make(calls: Iterable[ToolCallPart], stamp: Any) -> list[ModelRequestPart]:
+        made: list[ModelRequestPart] = []
+        for call in calls:
+            if kinds and call.tool_kind is not None:  # type: ignore[attr-defined,unused-ignore]
+                made.append(_synthesized_return(call, stamp, fields))
+                continue
+            values = plain_fields.copy()
+            values["tool_name"] = call.tool_name
+            values["tool_call_id"] = call.tool_call_id
+            values["metadata"] = {SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True}
+            values["timestamp"] = stamp
+            if visible:
+                values["ui_visibility"] = call.ui_visibility  # type: ignore[attr-defined,unused-ignore]
+            part = new(ToolReturnPart)
+            part.__dict__ = values
+            made.append(part)
+        return made
 
     return make
 
@@ -165,7 +176,7 @@ def repair_walk(
     orphans = pairing.orphans
     dangling = pairing.dangling
     scattered = pairing.scattered
-    make_return = return_maker()
+    make_returns = return_maker()
     folder = Folder(out, log)
     copied_to = 0  # messages before this index are in ``out``
     for event in sorted(events):
@@ -194,7 +205,7 @@ def repair_walk(
                 calls = dangling.get(index - 1)
                 if calls:
                     stamp = message.timestamp
-                    closing = [make_return(call, stamp) for call in dangling_calls(message, calls)]
+                    closing = make_returns(dangling_calls(message, calls), stamp)
                 folder.response(message, index - 1)
             else:
                 parts: list[Any] | None = None  # the request's parts, when they change
