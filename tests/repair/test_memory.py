@@ -123,10 +123,12 @@ def prompt(content: str) -> pai.ModelRequest:
 def test_the_fast_path_is_taken_within_a_run_and_across_runs() -> None:
     history = tool_turns(50)
     processor = histfix.RepairProcessor()
-    first = processor([*history, prompt("next")])
+    processor([*history, prompt("next")])
     assert processor.memory.walked == len(history) + 1  # nothing kept yet: all of it
+    first = processor([*history, prompt("again")])  # read in full again, and now kept
+    assert processor.memory.walked == len(history) + 1
     # the next run of the same conversation: its stored messages plus a new prompt
-    assert_as_without_memory(processor, [*history, prompt("again")])
+    assert_as_without_memory(processor, [*history, prompt("once more")])
     assert processor.memory.walked == 1
     # within a run: the returned history, the model's call, its result
     answer = tool_turns(1, first=99)
@@ -138,11 +140,26 @@ def test_the_fast_path_is_taken_within_a_run_and_across_runs() -> None:
     assert processor.memory.walked == len(within)
 
 
+def test_a_history_read_once_is_not_kept() -> None:
+    """A history reloaded for every run (new objects each time) is read in full each time, and the
+    memory keeps none of them alive; one that comes back is kept."""
+    processor = histfix.RepairProcessor()
+    for _ in range(3):
+        assert_as_without_memory(processor, [*tool_turns(5), prompt("next")])
+        assert processor.memory.walked == 21
+        assert processor.memory._healthy is None
+    history = tool_turns(5)
+    processor([*history, prompt("next")])
+    processor([*history, prompt("next")])
+    assert processor.memory._healthy is not None
+
+
 def after_healthy_request(edit: Any) -> None:
     """Remember a healthy history, ``edit`` it, and ask again with one more prompt."""
     history = tool_turns(6)
     processor = histfix.RepairProcessor()
-    processor([*history, prompt("next")])
+    for _ in range(2):  # the second time kept
+        processor([*history, prompt("next")])
     assert processor.memory.walked == len(history) + 1
     edited = edit(history)
     assert_as_without_memory(processor, [*edited, prompt("again")])
@@ -212,6 +229,7 @@ def test_a_copy_that_cannot_be_compared_is_read_again() -> None:
     odd = dataclasses.replace(history[2].parts[0], content=Unequal())
     history[2] = pai.ModelRequest(parts=[odd])
     processor = histfix.RepairProcessor()
+    processor([*history, prompt("next")])
     processor([*history, prompt("next")])
     copied = [*history[:2], pai.ModelRequest(parts=[dataclasses.replace(odd, content=Unequal())]), history[3], prompt("again")]
     got = processor(copied)  # comparing the copy with the kept request raises: the memory misses

@@ -64,10 +64,12 @@ class _Healthy(NamedTuple):
 class RepairMemory:
     """The last history a processor found healthy, to read only what a later history adds to it."""
 
-    __slots__ = ("_healthy", "walked")
+    __slots__ = ("_first", "_healthy", "walked")
 
     def __init__(self) -> None:
         self._healthy: _Healthy | None = None
+        #: the first message of the last history read in full: one read in full twice is kept
+        self._first: object = None
         #: how many messages the last :meth:`as_is` read (a test's proof that the memory served; with
         #: concurrent runs, whichever finished last)
         self.walked = 0
@@ -75,6 +77,7 @@ class RepairMemory:
     def forget(self) -> None:
         """Let go of the history kept (it keeps its messages alive): the next one is read in full."""
         self._healthy = None
+        self._first = None
 
     def as_is(self, history: Sequence[ModelMessage], engine: Engine) -> tuple[list[ModelMessage] | None, Pairing | None]:
         """Whether ``engine``'s default repair (``repair_last_response=True``, orphans dropped)
@@ -95,6 +98,13 @@ class RepairMemory:
             start, walk = 0, Pairing().advance(history, size - 1)
         self.walked = size - start
         done = walk.copy().advance(history).finish(history, True)  # ``walk`` stays unfinished, to keep
+        if not start:
+            # Kept only when it starts as the last history read in full did (its next request, or
+            # the same history again): a history read once, as one reloaded for every run is, is
+            # not copied for nothing, nor kept alive until the next one replaces it.
+            again, self._first = self._first is history[0], history[0]
+            if not again:
+                return (list(history), None) if leaves_as_is(done, engine) else (None, done)
         if not leaves_as_is(done, engine):
             return None, None if start else done
         new_parts = [list(message.parts) for message in history[start : size - 1]]
