@@ -212,7 +212,9 @@ def bench_agent(size: int, rounds: int) -> None:
     def call_then_answer(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
         if any(isinstance(part, pai.ToolReturnPart) for part in messages[-1].parts):
             return pai.ModelResponse(parts=[pai.TextPart("fine")])
-        return pai.ModelResponse(parts=[pai.ToolCallPart("lookup", {"q": len(messages)}, f"t{len(messages)}")])
+        return pai.ModelResponse(
+            parts=[pai.ToolCallPart("lookup", {"q": len(messages)}, f"t{len(messages)}")]
+        )
 
     def agents(model: Callable[..., pai.ModelResponse]) -> dict[str, Agent[None, str]]:
         built: dict[str, Agent[None, str]] = {
@@ -229,13 +231,17 @@ def bench_agent(size: int, rounds: int) -> None:
     # the history reaches the model unchanged either way
     for agent in plain.values():
         assert agent.run_sync("next", message_history=history).all_messages()[: len(history)] == history
-    same = measure({name: lambda a=a: a.run_sync("next", message_history=history) for name, a in plain.items()}, rounds)
+    same = measure(
+        {name: lambda a=a: a.run_sync("next", message_history=history) for name, a in plain.items()}, rounds
+    )
 
     talking = agents(call_then_answer)
     conversations = dict.fromkeys(talking, history)
 
     def go_on(name: str) -> None:
-        conversations[name] = talking[name].run_sync("next", message_history=conversations[name]).all_messages()
+        conversations[name] = (
+            talking[name].run_sync("next", message_history=conversations[name]).all_messages()
+        )
 
     for name in talking:
         go_on(name)  # the first run reads the stored history; the ones measured continue it
@@ -248,13 +254,20 @@ def bench_agent(size: int, rounds: int) -> None:
         stored[name] = pai.ModelMessagesTypeAdapter.validate_json(data)
 
     reloaded = measure(
-        {name: lambda a=a, n=name: a.run_sync("next", message_history=stored.pop(n)) for name, a in plain.items()},
+        {
+            name: lambda a=a, n=name: a.run_sync("next", message_history=stored.pop(n))
+            for name, a in plain.items()
+        },
         rounds,
         prepare=load,
     )
-    print(f"\nagent runs over a healthy {len(history):,}-message history, agent_options() beside without (target <= 1.05x)")
+    print(
+        f"\nagent runs over a healthy {len(history):,}-message history, agent_options() beside without (target <= 1.05x)"
+    )
     for label, low in (("same history", same), ("conversation", talked), ("reloaded", reloaded)):
-        print(f"  {label:<13} without {low['without'] * 1e3:7.1f} ms, with {low['with'] / low['without']:.3f}x")
+        print(
+            f"  {label:<13} without {low['without'] * 1e3:7.1f} ms, with {low['with'] / low['without']:.3f}x"
+        )
 
 
 def bench_profiles(size: int, rounds: int) -> None:

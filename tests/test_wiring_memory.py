@@ -123,7 +123,9 @@ def first_answer_copied(messages: list[pai.ModelMessage]) -> list[pai.ModelMessa
             break
     for i, message in enumerate(out):
         if isinstance(message, pai.ModelRequest) and isinstance(message.parts[0], pai.ToolReturnPart):
-            out[i] = dataclasses.replace(message, parts=[dataclasses.replace(message.parts[0], content="cloudy")])
+            out[i] = dataclasses.replace(
+                message, parts=[dataclasses.replace(message.parts[0], content="cloudy")]
+            )
             break
     return out
 
@@ -137,7 +139,9 @@ def old_results_stripped_in_place(messages: list[pai.ModelMessage]) -> list[pai.
 
 
 @pytest.mark.parametrize(
-    "step", [oldest_turn_dropped, first_answer_copied, old_results_stripped_in_place], ids=lambda s: s.__name__
+    "step",
+    [oldest_turn_dropped, first_answer_copied, old_results_stripped_in_place],
+    ids=lambda s: s.__name__,
 )
 def test_processors_that_edit_the_history_between_requests(step: Step) -> None:
     checked = Checked()

@@ -127,7 +127,9 @@ def repair(
     return _repaired(history, plan)
 
 
-def _repaired(history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None) -> list[ModelMessage]:
+def _repaired(
+    history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None
+) -> list[ModelMessage]:
     """``repair``'s work once its arguments are checked: the plan run (reusing ``pairing``, made of
     ``history``, where it can), each change logged."""
     from ._profiles.run import repair_by_plan

@@ -231,7 +231,12 @@ def test_a_copy_that_cannot_be_compared_is_read_again() -> None:
     processor = histfix.RepairProcessor()
     processor([*history, prompt("next")])
     processor([*history, prompt("next")])
-    copied = [*history[:2], pai.ModelRequest(parts=[dataclasses.replace(odd, content=Unequal())]), history[3], prompt("again")]
+    copied = [
+        *history[:2],
+        pai.ModelRequest(parts=[dataclasses.replace(odd, content=Unequal())]),
+        history[3],
+        prompt("again"),
+    ]
     got = processor(copied)  # comparing the copy with the kept request raises: the memory misses
     assert processor.memory.walked == len(copied)
     assert len(got) == len(copied) and all(map(lambda a, b: a is b, got, copied))
@@ -240,9 +245,9 @@ def test_a_copy_that_cannot_be_compared_is_read_again() -> None:
 def test_a_shared_processor_is_exact_under_concurrent_conversations() -> None:
     """Four threads grow four conversations (one with damage in it) through one processor, switching
     threads as often as the interpreter allows: every answer is the one without memory."""
-    conversations = [
-        tool_turns(30, first=100 * n) for n in range(3)
-    ] + [load([req(system("s"), user("q")), resp(call("t", "x"), model_name="m"), req(user("lost"))] * 10)]
+    conversations = [tool_turns(30, first=100 * n) for n in range(3)] + [
+        load([req(system("s"), user("q")), resp(call("t", "x"), model_name="m"), req(user("lost"))] * 10)
+    ]
     processor = histfix.RepairProcessor()
     failures: list[BaseException] = []
 

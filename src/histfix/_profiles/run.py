@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
 
-def repair_by_plan(history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None) -> RepairReport:
+def repair_by_plan(
+    history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None
+) -> RepairReport:
     """The repaired history and, when the plan wants them, its changes in input order (the default
     repair's sorted by index, then each pass's as it made them); none when it does not.
     ``pairing``: one already made of ``history`` with the plan's ``repair_last_response``, to reuse

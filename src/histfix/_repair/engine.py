@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 
     from .pairing import Pairing
 
-__all__ = ["Engine", "default_repair", "event_free_as_is", "leaves_as_is", "upstream_missing", "upstream_repair"]
+__all__ = [
+    "Engine",
+    "default_repair",
+    "event_free_as_is",
+    "leaves_as_is",
+    "upstream_missing",
+    "upstream_repair",
+]
 
 #: Whose repair makes the default messages: upstream's ``repair_messages`` or histfix's walk.
 Engine = Literal["upstream", "histfix"]

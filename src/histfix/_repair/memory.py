@@ -37,7 +37,6 @@ conversations only miss each other's record and read their history in full.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engine import Engine, event_free_as_is, leaves_as_is
@@ -79,7 +78,9 @@ class RepairMemory:
         self._healthy = None
         self._first = None
 
-    def as_is(self, history: Sequence[ModelMessage], engine: Engine) -> tuple[list[ModelMessage] | None, Pairing | None]:
+    def as_is(
+        self, history: Sequence[ModelMessage], engine: Engine
+    ) -> tuple[list[ModelMessage] | None, Pairing | None]:
         """Whether ``engine``'s default repair (``repair_last_response=True``, orphans dropped)
         returns ``history`` as it is: ``(list(history), None)`` when it does, else ``(None,
         pairing)``, where ``pairing`` is ``pair(history, True)`` if this read the history in full

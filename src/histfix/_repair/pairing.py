@@ -47,8 +47,8 @@ class Pairing:
         "events",
         "extra_open",
         "finished",
-        "late",
         "last_response",
+        "late",
         "open_calls",
         "orphans",
         "previous_kind",
@@ -132,7 +132,9 @@ class Pairing:
         start = self.walked
         end = len(messages) if stop is None else stop
         if self.finished or not start <= end <= len(messages):
-            raise ValueError(f"cannot read messages[{start}:{end}] of {len(messages)} (finished: {self.finished})")
+            raise ValueError(
+                f"cannot read messages[{start}:{end}] of {len(messages)} (finished: {self.finished})"
+            )
         events = self.events
         dangling = self.dangling
         open_calls = self.open_calls
