@@ -27,6 +27,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -123,25 +124,34 @@ def one_dangling(size: int) -> History:
     return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw))
 
 
-def measure(
+def timings(
     contenders: dict[str, Callable[[], object]], rounds: int, prepare: Callable[[str], object] | None = None
-) -> dict[str, float]:
-    """The best of ``rounds`` interleaved runs of every contender (CPU time of this process, GC off);
-    ``prepare(name)``, if given, runs before each run, untimed."""
-    best = dict.fromkeys(contenders, float("inf"))
+) -> dict[str, list[float]]:
+    """Each contender's CPU time (this process, GC off) in each of ``rounds`` rounds, the contenders
+    run one after another in a round, in reverse order every other round; ``prepare(name)``, if
+    given, runs before each run, untimed."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    order = list(contenders)
     gc.collect()
     gc.disable()
     try:
-        for _ in range(rounds):
-            for name, run in contenders.items():
+        for round_ in range(rounds):
+            for name in order if round_ % 2 == 0 else order[::-1]:
                 if prepare is not None:
                     prepare(name)
                 started = time.process_time()
-                run()
-                best[name] = min(best[name], time.process_time() - started)
+                contenders[name]()
+                times[name].append(time.process_time() - started)
     finally:
         gc.enable()
-    return best
+    return times
+
+
+def measure(
+    contenders: dict[str, Callable[[], object]], rounds: int, prepare: Callable[[str], object] | None = None
+) -> dict[str, float]:
+    """The best of ``rounds`` interleaved runs of every contender (see :func:`timings`)."""
+    return {name: min(times) for name, times in timings(contenders, rounds, prepare).items()}
 
 
 def bench_check(sizes: list[int], rounds: int) -> None:
@@ -195,7 +205,7 @@ def bench_shapes(sizes: list[int], rounds: int) -> None:
 
 def bench_agent(size: int, rounds: int) -> None:
     """Agent runs over a healthy ``size``-message history, with ``agent_options()`` beside without,
-    in three scenarios (each contender its own Agent and history, interleaved, best of ``rounds``):
+    in three scenarios (each contender its own Agent and history, interleaved, ``rounds`` rounds):
 
     - ``same history``: every run continues the same stored history with a new prompt (one request);
     - ``conversation``: every run continues the conversation the contender's last run returned, and
@@ -231,7 +241,7 @@ def bench_agent(size: int, rounds: int) -> None:
     # the history reaches the model unchanged either way
     for agent in plain.values():
         assert agent.run_sync("next", message_history=history).all_messages()[: len(history)] == history
-    same = measure(
+    same = timings(
         {name: lambda a=a: a.run_sync("next", message_history=history) for name, a in plain.items()}, rounds
     )
 
@@ -245,7 +255,7 @@ def bench_agent(size: int, rounds: int) -> None:
 
     for name in talking:
         go_on(name)  # the first run reads the stored history; the ones measured continue it
-    talked = measure({name: lambda n=name: go_on(n) for name in talking}, rounds)
+    talked = timings({name: lambda n=name: go_on(n) for name in talking}, rounds)
     assert len(conversations["with"]) == len(conversations["without"]) == len(history) + 4 * (rounds + 1)
 
     stored: dict[str, History] = {}
@@ -253,7 +263,7 @@ def bench_agent(size: int, rounds: int) -> None:
     def load(name: str) -> None:
         stored[name] = pai.ModelMessagesTypeAdapter.validate_json(data)
 
-    reloaded = measure(
+    reloaded = timings(
         {
             name: lambda a=a, n=name: a.run_sync("next", message_history=stored.pop(n))
             for name, a in plain.items()
@@ -264,9 +274,13 @@ def bench_agent(size: int, rounds: int) -> None:
     print(
         f"\nagent runs over a healthy {len(history):,}-message history, agent_options() beside without (target <= 1.05x)"
     )
-    for label, low in (("same history", same), ("conversation", talked), ("reloaded", reloaded)):
+    print("  (best of each; and the median of the rounds' own with/without ratios, which drift cancels)")
+    for label, times in (("same history", same), ("conversation", talked), ("reloaded", reloaded)):
+        best = {name: min(runs) for name, runs in times.items()}
+        paired = statistics.median(a / b for a, b in zip(times["with"], times["without"], strict=True))
         print(
-            f"  {label:<13} without {low['without'] * 1e3:7.1f} ms, with {low['with'] / low['without']:.3f}x"
+            f"  {label:<13} without {best['without'] * 1e3:7.1f} ms, with {best['with'] / best['without']:.3f}x,"
+            f" paired median {paired:.3f}x"
         )
 
 
