@@ -45,9 +45,10 @@ class RepairProcessor:
     from the run's model, which only the processor ``for_run_context`` returns can see.
 
     Where it runs the default repair (no profile), it remembers the last history it found healthy
-    (its messages, which it keeps alive until a later one replaces them, or :meth:`forget`), so
-    that the next request, which extends that history, costs only its new messages: within a run
-    and from one run of a conversation to the next. What it returns is what it returns without
+    and had met before (a conversation's, not one loaded anew for every run; its messages stay
+    alive until a later one replaces them, or ``forget()``), so that the next request, which
+    extends that history, costs only its new messages: within a run and from one run of a
+    conversation to the next. What it returns is what it returns without
     memory; ``_repair/memory.py`` says why that stays exact when a capability or processor edits
     the history between requests. One instance may serve concurrent runs.
     """
