@@ -20,8 +20,9 @@ moved, or replaced by one that is not equal, is a change), and then each one's `
 copy of that list taken when it was found healthy, part by part in the same way. That sees every
 edit pydantic-ai makes to a stored message between two requests (it replaces a message's ``parts``
 list, never edits one in place: the dynamic system prompts re-evaluated at each run's start, the
-2.x instruction and settings records), and every edit a user's processor or capability makes to
-the history list or to a message's ``parts`` list, in place or not. What it cannot see is a part
+instruction and settings records of 2.78.0; the ``instructions`` it also rewrites there matter to
+the repair only at an event, and a healthy history has none), and every edit a user's processor or
+capability makes to the history list or to a message's ``parts`` list, in place or not. What it cannot see is a part
 object whose fields are edited in place (``part.tool_call_id = ...``), which pydantic-ai never does
 to a stored part; a processor that must, builds a new part (``dataclasses.replace``). Anything
 the check does not vouch for is read again: the whole history when its first message is not the
