@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import messages as pai
-from pydantic_core import ValidationError
+from pydantic_core import PydanticSerializationError, ValidationError
 
 import histfix
 from histfix._repair.pairing import Pairing, pair
@@ -66,7 +66,10 @@ def assert_as_without_memory(processor: histfix.RepairProcessor, history: list[p
     assert got is not history
     if len(got) == len(fresh) and all(map(operator.is_, got, fresh)):
         return  # the very messages (the usual case, and the cheap one to tell)
-    assert dump(got) == dump(fresh)
+    try:
+        assert dump(got) == dump(fresh)
+    except PydanticSerializationError:  # content the release cannot write (a schema-drawn image URL)
+        assert got == fresh
     given = {id(m) for m in history}
     # the input's own messages where the repair passes them through, new ones where it builds them
     assert [id(m) in given and id(m) for m in got] == [id(m) in given and id(m) for m in fresh]
