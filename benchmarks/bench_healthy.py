@@ -9,8 +9,9 @@ Each target is a ratio of two contenders timed in the same process, interleaved,
 - ``shapes``: ``check(h)``, ``repair(h)`` and upstream's ``repair_messages(h)`` on healthy histories of
   four shapes (tool turns, text chat, three parallel calls a turn, the test generator's mixed
   conversations) at each ``--sizes``, in multiples of the floor: loading the history's JSON;
-- ``agent``: an agent run (a ``FunctionModel`` that answers at once) over a healthy history, with
-  ``agent_options()`` beside without (target <= 1.05x), at ``--agent-size`` messages;
+- ``agent``: agent runs (a ``FunctionModel``) over a healthy history, with ``agent_options()`` beside
+  without (target <= 1.05x), at ``--agent-size`` messages: the same history continued by each run, a
+  conversation each run continues (a tool call a run), and the history reloaded for each run;
 - ``profiles``: ``repair(h, provider=P)`` beside ``repair(h)`` for every profile (target <= 3x) on a
   history of ``--profile-size`` messages with one dangling call and ids outside Mistral's format
   (nine letters and digits), and ``check(h, provider=P)`` beside ``check(h)``.
@@ -26,6 +27,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -122,20 +124,34 @@ def one_dangling(size: int) -> History:
     return pai.ModelMessagesTypeAdapter.validate_json(to_json(raw))
 
 
-def measure(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """The best of ``rounds`` interleaved runs of every contender (CPU time of this process, GC off)."""
-    best = dict.fromkeys(contenders, float("inf"))
+def timings(
+    contenders: dict[str, Callable[[], object]], rounds: int, prepare: Callable[[str], object] | None = None
+) -> dict[str, list[float]]:
+    """Each contender's CPU time (this process, GC off) in each of ``rounds`` rounds, the contenders
+    run one after another in a round, in reverse order every other round; ``prepare(name)``, if
+    given, runs before each run, untimed."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    order = list(contenders)
     gc.collect()
     gc.disable()
     try:
-        for _ in range(rounds):
-            for name, run in contenders.items():
+        for round_ in range(rounds):
+            for name in order if round_ % 2 == 0 else order[::-1]:
+                if prepare is not None:
+                    prepare(name)
                 started = time.process_time()
-                run()
-                best[name] = min(best[name], time.process_time() - started)
+                contenders[name]()
+                times[name].append(time.process_time() - started)
     finally:
         gc.enable()
-    return best
+    return times
+
+
+def measure(
+    contenders: dict[str, Callable[[], object]], rounds: int, prepare: Callable[[str], object] | None = None
+) -> dict[str, float]:
+    """The best of ``rounds`` interleaved runs of every contender (see :func:`timings`)."""
+    return {name: min(times) for name, times in timings(contenders, rounds, prepare).items()}
 
 
 def bench_check(sizes: list[int], rounds: int) -> None:
@@ -188,29 +204,84 @@ def bench_shapes(sizes: list[int], rounds: int) -> None:
 
 
 def bench_agent(size: int, rounds: int) -> None:
+    """Agent runs over a healthy ``size``-message history, with ``agent_options()`` beside without,
+    in three scenarios (each contender its own Agent and history, interleaved, ``rounds`` rounds):
+
+    - ``same history``: every run continues the same stored history with a new prompt (one request);
+    - ``conversation``: every run continues the conversation the contender's last run returned, and
+      the model calls a tool before it answers (two requests a run, the history growing 4 a run);
+    - ``reloaded``: every run gets the history loaded anew (new message objects, as from a store), so
+      the processor's memory cannot serve it: what one request costs when it reads all of it.
+    """
     from pydantic_ai import Agent
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     def answer(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
         return pai.ModelResponse(parts=[pai.TextPart("fine")])
 
-    history = healthy(size)
-    plain: Agent[None, str] = Agent(FunctionModel(answer))
-    wired: Agent[None, str] = Agent(FunctionModel(answer), **histfix.agent_options())
+    def call_then_answer(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
+        if any(isinstance(part, pai.ToolReturnPart) for part in messages[-1].parts):
+            return pai.ModelResponse(parts=[pai.TextPart("fine")])
+        return pai.ModelResponse(
+            parts=[pai.ToolCallPart("lookup", {"q": len(messages)}, f"t{len(messages)}")]
+        )
+
+    def agents(model: Callable[..., pai.ModelResponse]) -> dict[str, Agent[None, str]]:
+        built: dict[str, Agent[None, str]] = {
+            "without": Agent(FunctionModel(model)),
+            "with": Agent(FunctionModel(model), **histfix.agent_options()),
+        }
+        for agent in built.values():
+            agent.tool_plain(lambda q: f"result {q}", name="lookup")
+        return built
+
+    data = to_json(healthy_json(size))
+    history = pai.ModelMessagesTypeAdapter.validate_json(data)
+    plain = agents(answer)
     # the history reaches the model unchanged either way
-    for agent in (plain, wired):
+    for agent in plain.values():
         assert agent.run_sync("next", message_history=history).all_messages()[: len(history)] == history
-    low = measure(
+    same = timings(
+        {name: lambda a=a: a.run_sync("next", message_history=history) for name, a in plain.items()}, rounds
+    )
+
+    talking = agents(call_then_answer)
+    conversations = dict.fromkeys(talking, history)
+
+    def go_on(name: str) -> None:
+        conversations[name] = (
+            talking[name].run_sync("next", message_history=conversations[name]).all_messages()
+        )
+
+    for name in talking:
+        go_on(name)  # the first run reads the stored history; the ones measured continue it
+    talked = timings({name: lambda n=name: go_on(n) for name in talking}, rounds)
+    assert len(conversations["with"]) == len(conversations["without"]) == len(history) + 4 * (rounds + 1)
+
+    stored: dict[str, History] = {}
+
+    def load(name: str) -> None:
+        stored[name] = pai.ModelMessagesTypeAdapter.validate_json(data)
+
+    reloaded = timings(
         {
-            "without": lambda: plain.run_sync("next", message_history=history),
-            "with": lambda: wired.run_sync("next", message_history=history),
+            name: lambda a=a, n=name: a.run_sync("next", message_history=stored.pop(n))
+            for name, a in plain.items()
         },
         rounds,
+        prepare=load,
     )
     print(
-        f"\nagent run over a healthy {len(history):,}-message history: without {low['without'] * 1e3:.1f} ms, "
-        f"with agent_options() {low['with'] / low['without']:.3f}x (target <= 1.05x)"
+        f"\nagent runs over a healthy {len(history):,}-message history, agent_options() beside without (target <= 1.05x)"
     )
+    print("  (best of each; and the median of the rounds' own with/without ratios, which drift cancels)")
+    for label, times in (("same history", same), ("conversation", talked), ("reloaded", reloaded)):
+        best = {name: min(runs) for name, runs in times.items()}
+        paired = statistics.median(a / b for a, b in zip(times["with"], times["without"], strict=True))
+        print(
+            f"  {label:<13} without {best['without'] * 1e3:7.1f} ms, with {best['with'] / best['without']:.3f}x,"
+            f" paired median {paired:.3f}x"
+        )
 
 
 def bench_profiles(size: int, rounds: int) -> None:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ._profiles.plan import Plan
+    from ._repair.memory import RepairMemory
+    from ._repair.pairing import Pairing
 
 __all__ = [
     "Backend",
@@ -122,12 +124,32 @@ def repair(
     history = as_history(messages, function="repair")
     logged = logger.isEnabledFor(logging.DEBUG)
     plan = _plan(backend, repair_last_response, orphans, provider, changes_wanted=logged)
+    return _repaired(history, plan)
+
+
+def _repaired(
+    history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None
+) -> list[ModelMessage]:
+    """``repair``'s work once its arguments are checked: the plan run (reusing ``pairing``, made of
+    ``history``, where it can), each change logged."""
     from ._profiles.run import repair_by_plan
 
-    report = repair_by_plan(history, plan)
+    report = repair_by_plan(history, plan, pairing)
     for change in report.changes:  # none unless logged
         logger.debug("%s", change)
     return report.messages
+
+
+def remembering_repair(messages: Sequence[ModelMessage], memory: RepairMemory) -> list[ModelMessage]:
+    """``repair(messages)`` with every default, asking ``memory`` first whether it returns the
+    history as it is (the history processor's path: only what is new since the last healthy
+    history is read). The same list and errors as ``repair(messages)``."""
+    history = as_history(messages, function="repair")
+    plan = _plan("auto", True, "drop", None, changes_wanted=logger.isEnabledFor(logging.DEBUG))
+    same, pairing = memory.as_is(history, plan.engine)
+    if same is not None:
+        return same
+    return _repaired(history, plan, pairing)
 
 
 def _check_arguments(backend: object, repair_last_response: object, orphans: object) -> None:

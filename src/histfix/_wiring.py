@@ -43,6 +43,14 @@ class RepairProcessor:
     history, so the stored history ends up repaired (and trimmed) too. ``provider`` (what
     ``histfix.repair`` takes) repairs for that provider's profile; ``provider="auto"`` reads it
     from the run's model, which only the processor ``for_run_context`` returns can see.
+
+    Where it runs the default repair (no profile), it remembers the last history it found healthy
+    and had met before (a conversation's, not one loaded anew for every run; its messages stay
+    alive until a later one replaces them, or ``forget()``), so that the next request, which
+    extends that history, costs only its new messages: within a run and from one run of a
+    conversation to the next. What it returns is what it returns without
+    memory; ``_repair/memory.py`` says why that stays exact when a capability or processor edits
+    the history between requests. One instance may serve concurrent runs.
     """
 
     def __init__(
@@ -68,6 +76,10 @@ class RepairProcessor:
         self.count_tokens = count_tokens
         self.keep_system_prompt = keep_system_prompt
         self.provider = provider
+        from ._repair.memory import RepairMemory
+
+        #: the last history the default repair left as it is (see ``_repair/memory.py``)
+        self.memory = RepairMemory()
 
     # pydantic-ai reads this annotation at run time to decide whether to pass a RunContext, so
     # it must resolve from this module's globals: hence ``list[Any]``.
@@ -81,8 +93,8 @@ class RepairProcessor:
 
     def process(self, messages: Sequence[ModelMessage], provider: object) -> list[ModelMessage]:
         """Trim as configured, then repair for ``provider``: a name, None, or a model (its profile
-        if one is known for its class, else the default repair)."""
-        from ._api import keep_last_turns, repair, trim_to_budget
+        if one is known for its class, else the default repair, through the memory)."""
+        from ._api import keep_last_turns, remembering_repair, repair, trim_to_budget
 
         history: Sequence[ModelMessage] = messages
         if self.keep_last_turns is not None:
@@ -97,7 +109,13 @@ class RepairProcessor:
                 keep_system_prompt=self.keep_system_prompt,
             )
         profile = provider if provider is None or isinstance(provider, str) else _profile_of(provider)
+        if profile is None:
+            return remembering_repair(history, self.memory)
         return repair(history, provider=profile)
+
+    def forget(self) -> None:
+        """Let go of the history remembered: the next request reads its history in full."""
+        self.memory.forget()
 
     def for_run_context(self) -> Callable[[Any, list[Any]], list[Any]]:
         """This processor as one that takes the run context, and repairs for the run's model when

@@ -19,6 +19,7 @@ from pydantic_ai import messages as pai
 from test_forward import forward_walk_equals_reference
 from test_invariant import fast_path_equals_every_index_walk
 from test_leaves_as_is import shortcut_is_exact
+from test_memory import memory_is_exact
 
 import histfix
 from histfix._release.pinned import NEWEST
@@ -195,6 +196,7 @@ PROPERTIES = [
     fast_path_equals_every_index_walk,  # the walk's copy-between-events invariant (test_invariant.py)
     forward_walk_equals_reference,  # the one-walk fast path of repair() (test_forward.py)
     shortcut_is_exact,  # a history the repair leaves as it is, returned without it (test_leaves_as_is.py)
+    memory_is_exact,  # the processor's memory, request after request (test_memory.py)
     *([equals_upstream] if UPSTREAM_IS_ORACLE else []),
 ]
 

@@ -28,13 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
 
-def repair_by_plan(history: Sequence[ModelMessage], plan: Plan) -> RepairReport:
+def repair_by_plan(
+    history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None
+) -> RepairReport:
     """The repaired history and, when the plan wants them, its changes in input order (the default
-    repair's sorted by index, then each pass's as it made them); none when it does not."""
+    repair's sorted by index, then each pass's as it made them); none when it does not.
+    ``pairing``: one already made of ``history`` with the plan's ``repair_last_response``, to reuse
+    where the plan has no target (a profile makes its own)."""
     if plan.target is not None:
         messages, changes = run_profile(history, plan)
     else:
-        messages, changes, _ = _default_stage(history, plan, None)
+        messages, changes, _ = _default_stage(history, plan, pairing)
     return RepairReport(messages, tuple(changes) if plan.changes_wanted else ())
 
 

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 
     from .pairing import Pairing
 
-__all__ = ["Engine", "default_repair", "leaves_as_is", "upstream_missing", "upstream_repair"]
+__all__ = [
+    "Engine",
+    "default_repair",
+    "event_free_as_is",
+    "leaves_as_is",
+    "upstream_missing",
+    "upstream_repair",
+]
 
 #: Whose repair makes the default messages: upstream's ``repair_messages`` or histfix's walk.
 Engine = Literal["upstream", "histfix"]
@@ -74,7 +81,13 @@ def leaves_as_is(pairing: Pairing, engine: Engine) -> bool:
     tool-less retry prompt, moves only in a merge, which is an event); on a release whose
     ``repair_messages`` is older, only running it says what it does.
     """
-    return not pairing.events and (engine == "histfix" or upstream_repair_is_current())
+    return not pairing.events and event_free_as_is(engine)
+
+
+def event_free_as_is(engine: Engine) -> bool:
+    """Whether ``engine``'s repair returns a history whose pairing finds no event as it is (see
+    :func:`leaves_as_is`): False only for an upstream ``repair_messages`` older than the newest."""
+    return engine == "histfix" or upstream_repair_is_current()
 
 
 def upstream_missing(version: str) -> str:

@@ -37,7 +37,7 @@ class Dangling(NamedTuple):
 
 
 class Pairing:
-    """What the pairing walk learned about a history."""
+    """What the pairing walk learned about a history, and where it stands (it can read on: :meth:`advance`)."""
 
     __slots__ = (
         "answered",
@@ -45,11 +45,16 @@ class Pairing:
         "dangling",
         "duplicates",
         "events",
+        "extra_open",
+        "finished",
+        "last_response",
         "late",
         "open_calls",
         "orphans",
+        "previous_kind",
         "scattered",
         "toolless_retry",
+        "walked",
     )
 
     def __init__(self) -> None:
@@ -79,14 +84,155 @@ class Pairing:
         self.answered: set[str] = set()
         #: some request holds a ``RetryPromptPart`` without a ``tool_name``
         self.toolless_retry = False
+        # Where the walk stands, so that it can go on over messages appended later (:meth:`advance`).
+        #: how many messages it has read: the next one it reads is ``messages[walked]``
+        self.walked = 0
+        #: open calls beyond the first for an id, for the rare response that repeats one
+        self.extra_open: dict[str, int] = {}
+        #: the index of the last response read, -1 before one
+        self.last_response = -1
+        #: the class of the last message read
+        self.previous_kind: type | None = None
+        #: :meth:`finish` ran: the history ended here, and nothing more can be read
+        self.finished = False
 
     def call_ids_seen(self) -> set[str]:
         """The id of every regular call: each id is open at the end or was answered (or both)."""
         return self.answered.union(self.open_calls)
 
+    def copy(self) -> Pairing:
+        """An independent walk standing where this one stands: advancing either leaves the other as it is."""
+        twin = Pairing()
+        twin.dangling = {index: list(entries) for index, entries in self.dangling.items()}
+        twin.duplicates = {index: set(ids) for index, ids in self.duplicates.items()}
+        twin.late = {index: set(ids) for index, ids in self.late.items()}
+        twin.orphans = {index: set(ids) for index, ids in self.orphans.items()}
+        twin.scattered = set(self.scattered)
+        twin.events = set(self.events)
+        twin.call_count = self.call_count
+        twin.open_calls = dict(self.open_calls)
+        twin.answered = set(self.answered)
+        twin.toolless_retry = self.toolless_retry
+        twin.walked = self.walked
+        twin.extra_open = dict(self.extra_open)
+        twin.last_response = self.last_response
+        twin.previous_kind = self.previous_kind
+        twin.finished = self.finished
+        return twin
 
-# One flat loop on purpose: this is the hot path, and a function call per message is its largest cost.
-def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:  # noqa: PLR0915
+    # One flat loop on purpose: this is the hot path, and a function call per message is its largest cost.
+    def advance(self, messages: Sequence[ModelMessage], stop: int | None = None) -> Pairing:  # noqa: PLR0915
+        """Read ``messages[walked:stop]`` (to the end without ``stop``) and return this walk.
+
+        ``messages[:walked]`` must be the messages already read, as they were then: the walk keeps
+        no copy of them, only what it learned (a caller that resumes it checks that first). Reading
+        a history in several stretches learns exactly what reading it in one does. Raises
+        ``TypeError`` for an element that is not a message, which leaves the walk unusable.
+        """
+        start = self.walked
+        end = len(messages) if stop is None else stop
+        if self.finished or not start <= end <= len(messages):
+            raise ValueError(
+                f"cannot read messages[{start}:{end}] of {len(messages)} (finished: {self.finished})"
+            )
+        events = self.events
+        dangling = self.dangling
+        open_calls = self.open_calls
+        answered = self.answered
+        extra_open = self.extra_open
+        call_count = self.call_count
+        last_response = self.last_response
+        previous_kind = self.previous_kind
+        stretch = messages if start == 0 and end == len(messages) else messages[start:end]
+        for index, message in enumerate(stretch, start):
+            kind = message.__class__
+            if kind is previous_kind:
+                events.add(index)  # two requests or two responses in a row: maybe a merge
+            previous_kind = kind
+            # The exact classes first (an isinstance that fails walks the class's bases), then subclasses.
+            if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
+                last_response = index
+                for part in message.parts:
+                    if not isinstance(part, ToolCallPart):
+                        continue
+                    call_count += 1
+                    call_id = part.tool_call_id
+                    owner = open_calls.get(call_id)
+                    if owner is None:
+                        open_calls[call_id] = index
+                    elif owner == index:
+                        extra_open[call_id] = extra_open.get(call_id, 0) + 1
+                    else:  # reused while calls from an earlier response are open: those dangle
+                        dangling.setdefault(owner, []).append(
+                            Dangling(call_id, 1 + extra_open.pop(call_id, 0), True)
+                        )
+                        open_calls[call_id] = index
+            elif kind is ModelRequest or isinstance(message, ModelRequest):
+                position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
+                previous = index - 1
+                for piece in message.parts:
+                    if isinstance(piece, ToolReturnPart) or (
+                        isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                    ):
+                        call_id = piece.tool_call_id
+                        answering = open_calls.get(call_id)
+                        if answering is None:
+                            if call_id not in answered:  # dropped by repair: not a result here
+                                self.orphans.setdefault(index, set()).add(id(piece))
+                                events.add(index)
+                                continue
+                            self.duplicates.setdefault(index, set()).add(id(piece))
+                        else:
+                            if answering != previous:
+                                self.late.setdefault(index, set()).add(id(piece))
+                            spare = extra_open.get(call_id) if extra_open else None  # almost always empty
+                            if spare is None:
+                                del open_calls[call_id]
+                                answered.add(call_id)
+                            elif spare == 1:
+                                del extra_open[call_id]
+                            else:
+                                extra_open[call_id] = spare - 1
+                        if position == 2:
+                            self.scattered.add(index)
+                            events.add(index)
+                        position = 1
+                    elif isinstance(piece, RetryPromptPart):  # tool_name None: a retry for the output
+                        self.toolless_retry = True
+                        if position == 1:
+                            position = 2
+                    elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                        position = 2
+            else:
+                raise not_a_message(index, message)  # the walk is spoilt: its caller drops it
+        self.call_count = call_count
+        self.last_response = last_response
+        self.previous_kind = previous_kind
+        self.walked = end
+        return self
+
+    def finish(self, messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:
+        """End the walk at the end of ``messages`` (all of them read): the calls still open dangle,
+        but the last response's where ``repair_last_response`` is False. Returns this pairing."""
+        if self.walked != len(messages) or self.finished:
+            raise ValueError("finish() needs every message read, once")
+        self.finished = True
+        open_calls = self.open_calls
+        dangling = self.dangling
+        for call_id in _by_first_call(messages, open_calls, self.answered):
+            owner = open_calls[call_id]
+            dangling.setdefault(owner, []).append(
+                Dangling(call_id, 1 + self.extra_open.get(call_id, 0), False)
+            )
+        if not repair_last_response:
+            dangling.pop(self.last_response, None)
+        for response_index in dangling:
+            self.events.add(response_index)
+            self.events.add(response_index + 1)  # its returns go there (or into a new request there)
+        return self
+
+
+def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairing:
     """Pair results with calls in one pass, as the newest upstream repair does.
 
     A result answers the oldest open call with its id. A call reusing an id still open from an
@@ -99,87 +245,12 @@ def pair(messages: Sequence[ModelMessage], repair_last_response: bool) -> Pairin
     called would outgrow it on dense damage). ``answered`` holds every id whose calls were
     all answered once, to tell a duplicate result from an orphan. ``extra_open`` counts open
     calls beyond the first, for the rare response that repeats an id.
+
+    The walk is :meth:`Pairing.advance` over every message, then :meth:`Pairing.finish`; a caller
+    that gets the history in stretches (a history processor, request after request) advances a
+    copy of the walk it kept instead.
     """
-    found = Pairing()
-    events = found.events
-    dangling = found.dangling
-    open_calls = found.open_calls
-    answered = found.answered
-    extra_open: dict[str, int] = {}
-    call_count = 0
-    last_response = -1
-    previous_kind: type | None = None
-    for index, message in enumerate(messages):
-        kind = message.__class__
-        if kind is previous_kind:
-            events.add(index)  # two requests or two responses in a row: maybe a merge
-        previous_kind = kind
-        # The exact classes first (an isinstance that fails walks the class's bases), then subclasses.
-        if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
-            last_response = index
-            for part in message.parts:
-                if not isinstance(part, ToolCallPart):
-                    continue
-                call_count += 1
-                call_id = part.tool_call_id
-                owner = open_calls.get(call_id)
-                if owner is None:
-                    open_calls[call_id] = index
-                elif owner == index:
-                    extra_open[call_id] = extra_open.get(call_id, 0) + 1
-                else:  # reused while calls from an earlier response are open: those dangle
-                    dangling.setdefault(owner, []).append(
-                        Dangling(call_id, 1 + extra_open.pop(call_id, 0), True)
-                    )
-                    open_calls[call_id] = index
-        elif kind is ModelRequest or isinstance(message, ModelRequest):
-            position = 0  # 0: no result yet, 1: among results, 2: a movable part after a result
-            previous = index - 1
-            for piece in message.parts:
-                if isinstance(piece, ToolReturnPart) or (
-                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
-                ):
-                    call_id = piece.tool_call_id
-                    answering = open_calls.get(call_id)
-                    if answering is None:
-                        if call_id not in answered:  # dropped by repair: not a result here
-                            found.orphans.setdefault(index, set()).add(id(piece))
-                            events.add(index)
-                            continue
-                        found.duplicates.setdefault(index, set()).add(id(piece))
-                    else:
-                        if answering != previous:
-                            found.late.setdefault(index, set()).add(id(piece))
-                        spare = extra_open.get(call_id) if extra_open else None  # almost always empty
-                        if spare is None:
-                            del open_calls[call_id]
-                            answered.add(call_id)
-                        elif spare == 1:
-                            del extra_open[call_id]
-                        else:
-                            extra_open[call_id] = spare - 1
-                    if position == 2:
-                        found.scattered.add(index)
-                        events.add(index)
-                    position = 1
-                elif isinstance(piece, RetryPromptPart):  # tool_name None: a retry for the output
-                    found.toolless_retry = True
-                    if position == 1:
-                        position = 2
-                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
-                    position = 2
-        else:
-            raise not_a_message(index, message)
-    found.call_count = call_count
-    for call_id in _by_first_call(messages, open_calls, answered):
-        owner = open_calls[call_id]
-        dangling.setdefault(owner, []).append(Dangling(call_id, 1 + extra_open.get(call_id, 0), False))
-    if not repair_last_response:
-        dangling.pop(last_response, None)
-    for response_index in dangling:
-        events.add(response_index)
-        events.add(response_index + 1)  # its returns go there (or into a new request there)
-    return found
+    return Pairing().advance(messages).finish(messages, repair_last_response)
 
 
 def _by_first_call(
