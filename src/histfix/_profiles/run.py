@@ -121,7 +121,14 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     lineage = Lineage(paired)  # a copy of the caller's list: the same indices
     settled, pairing, kept_in_place = _first_walk(paired, plan, scan)
     found_by_step: list[tuple[int, list[Change]]] = []
-    for rule in rules_for(target, "before"):
+    before = rules_for(target, "before")
+    renames: dict[str, str] = {}  # the last pass's, where the default repair's output takes them
+    for rule in before:
+        if rule is before[-1] and rule.id_map is not None and settled is not None and current is paired:
+            # no change is wanted (the one walk is tried only then): its ledger has the calls' ids
+            known = settled.ids.union(settled.dropped) if settled.dropped else settled.ids
+            renames = rule.id_map(settled.calls, known, target)
+            continue
         step = lineage.step
         current, found = rule.fix(current, target, scan)
         found_by_step.append((step, found))
@@ -133,6 +140,20 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
         repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
+    if renames:
+        # The repair pairs by id equality alone and the renames are a bijection onto fresh ids, so
+        # renaming its output gives what the pass and then the repair give (a synthesized return
+        # takes its call's new id). The ledger reads no tool-less retry prompt: where one already
+        # holds a fresh id, the mapping is not the one every id gives, and the pass runs first.
+        from .call_ids import with_ids_mapped
+
+        mapped = with_ids_mapped(repaired, renames, scan, frozenset(renames.values()))
+        if mapped is None:
+            current, _ = before[-1].fix(current, target, scan)
+            lineage.hand_on(current)
+            repaired, found, in_place = _default_stage(current, plan, None)
+        else:
+            repaired = mapped.messages
     if in_place:
         scan.remember_results_in_place(repaired)
     found_by_step.append((step, found))

@@ -16,7 +16,8 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, repeat
+from bisect import bisect_right
+from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -66,6 +67,27 @@ class Survey:
         #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
         self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
         self._cache: dict[str, Any] = {}
+
+    def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
+        """The survey of ``history``: this one's history with the parts at the places of ``replaced``
+        (in :attr:`flat`) replaced by parts of their classes, in clones of their messages (the same
+        classes, the same part counts). Nothing is read again; no fact computed on first use is kept."""
+        clone = object.__new__(Survey)
+        clone.history = history
+        clone.lens = self.lens
+        flat = list(self.flat)
+        for place, part in replaced.items():
+            flat[place] = part
+        clone.flat = flat
+        clone.types = self.types
+        clone.part_classes = self.part_classes
+        clone.empty_message = self.empty_message
+        clone.message_types = self.message_types
+        clone.plain = self.plain
+        clone._cache = {}
+        if "starts" in self._cache:
+            clone._cache["starts"] = self._cache["starts"]
+        return clone
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
         if key not in self._cache:
@@ -152,6 +174,16 @@ class Survey:
             lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
         )
 
+    def starts(self) -> list[int]:
+        """Where each message's parts start in :attr:`flat` (and, last, how many parts there are)."""
+        return self._once("starts", lambda: list(accumulate(self.lens, initial=0)))
+
+    def position(self, place: int) -> tuple[int, int]:
+        """(message index, part index) of the part at ``place`` in :attr:`flat`."""
+        starts = self.starts()
+        message = bisect_right(starts, place) - 1  # a message without parts starts where the next does
+        return message, place - starts[message]
+
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """A pass's own fact about this history, computed once (``key`` names it)."""
         return self._once(f"pass:{key}", compute)
@@ -200,6 +232,10 @@ class Scan:
         found = Survey(history)
         self._last = (history, len(history), found)
         return found
+
+    def remember_survey(self, history: Sequence[ModelMessage], survey: Survey) -> None:
+        """Keep ``survey`` as ``history``'s (a list the caller made and surveyed as it made it)."""
+        self._last = (history, len(history), survey)
 
     def pinned_survey(self, history: Sequence[ModelMessage]) -> Survey | None:
         """The survey of ``history`` if it is ``check``'s own list (else None)."""
