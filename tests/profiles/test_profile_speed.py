@@ -61,6 +61,11 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
+        assert facts.request_part_classes() == {
+            type(part) for message in history if message.kind == "request" for part in message.parts
+        }
+        places = [(i, j) for i, message in enumerate(history) for j in range(len(message.parts))]
+        assert [facts.position(k) for k in range(len(facts.flat))] == places
         assert facts.consecutive_responses() == any(
             a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
         )

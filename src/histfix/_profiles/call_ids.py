@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import chain, compress, repeat
+from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -286,7 +286,7 @@ def with_ids_mapped(
     if not any(hits):
         return Mapped(out, None)
     starts = survey.starts()
-    owners = compress(chain.from_iterable(map(repeat, range(len(survey.lens)), survey.lens)), chosen)
+    owners = compress(survey.owners(), chosen)
     first: tuple[int, str, str] | None = None
     replaced: dict[int, Any] = {}
     for i in dict.fromkeys(compress(owners, hits)):

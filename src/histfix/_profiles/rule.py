@@ -93,6 +93,9 @@ class ProfileRule:
     #: profile's check makes (nothing else then changes): what the store's record counts instead of
     #: running the repair
     sole_change: str | None = None
+    #: whether the pass may change ``history`` where the detect finds nothing for the target (a
+    #: change harmless everywhere, made for every API): no other rule's findings stand alone then
+    changes_unfound: Callable[[Sequence[ModelMessage], Scan], bool] | None = None
 
     def applies_to(self, target: ProviderTarget) -> bool:
         """Whether some API of ``target`` enforces this rule: the one test of which rules a profile runs."""
@@ -111,6 +114,7 @@ def rule(
     count: Count | None = None,
     id_map: IdMapForm | None = None,
     sole_change: str | None = None,
+    changes_unfound: Callable[[Sequence[ModelMessage], Scan], bool] | None = None,
 ) -> ProfileRule:
     """A rule for the APIs that enforce it: ``apis``, by default the APIs ``wording`` has words for."""
     return ProfileRule(
@@ -124,6 +128,7 @@ def rule(
         count,
         id_map,
         sole_change,
+        changes_unfound,
     )
 
 

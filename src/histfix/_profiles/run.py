@@ -172,7 +172,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
             lineage.hand_on(current)
         if current is handed:
             break
-    if (nothing_sendable(current, scan) or sends_nothing(current, target)) and not nothing_sendable(
+    if (nothing_sendable(current, scan) or sends_nothing(current, target, scan)) and not nothing_sendable(
         history, Scan()
     ):
         raise ValueError(

@@ -84,9 +84,7 @@ class Survey:
         clone.empty_message = self.empty_message
         clone.message_types = self.message_types
         clone.plain = self.plain
-        clone._cache = {}
-        if "starts" in self._cache:
-            clone._cache["starts"] = self._cache["starts"]
+        clone._cache = {key: self._cache[key] for key in ("starts", "owners") if key in self._cache}
         return clone
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
@@ -137,6 +135,19 @@ class Survey:
 
         return self._once("tool_call_ids", compute)
 
+    def request_part_classes(self) -> frozenset[type]:
+        """The classes of the parts of every request (a message whose ``kind`` is ``"request"``)."""
+        from pydantic_ai.messages import ModelRequest
+
+        def compute() -> frozenset[type]:
+            if self.plain:  # the classes are at hand: no attribute read per message
+                requests = map(is_, self.message_types, repeat(ModelRequest))
+            else:
+                requests = map(eq, map(attrgetter("kind"), self.history), repeat("request"))
+            return frozenset(compress(self.types, chain.from_iterable(map(repeat, requests, self.lens))))
+
+        return self._once("request_part_classes", compute)
+
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
         from pydantic_ai.messages import TextPart, UserPromptPart
@@ -177,6 +188,12 @@ class Survey:
     def starts(self) -> list[int]:
         """Where each message's parts start in :attr:`flat` (and, last, how many parts there are)."""
         return self._once("starts", lambda: list(accumulate(self.lens, initial=0)))
+
+    def owners(self) -> list[int]:
+        """For every part of :attr:`flat`, the index of its message."""
+        return self._once(
+            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.lens)), self.lens)))
+        )
 
     def position(self, place: int) -> tuple[int, int]:
         """(message index, part index) of the part at ``place`` in :attr:`flat`."""

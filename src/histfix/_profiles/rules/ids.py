@@ -381,6 +381,7 @@ RULES: tuple[ProfileRule, ...] = (
         unique_call_ids,
         detect_unique_call_ids,
         UNIQUE_WORDING,
+        changes_unfound=lambda history, scan: scan.call_id_facts(history).reused,
         why=(
             "Anthropic: one tool_use id twice (trycua/cua#524, anthropics/claude-code#20901); "
             f"every other API: the surplus result {SURPLUS_RESULTS}'s own repair adds for an id "
