@@ -204,7 +204,12 @@ _Place = tuple[object, ...]
 
 
 def _findings(
-    history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem], scan: Scan, *, counting: bool
+    history: list[ModelMessage],
+    target: ProviderTarget,
+    problems: Sequence[Problem],
+    scan: Scan,
+    *,
+    counting: bool,
 ) -> tuple[
     dict[_Place, tuple[Problem, Mapping[str, str]]], set[_Place], list[tuple[int, ProfileRule, Counted]], bool
 ]:
@@ -262,7 +267,9 @@ class Verdict(NamedTuple):
     sole_changes: tuple[str, ...] | None
 
 
-def verdict_for(history: Sequence[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]) -> Verdict:
+def verdict_for(
+    history: Sequence[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+) -> Verdict:
     """The kinds of :func:`check_for`'s findings, in its order, without a Problem for each finding of
     a rule that counts them (one per call id outside a format can be most of a history's parts)."""
     from itertools import repeat

@@ -222,7 +222,11 @@ def calls_and_ids(history: Sequence[ModelMessage]) -> tuple[list[str], set[str]]
             calls += [part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart)]
         else:
             every.update(
-                [part.tool_call_id for part in message.parts if isinstance(part, (ToolReturnPart, RetryPromptPart))]
+                [
+                    part.tool_call_id
+                    for part in message.parts
+                    if isinstance(part, (ToolReturnPart, RetryPromptPart))
+                ]
             )
     every.update(calls)
     return calls, every

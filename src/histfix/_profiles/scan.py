@@ -15,8 +15,8 @@ changes only one survey is made, of the repaired list.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar

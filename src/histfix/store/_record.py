@@ -189,7 +189,7 @@ def examine_loaded(
     if not last:
         found = check_history(history, repair_last_response=False)
     problems = mark_rejections(history, found)
-    rejected = tuple(p.kind for p in problems if p.rejected_by)
+    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by)
     sole_changes: tuple[str, ...] | None = None
     if options.provider is not None:
         # the kinds alone: a Problem for every call id outside a format would cost more than the rest

@@ -232,7 +232,9 @@ def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     return tuple(found)
 
 
-def _renaming(target: ProviderTarget) -> tuple[Callable[[Iterable[str], Collection[str]], IdMap], _Format] | None:
+def _renaming(
+    target: ProviderTarget,
+) -> tuple[Callable[[Iterable[str], Collection[str]], IdMap], _Format] | None:
     """The mapping the pass renames by, and the format it fits: Mistral's where it is checked (it
     satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
     from ..call_ids import anthropic_map, mistral_map
@@ -245,7 +247,10 @@ def _renaming(target: ProviderTarget) -> tuple[Callable[[Iterable[str], Collecti
     return None
 
 
-_WHY = {"mistral": "Mistral's format (9 letters or digits)", "anthropic": "Anthropic's pattern ^[a-zA-Z0-9_-]+$"}
+_WHY = {
+    "mistral": "Mistral's format (9 letters or digits)",
+    "anthropic": "Anthropic's pattern ^[a-zA-Z0-9_-]+$",
+}
 
 
 def call_id_format_map(calls: Sequence[str], every: Collection[str], target: ProviderTarget) -> IdMap:
@@ -287,9 +292,7 @@ def call_id_format(
     return mapped.messages, [Change("renamed_call_id", i, description)]
 
 
-def invalid_id_places(
-    history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan
-) -> Counted:
+def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> Counted:
     """Every call and result whose id some format of ``target`` rejects (an empty id is
     call_ids_present's finding), as places among the survey's parts: what the detect words, one
     finding each, and what a caller that needs only counts takes as it is. Read in bulk, with the
@@ -305,7 +308,9 @@ def invalid_id_places(
     if all(all(map(form.fits, ids)) for form in formats):
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
-    result_kinds = survey.classes(ToolReturnPart, RetryPromptPart) if any(f.results for f in formats) else frozenset()
+    result_kinds = (
+        survey.classes(ToolReturnPart, RetryPromptPart) if any(f.results for f in formats) else frozenset()
+    )
     mask = survey.selected(call_kinds | result_kinds)
     places = list(compress(range(len(survey.flat)), mask))
     parts = list(compress(survey.flat, mask))
