@@ -1,5 +1,6 @@
-"""The store's record counts the findings it needs no Problem for, and what a repair that only
-renames ids would report, instead of running it: exactly what the Problems and the repair give.
+"""The store's record (and ``is_provider_valid``) counts the findings it needs no Problem for, and
+the record what a repair that only renames ids would report, instead of running it: exactly what
+the Problems and the repair give.
 
 The differential runs on the corpus, the examples and generated histories (valid conversations,
 whose ``call_N`` ids are outside Mistral's format, and damaged histories), also with ids outside
@@ -81,6 +82,8 @@ def test_the_verdict_lists_check_s_kinds_in_check_s_order(provider: str) -> None
             found = check_history(history, repair_last_response=last)
             verdict = verdict_for(history, target, found)
             assert verdict.kinds == tuple(p.kind for p in check_for(history, target, found)), key
+            if last:  # the verdict alone: is_provider_valid, as check's Problems say it
+                assert histfix.is_provider_valid(history, provider=provider) == (not verdict.kinds), key
             if verdict.sole_changes and not found:
                 sole += 1
                 report = histfix.repair_report(history, provider=provider, repair_last_response=last)
