@@ -283,7 +283,17 @@ def is_provider_valid(messages: Sequence[ModelMessage], *, provider: str | Model
     Without ``provider``: a strict provider accepts it and repair keeps it as it is. With one:
     that provider's API accepts it as it is (repair may still normalize it).
     """
-    return not check(messages, provider=provider)
+    if provider is None:
+        return not check(messages)
+    history = as_history(messages, function="check")
+    target = _target(provider)
+    assert target is not None  # a provider was given
+    _require_pydantic_ai()
+    from ._check.history import check_history
+    from ._check.rejections import verdict_for
+
+    # the verdict alone: no Problem for each finding a rule can count (every id outside a format)
+    return not verdict_for(history, target, check_history(history)).kinds
 
 
 def repair_report(

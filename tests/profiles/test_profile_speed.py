@@ -61,6 +61,11 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
+        assert facts.request_part_classes() == {
+            type(part) for message in history if message.kind == "request" for part in message.parts
+        }
+        places = [(i, j) for i, message in enumerate(history) for j in range(len(message.parts))]
+        assert [facts.position(k) for k in range(len(facts.flat))] == places
         assert facts.consecutive_responses() == any(
             a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
         )
@@ -404,3 +409,22 @@ def test_repair_with_debug_logging_records_every_change(caplog: pytest.LogCaptur
         out = histfix.repair(history, provider="anthropic")
     assert out == histfix.repair_report(history, provider="anthropic").messages
     assert any("call12345" in record.getMessage() for record in caplog.records)
+
+
+def test_a_fresh_id_a_tool_less_retry_prompt_already_holds_sends_the_pass_to_the_input() -> None:
+    """Where the one walk settles the input, the id-format pass renames the repair's output from the
+    walk's ledger, which reads no tool-less retry prompt: one holding the id the mapping would give
+    (``a_b`` for ``a.b``) must send the pass back to the input, whose every id it sees, so the
+    call gets an id of its own, as ``repair_report`` gives it."""
+    history = [
+        pai.ModelRequest(parts=[pai.UserPromptPart("go")]),
+        pai.ModelResponse(parts=[pai.ToolCallPart("f", {}, tool_call_id="a.b")]),
+        pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id="a.b")]),
+        pai.ModelResponse(parts=[pai.TextPart("again")]),
+        pai.ModelRequest(parts=[pai.RetryPromptPart("try again", tool_call_id="a_b")]),
+    ]
+    repaired = histfix.repair(history, provider="anthropic", backend="histfix")
+    report = histfix.repair_report(history, provider="anthropic", backend="histfix")
+    assert dump(repaired) == dump(report.messages)
+    (renamed,) = [p for m in repaired for p in m.parts if isinstance(p, pai.ToolCallPart)]
+    assert renamed.tool_call_id.startswith("a_b_")  # "a_b" is the retry prompt's

@@ -14,7 +14,7 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
-from histfix._profiles.call_ids import mistral_ids
+from histfix._profiles.call_ids import mistral_ids, with_ids_mapped
 from histfix._profiles.registry import rules_for
 from histfix._profiles.rules import ids
 from histfix._profiles.scan import Scan
@@ -154,11 +154,15 @@ def test_an_id_one_letter_short_long_or_off_is_renamed_for_mistral(call_id: str)
     Asked of the renaming itself, which runs on every release (the pass calls it only where the
     release sends ids as stored, before ``table.PROFILE_FITS_TOOL_CALL_IDS``)."""
     history = load([req(user("go")), real(call("f", call_id), at=10), req(ret("f", call_id))])
-    renames = mistral_ids(history, Scan())
-    assert sorted(renames) == [(1, 0), (2, 0)]  # the call and its result
-    (fresh,) = set(renames.values())
+    mapping = mistral_ids(history)
+    (fresh,) = mapping.values()
+    assert list(mapping) == [call_id]
     assert MISTRAL_ID.match(fresh) and len(fresh) == 9 and fresh != call_id
-    assert mistral_ids(load([req(user("go")), real(call("f", "abcdefghi"), at=10)]), Scan()) == {}
+    mapped = with_ids_mapped(history, mapping, Scan())
+    assert mapped is not None and mapped.first == (1, call_id, fresh)
+    assert [p.tool_call_id for p in calls(mapped.messages)] == [fresh]  # the call and its result
+    assert [r.tool_call_id for r in results(mapped.messages[2])] == [fresh]
+    assert mistral_ids(load([req(user("go")), real(call("f", "abcdefghi"), at=10)])) == {}
 
 
 def test_anthropic_ids_outside_the_pattern_are_made_readable_and_never_collide() -> None:

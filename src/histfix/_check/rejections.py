@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .._profiles.registry import rules_for
+from .._profiles.rule import Counted, ProfileRule
 from .._profiles.scan import Scan
 from .._profiles.targets import ProviderTarget, ordered_apis
 from .._profiles.wording import BY_API, worded
@@ -27,7 +28,7 @@ from .._records.problems import KEPT_BY_REPAIR, Problem
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["check_for", "mark_rejections", "rejections"]
+__all__ = ["Verdict", "check_for", "mark_rejections", "rejections", "verdict_for"]
 
 _STAGES: tuple[Literal["before", "after"], ...] = ("before", "after")
 
@@ -191,11 +192,40 @@ def check_for(
 def _check_for(
     history: list[ModelMessage], target: ProviderTarget, problems: Sequence[Problem], scan: Scan
 ) -> list[Problem]:
+    found, merged, _, _ = _findings(history, target, problems, scan, counting=False)
+    marked = [
+        _marked(problem, words) if key in merged else problem for key, (problem, words) in found.items()
+    ]
+    marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
+    return marked
+
+
+_Place = tuple[object, ...]
+
+
+def _findings(
+    history: list[ModelMessage],
+    target: ProviderTarget,
+    problems: Sequence[Problem],
+    scan: Scan,
+    *,
+    counting: bool,
+) -> tuple[
+    dict[_Place, tuple[Problem, Mapping[str, str]]], set[_Place], list[tuple[int, ProfileRule, Counted]], bool
+]:
+    """What :func:`check_for` lists, before it is sorted: place -> the first finding there and the
+    words of every API that rejects it, in the order found; the places found twice; and, with
+    ``counting``, the findings of every rule that can count them (:attr:`ProfileRule.count`), not
+    made into Problems: each with how many findings were listed before it; and, with ``counting``,
+    whether some pass may change the history where its detect found nothing
+    (:attr:`ProfileRule.changes_unfound`)."""
     wanted = set(target.apis)
     # place -> the first finding there, and the words of every API that rejects it; a second
     # finding of the same place only adds APIs (the first one's words are kept as they are)
-    found: dict[tuple[object, ...], tuple[Problem, Mapping[str, str]]] = {}
-    merged: set[tuple[object, ...]] = set()
+    found: dict[_Place, tuple[Problem, Mapping[str, str]]] = {}
+    merged: set[_Place] = set()
+    counted: list[tuple[int, ProfileRule, Counted]] = []
+    unfound = False  # some pass may change what no detect found
 
     def add(problem: Problem, words: Mapping[str, str]) -> None:
         key = (problem.kind, problem.message_index, problem.part_index, problem.tool_call_id)
@@ -212,13 +242,61 @@ def _check_for(
             add(_marked(problem, wording), wording)
     for stage in _STAGES:
         for rule in rules_for(target, stage):
+            if counting and rule.changes_unfound is not None and rule.changes_unfound(history, scan):
+                unfound = True
+            if counting and rule.count is not None:
+                some = rule.count(history, target, scan)
+                if some.places:
+                    counted.append((len(found), rule, some))
+                continue
             if rule.detect is None:
                 continue
             for finding in rule.detect(history, target, scan):
                 if finding.problem.rejected_by:  # the rule worded it for the target's APIs that reject it
                     add(*finding)
-    marked = [
-        _marked(problem, words) if key in merged else problem for key, (problem, words) in found.items()
+    return found, merged, counted, unfound
+
+
+class Verdict(NamedTuple):
+    """:func:`check_for`'s findings where only their kinds are wanted (the store's record)."""
+
+    #: the kind of every problem ``check_for`` lists, in its order
+    kinds: tuple[str, ...]
+    #: where every finding is of rules that count them and name the one change their pass makes
+    #: (:attr:`ProfileRule.sole_change`): those changes, one per such rule with findings; else None
+    sole_changes: tuple[str, ...] | None
+
+
+def verdict_for(
+    history: Sequence[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+) -> Verdict:
+    """The kinds of :func:`check_for`'s findings, in its order, without a Problem for each finding of
+    a rule that counts them (one per call id outside a format can be most of a history's parts)."""
+    from itertools import repeat
+    from operator import sub
+
+    history = list(history)
+    scan = Scan(pinned=history)
+    if not KEPT_BY_REPAIR.intersection(problem.kind for problem in problems):
+        scan.remember_results_in_place(history)
+    found, _, counted, unfound = _findings(history, target, problems, scan, counting=True)
+    sole = tuple(rule.sole_change for _, rule, _ in counted if rule.sole_change is not None)
+    sole_changes = sole if not found and not unfound and len(sole) == len(counted) else None
+    if not found and len(counted) == 1:
+        kind, places = counted[0][2]
+        return Verdict((kind,) * len(places), sole_changes)
+    # Sorted as check_for sorts, by (message, part; a message's own finding before its parts), ties in
+    # the order found; a counted finding's place is read from the survey's parts in bulk.
+    entries: list[tuple[int, int, float, str]] = [
+        (problem.message_index, -1 if problem.part_index is None else problem.part_index, order, problem.kind)
+        for order, (problem, _) in enumerate(found.values())
     ]
-    marked.sort(key=lambda p: (p.message_index, -1 if p.part_index is None else p.part_index))
-    return marked
+    if counted:
+        survey = scan.survey(history)
+        owners, starts = survey.owners(), survey.starts()
+        for before, _, (kind, places) in counted:
+            messages = list(map(owners.__getitem__, places))
+            indices = map(sub, places, map(starts.__getitem__, messages))
+            entries += zip(messages, indices, repeat(before - 0.5), repeat(kind))
+    entries.sort()
+    return Verdict(tuple(kind for *_, kind in entries), sole_changes)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -35,14 +35,20 @@ from .scan import Scan
 __all__ = [
     "ANTHROPIC_ID",
     "MISTRAL_ID",
+    "IdMap",
+    "Mapped",
     "Renamed",
     "Renames",
-    "anthropic_ids",
+    "anthropic_map",
     "apply_renames",
+    "calls_and_ids",
     "empty_id_renames",
     "hashed_id",
+    "id_map",
     "mistral_ids",
+    "mistral_map",
     "reused_id_renames",
+    "with_ids_mapped",
 ]
 
 #: Anthropic's ``tool_use.id`` pattern (earendil-works/pi#9048).
@@ -183,61 +189,59 @@ def empty_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renam
     return _pairing_renames(history, scan, lambda call_id, reused: not call_id, "empty", renamed)
 
 
-def _mapped_ids(
-    history: Sequence[ModelMessage],
-    scan: Scan,
-    fits: Callable[[str], object],
-    fitted: Callable[[str, set[str], set[str]], str],
-) -> Renames:
-    """Renames from one id-to-id mapping applied to every call and result (a bijection on the ids).
+#: old id -> new id, for every call id a format pass changes (a bijection onto fresh ids: every
+#: call and result with an old id takes the new one).
+IdMap = dict[str, str]
 
-    The calls' ids are mapped in history order; an id that ``fits`` keeps itself unless an earlier
-    id's replacement already took it. Results (and tool-less retries) follow their call's id; a
-    result whose id no call has is left as it is (the default repair drops it as an orphan).
-    """
-    if all(map(fits, scan.call_id_facts(history).ids)):
-        return {}
-    named = _calls_and_results(history)
-    calls = [part.tool_call_id for _, _, part in named if isinstance(part, ToolCallPart)]  # responses' only
-    every = {part.tool_call_id for _, _, part in named}
-    mapping: dict[str, str] = {}
+
+def id_map(
+    calls: Iterable[str],
+    every: Collection[str],
+    fits: Callable[[str], object],
+    fitted: Callable[[str, set[str], Collection[str]], str],
+) -> IdMap:
+    """One id-to-id mapping for the calls' ids (``calls`` in history order, ``every``: every id of
+    a call, result or retry prompt): each id that does not ``fit`` gets ``fitted``'s id, which is
+    neither in ``every`` nor given to an earlier id. An id that fits keeps itself (a fresh id is
+    never one of ``every``, so it is never taken), and is left out of the mapping."""
+    mapping: IdMap = {}
     taken: set[str] = set()
     for call_id in calls:
-        if call_id not in mapping:
-            if fits(call_id) and call_id not in taken:
-                mapping[call_id] = call_id
-                taken.add(call_id)
-            else:
-                mapping[call_id] = fitted(call_id, taken, every)
-    renames: Renames = {}
-    for i, j, part in named:
-        new = mapping.get(part.tool_call_id)
-        if new is not None and new != part.tool_call_id:
-            renames[(i, j)] = new
-    return renames
+        if call_id not in mapping and not fits(call_id):
+            mapping[call_id] = fitted(call_id, taken, every)
+    return mapping
 
 
-def _calls_and_results(history: Sequence[ModelMessage]) -> list[tuple[int, int, Any]]:
-    """(message, part, part) for every regular call, result and retry prompt, in history order."""
-    found: list[tuple[int, int, Any]] = []
-    for i, message in enumerate(history):
-        kinds = (ToolCallPart,) if isinstance(message, ModelResponse) else (ToolReturnPart, RetryPromptPart)
-        for j, part in enumerate(message.parts):
-            if isinstance(part, kinds):
-                found.append((i, j, part))
-    return found
+def calls_and_ids(history: Sequence[ModelMessage]) -> tuple[list[str], set[str]]:
+    """The ids of the regular calls (a ``ToolCallPart`` in a response) in history order, and every
+    id a mapping may not take: those and the ids of every result and retry prompt in a request."""
+    calls: list[str] = []
+    every: set[str] = set()
+    for message in history:
+        if isinstance(message, ModelResponse):
+            calls += [part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart)]
+        else:
+            every.update(
+                [
+                    part.tool_call_id
+                    for part in message.parts
+                    if isinstance(part, (ToolReturnPart, RetryPromptPart))
+                ]
+            )
+    every.update(calls)
+    return calls, every
 
 
-def mistral_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
-    """Every call/result id that is not 9 ASCII letters or digits, mapped to one that is."""
-    return _mapped_ids(history, scan, MISTRAL_ID.match, hashed_id)
+def mistral_map(calls: Iterable[str], every: Collection[str]) -> IdMap:
+    """Every call id that is not 9 ASCII letters or digits, mapped to one that is."""
+    return id_map(calls, every, MISTRAL_ID.match, hashed_id)
 
 
-def anthropic_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
-    """Every call/result id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters
-    become ``_``, with a hash suffix where that would equal another id of the history."""
+def anthropic_map(calls: Iterable[str], every: Collection[str]) -> IdMap:
+    """Every call id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters become
+    ``_``, with a hash suffix where that would equal another id of the history."""
 
-    def fitted(call_id: str, taken: set[str], every: set[str]) -> str:
+    def fitted(call_id: str, taken: set[str], every: Collection[str]) -> str:
         readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
         if readable and readable not in taken and readable not in every:
             taken.add(readable)
@@ -246,7 +250,74 @@ def anthropic_ids(history: Sequence[ModelMessage], scan: Scan) -> Renames:
         taken.add(f"{readable}_{suffix}")
         return f"{readable}_{suffix}" if readable else suffix
 
-    return _mapped_ids(history, scan, ANTHROPIC_ID.match, fitted)
+    return id_map(calls, every, ANTHROPIC_ID.match, fitted)
+
+
+def mistral_ids(history: Sequence[ModelMessage]) -> IdMap:
+    """:func:`mistral_map` of ``history``'s calls."""
+    return mistral_map(*calls_and_ids(history))
+
+
+class Mapped(NamedTuple):
+    """A history with an :data:`IdMap` applied, and the first part it renamed."""
+
+    messages: list[ModelMessage]
+    #: (message index, old id, new id) of the first part renamed, in history order (None: none was)
+    first: tuple[int, str, str] | None
+
+
+def with_ids_mapped(
+    history: Sequence[ModelMessage], mapping: IdMap, scan: Scan, fresh: Collection[str] = ()
+) -> Mapped | None:
+    """``history`` with every call (in a response) and every result and retry prompt (in a request)
+    whose id ``mapping`` changes given the new id (untouched messages are the same objects).
+
+    ``fresh``: the new ids, where ``mapping`` was made without every id of ``history`` at hand (from
+    a repair's ledger, which reads no tool-less retry prompt): None where a part already has one of
+    them, so the mapping is not the one its own ids give.
+
+    The parts that hold a mapped id are found from ``history``'s survey (C-level pipelines), and only
+    their messages are read one by one; the output's survey is that one with the renamed parts in
+    their places, kept in ``scan`` for the passes that read the output next."""
+    survey = scan.survey(history)
+    named = survey.classes(*_NAMED_KINDS)
+    chosen = survey.selected(named)
+    ids = list(map(_ids_of, compress(survey.flat, chosen)))
+    if fresh and any(map(fresh.__contains__, ids)):
+        return None
+    hits = list(map(mapping.__contains__, ids))
+    out = list(history)
+    if not any(hits):
+        return Mapped(out, None)
+    starts = survey.starts()
+    owners = compress(survey.owners(), chosen)
+    first: tuple[int, str, str] | None = None
+    replaced: dict[int, Any] = {}
+    for i in dict.fromkeys(compress(owners, hits)):
+        message: Any = history[i]
+        kinds = _CALL_KINDS if isinstance(message, ModelResponse) else _RESULT_KINDS
+        parts: list[Any] = list(message.parts)
+        renamed = False
+        for j, part in enumerate(parts):
+            if isinstance(part, kinds):
+                old = part.tool_call_id
+                new = mapping.get(old)
+                if new is not None:
+                    parts[j] = replaced[starts[i] + j] = _with_id(part, new)
+                    renamed = True
+                    if first is None:
+                        first = (i, old, new)
+        if renamed:
+            out[i] = with_parts(message, parts)
+    scan.remember_survey(out, survey.with_parts_replaced(out, replaced))
+    return Mapped(out, first)
+
+
+_parts_of = attrgetter("parts")
+_ids_of = attrgetter("tool_call_id")
+_NAMED_KINDS = (ToolCallPart, ToolReturnPart, RetryPromptPart)
+_CALL_KINDS = (ToolCallPart,)
+_RESULT_KINDS = (ToolReturnPart, RetryPromptPart)
 
 
 def _with_id(part: Any, new: str) -> Any:

@@ -15,6 +15,7 @@ renumbers the changes into the caller's list (:mod:`.lineage`).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
@@ -94,6 +95,8 @@ def _registered() -> tuple[ProfileRule, ...]:
 RULES: tuple[ProfileRule, ...] = _registered()
 
 
+@functools.lru_cache(maxsize=256)
 def rules_for(target: ProviderTarget, stage: Literal["before", "after"]) -> tuple[ProfileRule, ...]:
-    """The rules of ``stage`` that apply to ``target``, in pass order."""
+    """The rules of ``stage`` that apply to ``target``, in pass order (asked for every history a
+    store's record checks: kept for each target, which is frozen, as the rules are)."""
     return tuple(rule for rule in RULES if rule.stage == stage and rule.applies_to(target))

@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STARTER_PROMPT",
+    "Count",
+    "Counted",
     "Detect",
     "Finding",
     "Fix",
+    "IdMapForm",
     "ProfileRule",
     "moved",
     "preview",
@@ -49,6 +52,23 @@ Fix = Callable[["list[ModelMessage]", ProviderTarget, Scan], "tuple[list[ModelMe
 Detect = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], "list[Finding]"]
 
 
+class Counted(NamedTuple):
+    """A detect's findings where only how many and where are wanted: no Problem is made."""
+
+    kind: ProblemKind
+    #: each finding's part, as its index among the history's parts (``scan.survey(history).flat``),
+    #: in history order
+    places: list[int]
+
+
+#: A detect's findings as :class:`Counted`, from which the detect itself words them: one reading of
+#: the history for both.
+Count = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], Counted]
+#: A before-stage pass that only renames ids, as one mapping: (the regular calls' ids in history
+#: order, every id of the history's calls, results and retry prompts, the target) -> old id -> new id.
+IdMapForm = Callable[["Sequence[str]", "Collection[str]", ProviderTarget], "dict[str, str]"]
+
+
 @dataclass(frozen=True)
 class ProfileRule:
     """One provider rule the default repair does not cover, with the pass that satisfies it."""
@@ -64,6 +84,18 @@ class ProfileRule:
     detect: Detect | None = None
     #: api -> the provider's own error text for this rule
     wording: Mapping[str, str] = field(default_factory=dict)
+    #: the detect's findings counted (see :class:`Counted`), for a caller that needs no Problem
+    count: Count | None = None
+    #: the pass as one id-to-id mapping of call ids (see :data:`IdMapForm`): the default repair pairs
+    #: by id alone, so renaming its output gives what renaming its input and repairing gives
+    id_map: IdMapForm | None = None
+    #: the one Change kind the pass reports, once, where this rule's findings are the only ones the
+    #: profile's check makes (nothing else then changes): what the store's record counts instead of
+    #: running the repair
+    sole_change: str | None = None
+    #: whether the pass may change ``history`` where the detect finds nothing for the target (a
+    #: change harmless everywhere, made for every API): no other rule's findings stand alone then
+    changes_unfound: Callable[[Sequence[ModelMessage], Scan], bool] | None = None
 
     def applies_to(self, target: ProviderTarget) -> bool:
         """Whether some API of ``target`` enforces this rule: the one test of which rules a profile runs."""
@@ -79,9 +111,25 @@ def rule(
     *,
     why: str,
     apis: Collection[str] | None = None,
+    count: Count | None = None,
+    id_map: IdMapForm | None = None,
+    sole_change: str | None = None,
+    changes_unfound: Callable[[Sequence[ModelMessage], Scan], bool] | None = None,
 ) -> ProfileRule:
     """A rule for the APIs that enforce it: ``apis``, by default the APIs ``wording`` has words for."""
-    return ProfileRule(name, frozenset(wording if apis is None else apis), why, stage, fix, detect, wording)
+    return ProfileRule(
+        name,
+        frozenset(wording if apis is None else apis),
+        why,
+        stage,
+        fix,
+        detect,
+        wording,
+        count,
+        id_map,
+        sole_change,
+        changes_unfound,
+    )
 
 
 #: The user prompt a profile puts before a history that starts with the model's response (a slice

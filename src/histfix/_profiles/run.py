@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
     from .._repair.forward import Settled
     from .._repair.pairing import Pairing
+    from .rule import ProfileRule
+    from .targets import ProviderTarget
 
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
@@ -125,7 +127,16 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     lineage = Lineage(paired)  # a copy of the caller's list: the same indices
     settled, pairing, kept_in_place = _first_walk(paired, plan, scan)
     found_by_step: list[tuple[int, list[Change]]] = []
-    for rule in rules_for(target, "before"):
+    before = rules_for(target, "before")
+    renames: dict[str, str] = {}  # the last pass's, where the default repair's output takes them
+    for rule in before:
+        if (
+            rule is before[-1]
+            and current is paired
+            and (later := _output_renames(rule, settled, target)) is not None
+        ):
+            renames = later
+            continue
         step = lineage.step
         current, found = rule.fix(current, target, scan)
         found_by_step.append((step, found))
@@ -137,6 +148,11 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
         repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
+    if renames:
+        current, repaired, in_place = _renamed_output(
+            current, repaired, in_place=in_place, renames=renames, rule=before[-1], plan=plan, scan=scan
+        )
+        lineage.hand_on(current)
     if in_place:
         scan.remember_results_in_place(repaired)
     found_by_step.append((step, found))
@@ -155,7 +171,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
             lineage.hand_on(current)
         if current is handed:
             break
-    if (nothing_sendable(current, scan) or sends_nothing(current, target)) and not nothing_sendable(
+    if (nothing_sendable(current, scan) or sends_nothing(current, target, scan)) and not nothing_sendable(
         history, Scan()
     ):
         raise ValueError(
@@ -167,6 +183,46 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     if not plan.changes_wanted:
         return current, []
     return current, [change for step, found in found_by_step for change in lineage.in_input(step, found)]
+
+
+def _output_renames(
+    rule: ProfileRule, settled: Settled | None, target: ProviderTarget
+) -> dict[str, str] | None:
+    """The last before-pass as renames of the default repair's output (:attr:`ProfileRule.id_map`),
+    where the one walk settled the input (no change is wanted then) and its ledger has the ids the
+    mapping reads; None where the pass runs on the input."""
+    if rule.id_map is None or settled is None:
+        return None
+    known = settled.ids.union(settled.dropped) if settled.dropped else settled.ids
+    return rule.id_map(settled.calls, known, target)
+
+
+def _renamed_output(
+    current: list[ModelMessage],
+    repaired: list[ModelMessage],
+    *,
+    in_place: bool,
+    renames: dict[str, str],
+    rule: ProfileRule,
+    plan: Plan,
+    scan: Scan,
+) -> tuple[list[ModelMessage], list[ModelMessage], bool]:
+    """The default repair's output with ``rule``'s ``renames`` (the list the before-stage hands on,
+    the repaired one, whether its results are in place).
+
+    The repair pairs by id equality alone and the renames are a bijection onto fresh ids, so renaming
+    its output gives what the pass and then the repair give (a synthesized return takes its call's
+    new id). The ledger reads no tool-less retry prompt: where one already holds a fresh id, the
+    mapping is not the one every id gives, and the pass runs on the input, the repair after it."""
+    from .call_ids import with_ids_mapped
+
+    assert plan.target is not None
+    mapped = with_ids_mapped(repaired, renames, scan, frozenset(renames.values()))
+    if mapped is not None:
+        return current, mapped.messages, in_place
+    current, _ = rule.fix(current, plan.target, scan)
+    repaired, _, in_place = _default_stage(current, plan, None)  # no change is wanted
+    return current, repaired, in_place
 
 
 def _first_walk(

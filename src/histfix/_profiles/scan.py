@@ -15,8 +15,9 @@ changes only one survey is made, of the repaired list.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -67,6 +68,25 @@ class Survey:
         self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
         self._cache: dict[str, Any] = {}
 
+    def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
+        """The survey of ``history``: this one's history with the parts at the places of ``replaced``
+        (in :attr:`flat`) replaced by parts of their classes, in clones of their messages (the same
+        classes, the same part counts). Nothing is read again; no fact computed on first use is kept."""
+        clone = object.__new__(Survey)
+        clone.history = history
+        clone.lens = self.lens
+        flat = list(self.flat)
+        for place, part in replaced.items():
+            flat[place] = part
+        clone.flat = flat
+        clone.types = self.types
+        clone.part_classes = self.part_classes
+        clone.empty_message = self.empty_message
+        clone.message_types = self.message_types
+        clone.plain = self.plain
+        clone._cache = {key: self._cache[key] for key in ("starts", "owners") if key in self._cache}
+        return clone
+
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
         if key not in self._cache:
             self._cache[key] = compute()
@@ -115,6 +135,19 @@ class Survey:
 
         return self._once("tool_call_ids", compute)
 
+    def request_part_classes(self) -> frozenset[type]:
+        """The classes of the parts of every request (a message whose ``kind`` is ``"request"``)."""
+        from pydantic_ai.messages import ModelRequest
+
+        def compute() -> frozenset[type]:
+            if self.plain:  # the classes are at hand: no attribute read per message
+                requests = map(is_, self.message_types, repeat(ModelRequest))
+            else:
+                requests = map(eq, map(attrgetter("kind"), self.history), repeat("request"))
+            return frozenset(compress(self.types, chain.from_iterable(map(repeat, requests, self.lens))))
+
+        return self._once("request_part_classes", compute)
+
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
         from pydantic_ai.messages import TextPart, UserPromptPart
@@ -151,6 +184,22 @@ class Survey:
             "empty_instructions",
             lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
         )
+
+    def starts(self) -> list[int]:
+        """Where each message's parts start in :attr:`flat` (and, last, how many parts there are)."""
+        return self._once("starts", lambda: list(accumulate(self.lens, initial=0)))
+
+    def owners(self) -> list[int]:
+        """For every part of :attr:`flat`, the index of its message."""
+        return self._once(
+            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.lens)), self.lens)))
+        )
+
+    def position(self, place: int) -> tuple[int, int]:
+        """(message index, part index) of the part at ``place`` in :attr:`flat`."""
+        starts = self.starts()
+        message = bisect_right(starts, place) - 1  # a message without parts starts where the next does
+        return message, place - starts[message]
 
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """A pass's own fact about this history, computed once (``key`` names it)."""
@@ -200,6 +249,10 @@ class Scan:
         found = Survey(history)
         self._last = (history, len(history), found)
         return found
+
+    def remember_survey(self, history: Sequence[ModelMessage], survey: Survey) -> None:
+        """Keep ``survey`` as ``history``'s (a list the caller made and surveyed as it made it)."""
+        self._last = (history, len(history), survey)
 
     def pinned_survey(self, history: Sequence[ModelMessage]) -> Survey | None:
         """The survey of ``history`` if it is ``check``'s own list (else None)."""

@@ -122,11 +122,11 @@ def _mistral_leaves_out(part: object) -> bool:
     return bool(native_kind(part))
 
 
-def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget) -> bool:
+def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> bool:
     """Whether some target API gets nothing of this history from the installed release: its requests
     hold only parts never sent as a turn, and its responses only parts that API's serializer leaves out
     (1.0.0's OpenAIResponsesModel then sends an empty ``input``)."""
-    if not only_unsent_request_parts([message for message in history if message.kind == "request"], Scan()):
+    if not all(map(_unsent_request_class, scan.survey(history).request_part_classes())):
         return False
     responses = [message for message in history if message.kind == "response"]
     thinking_sent = _thinking_sent()

@@ -121,6 +121,10 @@ class Settled(NamedTuple):
     #: every result in the output is in the request right after its call: a settled history holds no
     #: duplicate result, and this says no request run split by other instructions kept one apart
     results_in_place: bool
+    #: those ids in history order
+    calls: list[str]
+    #: the id of every result it dropped (an orphan's: no response calls it)
+    dropped: list[str]
 
 
 def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
@@ -131,7 +135,7 @@ def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: boo
         out = _walk_forward(messages, repair_last_response, ledger)
     except _Unsettled:
         return None
-    return Settled(out, ledger.ids, not ledger.results_apart)
+    return Settled(out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped)
 
 
 # One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.

@@ -176,7 +176,7 @@ def examine_loaded(
 
     from .._check.classify import classify_history
     from .._check.history import check_history
-    from .._check.rejections import check_for, mark_rejections
+    from .._check.rejections import mark_rejections, verdict_for
     from .._profiles.targets import resolve_provider
 
     # The validator runs once for classify, check and check(provider=) alike (each would run it
@@ -189,11 +189,12 @@ def examine_loaded(
     if not last:
         found = check_history(history, repair_last_response=False)
     problems = mark_rejections(history, found)
-    rejected = [p.kind for p in problems if p.rejected_by]
-    provider_problems = []
+    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by)
+    sole_changes: tuple[str, ...] | None = None
     if options.provider is not None:
-        provider_problems = check_for(history, resolve_provider(options.provider), found)
-        rejected = [p.kind for p in provider_problems]
+        # the kinds alone: a Problem for every call id outside a format would cost more than the rest
+        verdict = verdict_for(history, resolve_provider(options.provider), found)
+        rejected, sole_changes = verdict.kinds, verdict.sole_changes
     base = Record(
         key=key,
         size=size,
@@ -201,13 +202,17 @@ def examine_loaded(
         messages=len(history),
         kind=state.kind,
         problems=tuple(p.kind for p in problems),
-        rejected=tuple(rejected),
+        rejected=rejected,
     )
     if pending:
         return replace(base, action="left_pending")
-    if not problems and not provider_problems:
+    if not problems and (options.provider is None or not rejected):
         # check finds everything repair would change (its contract), so repair is skipped
         return base
+    if not problems and sole_changes and not options.want_new:
+        # only findings of passes that each report one change and change nothing else (ids renamed):
+        # what the repair would report, counted without running it
+        return replace(base, action="repair", changes=dict(Counter(sole_changes)))
     try:
         report = histfix.repair_report(history, provider=options.provider)
     except ValueError as exc:  # a profile refusing a history with nothing it can send

@@ -7,13 +7,15 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import compress
+from operator import and_, attrgetter, not_, or_
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..._records.changes import Change
 from ..._release import table
 from ..._release.switches import has, run_adds_surplus_results
-from ..rule import Finding, ProfileRule, moved, problem, rule
+from ..rule import Counted, Finding, ProfileRule, moved, problem, rule
 from ..scan import Scan
 from ..targets import ProviderTarget
 from ..wording import UNINDEXED, said
@@ -21,7 +23,7 @@ from ..wording import UNINDEXED, said
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..call_ids import Renamed, Renames
+    from ..call_ids import IdMap, Renamed, Renames
 
 __all__ = [
     "FORMAT_WORDING",
@@ -64,6 +66,8 @@ PRESENT_WORDING = said(
     },
     **UNINDEXED,
 )
+
+_tool_call_id = attrgetter("tool_call_id")
 
 FORMAT_WORDING = said({"anthropic": "id_pattern", "mistral": "id_format"}, **UNINDEXED)
 
@@ -205,6 +209,61 @@ def detect_call_ids_present(
     return found
 
 
+class _Format(NamedTuple):
+    """One API's tool call id format, as the id-format rule checks it."""
+
+    api: str
+    fits: Callable[[str], object]
+    #: results are checked too (Mistral); else calls only (Anthropic's tool_use ids)
+    results: bool
+
+
+def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
+    """The formats ``target``'s APIs hold this release's ids to: the one description the detect, its
+    count and the pass read. Mistral's only where the release sends ids as stored (before
+    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself)."""
+    from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
+
+    found: list[_Format] = []
+    if "anthropic" in target.apis:
+        found.append(_Format("anthropic", ANTHROPIC_ID.match, False))
+    if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
+        found.append(_Format("mistral", MISTRAL_ID.match, True))
+    return tuple(found)
+
+
+def _renaming(
+    target: ProviderTarget,
+) -> tuple[Callable[[Iterable[str], Collection[str]], IdMap], _Format] | None:
+    """The mapping the pass renames by, and the format it fits: Mistral's where it is checked (it
+    satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
+    from ..call_ids import anthropic_map, mistral_map
+
+    formats = {form.api: form for form in _formats(target)}
+    if "mistral" in formats:
+        return mistral_map, formats["mistral"]
+    if "anthropic" in formats:
+        return anthropic_map, formats["anthropic"]
+    return None
+
+
+_WHY = {
+    "mistral": "Mistral's format (9 letters or digits)",
+    "anthropic": "Anthropic's pattern ^[a-zA-Z0-9_-]+$",
+}
+
+
+def call_id_format_map(calls: Sequence[str], every: Collection[str], target: ProviderTarget) -> IdMap:
+    """:func:`call_id_format` as one id-to-id mapping: ``calls``, the regular calls' ids in history
+    order, ``every``: every id of the history's calls, results and retry prompts (see
+    :attr:`.rule.ProfileRule.id_map`)."""
+    renaming = _renaming(target)
+    if renaming is None:
+        return {}
+    mapper, form = renaming
+    return {} if all(map(form.fits, calls)) else mapper(calls, every)
+
+
 def call_id_format(
     history: list[ModelMessage], target: ProviderTarget, scan: Scan
 ) -> tuple[list[ModelMessage], list[Change]]:
@@ -214,24 +273,60 @@ def call_id_format(
     result alike), so the pass renames for Mistral only on older releases, which send ids as stored
     (renaming every id of a long history is not free, and those releases put equally valid ids on the
     wire from the ids as stored)."""
-    from ..call_ids import anthropic_ids, apply_renames, mistral_ids
+    from ..call_ids import calls_and_ids, with_ids_mapped
 
-    if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
-        renames, why = mistral_ids(history, scan), "Mistral's format (9 letters or digits)"
-    elif "anthropic" in target.apis:
-        renames, why = anthropic_ids(history, scan), "Anthropic's pattern ^[a-zA-Z0-9_-]+$"
-    else:
-        return history, []  # MistralModel fits ids to Mistral's format itself on this release
-    if not renames:
+    renaming = _renaming(target)
+    if renaming is None or all(map(renaming[1].fits, scan.call_id_facts(history).ids)):
+        return history, []
+    mapping = call_id_format_map(*calls_and_ids(history), target)
+    mapped = with_ids_mapped(history, mapping, scan)
+    if mapped is None or mapped.first is None:
         return history, []
     # One change for the pass (it may rename every id of a long history): which ids, and to what.
-    ((i, j), first), count = next(iter(renames.items())), len(set(renames.values()))
-    old = history[i].parts[j]
+    i, old, new = mapped.first
+    count = len(mapping)
     description = (
-        f"renamed {count} tool call id{'s' if count != 1 else ''} to {why}, each call with its results "
-        f"(the first: {getattr(old, 'tool_call_id', None)!r} -> {first!r})"
+        f"renamed {count} tool call id{'s' if count != 1 else ''} to {_WHY[renaming[1].api]}, each call with "
+        f"its results (the first: {old!r} -> {new!r})"
     )
-    return apply_renames(history, renames), [Change("renamed_call_id", i, description)]
+    return mapped.messages, [Change("renamed_call_id", i, description)]
+
+
+def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, scan: Scan) -> Counted:
+    """Every call and result whose id some format of ``target`` rejects (an empty id is
+    call_ids_present's finding), as places among the survey's parts: what the detect words, one
+    finding each, and what a caller that needs only counts takes as it is. Read in bulk, with the
+    survey's C-level pipelines (no loop per part)."""
+    from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+
+    formats = _formats(target)
+    found = Counted("invalid_call_id", [])
+    if not formats:
+        return found
+    survey = scan.survey(history)
+    ids = [i for i in survey.tool_call_ids() if isinstance(i, str) and i]  # not an empty one
+    if all(all(map(form.fits, ids)) for form in formats):
+        return found  # also where there is nothing to check
+    call_kinds = survey.classes(ToolCallPart)
+    result_kinds = (
+        survey.classes(ToolReturnPart, RetryPromptPart) if any(f.results for f in formats) else frozenset()
+    )
+    mask = survey.selected(call_kinds | result_kinds)
+    places = list(compress(range(len(survey.flat)), mask))
+    parts = list(compress(survey.flat, mask))
+    part_ids = list(map(_tool_call_id, parts))
+    is_call = list(map(call_kinds.__contains__, map(type, parts)))
+    if any(issubclass(kind, RetryPromptPart) for kind in result_kinds):
+        from ..._records.parts import is_result
+
+        answering = list(map(or_, is_call, map(is_result, parts)))  # a tool-less retry prompt is no result
+    else:
+        answering = [True] * len(parts)
+    rejected = [False] * len(parts)
+    for form in formats:
+        bad = map(not_, map(form.fits, part_ids))
+        rejected = list(map(or_, rejected, map(and_, answering if form.results else is_call, bad)))
+    return Counted("invalid_call_id", list(compress(places, map(and_, rejected, map(bool, part_ids)))))
 
 
 def detect_call_id_format(
@@ -239,52 +334,35 @@ def detect_call_id_format(
 ) -> list[Finding]:
     from pydantic_ai.messages import ToolCallPart
 
-    from ..._records.parts import is_result
-    from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
-
-    # (api, pattern, whether results count too): Anthropic checks tool_use ids, Mistral both; a
-    # release that fits ids to Mistral's format itself (PROFILE_FITS_TOOL_CALL_IDS) sends none that
-    # Mistral rejects.
-    checks = []
-    if "anthropic" in target.apis:
-        checks.append(("anthropic", ANTHROPIC_ID.match, False))
-    if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
-        checks.append(("mistral", MISTRAL_ID.match, True))
-    ids = [i for i in scan.survey(history).tool_call_ids() if isinstance(i, str) and i]  # not an empty one
-    if all(all(map(fits, ids)) for _, fits, _ in checks):
-        return []  # also where there is nothing to check
+    places = invalid_id_places(history, target, scan).places
+    if not places:
+        return []
+    formats = _formats(target)
+    survey = scan.survey(history)
     first: dict[tuple[str, tuple[str, ...]], Finding] = {}  # (id, APIs) -> its first finding
     found: list[Finding] = []
-    for i, message in enumerate(history):
-        for j, part in enumerate(message.parts):
-            if isinstance(part, ToolCallPart):
-                is_call = True
-            elif is_result(part):
-                is_call = False
-            else:
-                continue
-            call_id = part.tool_call_id
-            if not call_id:
-                continue  # an empty id is call_ids_present's finding
-            apis = tuple(api for api, fits, results in checks if (is_call or results) and not fits(call_id))
-            if not apis:
-                continue
-            known = first.get((call_id, apis))
-            if known is not None:  # a call's results (or a reused id) say what its first part said
-                found.append(moved(known, at=i, part_index=j, part=part))
-                continue
-            known = first[call_id, apis] = problem(
-                "invalid_call_id",
-                FORMAT_WORDING,
-                target,
-                at=i,
-                part_index=j,
-                part=part,
-                description=f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts",
-                apis=frozenset(apis),
-                id=call_id,
-            )
-            found.append(known)
+    for place in places:
+        i, j = survey.position(place)
+        part = survey.flat[place]
+        is_call = isinstance(part, ToolCallPart)
+        call_id = part.tool_call_id
+        apis = tuple(form.api for form in formats if (is_call or form.results) and not form.fits(call_id))
+        known = first.get((call_id, apis))
+        if known is not None:  # a call's results (or a reused id) say what its first part said
+            found.append(moved(known, at=i, part_index=j, part=part))
+            continue
+        known = first[call_id, apis] = problem(
+            "invalid_call_id",
+            FORMAT_WORDING,
+            target,
+            at=i,
+            part_index=j,
+            part=part,
+            description=f"tool_call_id {call_id!r} is not in the format {' or '.join(apis)} accepts",
+            apis=frozenset(apis),
+            id=call_id,
+        )
+        found.append(known)
     return found
 
 
@@ -308,6 +386,7 @@ RULES: tuple[ProfileRule, ...] = (
         unique_call_ids,
         detect_unique_call_ids,
         UNIQUE_WORDING,
+        changes_unfound=lambda history, scan: scan.call_id_facts(history).reused,
         why=(
             "Anthropic: one tool_use id twice (trycua/cua#524, anthropics/claude-code#20901); "
             f"every other API: the surplus result {SURPLUS_RESULTS}'s own repair adds for an id "
@@ -320,6 +399,9 @@ RULES: tuple[ProfileRule, ...] = (
         call_id_format,
         detect_call_id_format,
         FORMAT_WORDING,
+        count=invalid_id_places,
+        id_map=call_id_format_map,
+        sole_change="renamed_call_id",
         why=(
             "Anthropic: an id outside ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048); Mistral: an "
             "id that is not 9 characters a-zA-Z0-9 (Mistral error code 3280)"
