@@ -65,6 +65,60 @@ def test_every_verdict_is_compares_and_the_agent_runs_only_where_needed(
     assert 0 < len(runs) <= len(stored) - 10
 
 
+def _stamps_left_out(data: Any) -> Any:
+    """Messages as JSON data without what each run stamps afresh (the time, the run's ids)."""
+    if isinstance(data, dict):
+        return {k: _stamps_left_out(v) for k, v in data.items() if k not in RUN_STAMPS}
+    if isinstance(data, list):
+        return [_stamps_left_out(v) for v in data]
+    return data
+
+
+#: What an Agent run stamps on the request it sends: different in every run.
+RUN_STAMPS = ("timestamp", "run_id", "conversation_id")
+
+
+def test_the_run_stopped_at_its_first_request_sends_and_raises_what_the_whole_run_does() -> None:
+    # the oracle: the whole run, its model a plain function answering text, as a user would run it
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    sent_whole: list[Any] = []
+
+    def answer(messages: list[Any], info: Any) -> ModelResponse:
+        sent_whole.append(list(messages))
+        return ModelResponse(parts=[TextPart("done")])
+
+    whole, stopped = Agent(FunctionModel(answer)), compare_probe.PlainAgent()
+    compared = 0
+    for key, raw in histories().items():
+        try:
+            loaded = ModelMessagesTypeAdapter.validate_json(raw)
+        except ValueError:
+            continue
+        prompt = prompt_for(json.loads(raw), None)
+        sent_whole.clear()
+        raised: str | None = None
+        try:
+            whole.run_sync(prompt, message_history=list(loaded))
+        except Exception as exc:
+            raised = f"{type(exc).__name__}: {exc}"
+        if not sent_whole and raised is None:
+            raised = "the run ended without a model request: nothing was sent"
+        sent, said = stopped.send(list(loaded), prompt)
+        assert said == raised, key
+        if sent_whole:
+            assert sent is not None, key
+            expected = ModelMessagesTypeAdapter.dump_python(sent_whole[0], mode="json")
+            got = ModelMessagesTypeAdapter.dump_python(sent, mode="json")
+            assert _stamps_left_out(got) == _stamps_left_out(expected), key
+            compared += 1
+        else:
+            assert sent is None, key
+    assert compared > len(histories()) // 2
+
+
 def test_an_id_called_twice_in_one_response_runs_the_agent_where_its_repair_adds_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -73,29 +73,48 @@ def _repair(history: list[Any]) -> Outcome:
         return None, f"{type(exc).__name__}: {exc}"
 
 
+class _Captured(Exception):
+    """Raised by the capturing model once it holds the first request: what the run would do
+    after it (take the captured answer and end) cannot change what was sent."""
+
+
+def _only_captured(exc: BaseException) -> bool:
+    """Whether ``exc`` is the capture's own stop (a task group may wrap it in a group)."""
+    if isinstance(exc, _Captured):
+        return True
+    inner = getattr(exc, "exceptions", None)  # an exception group (no builtin name before 3.11)
+    return isinstance(inner, tuple) and bool(inner) and all(_only_captured(one) for one in inner)
+
+
 class PlainAgent:
     """A plain ``Agent`` whose model (a capturing ``FunctionModel``: no provider, no network) keeps
-    the first request it is sent. Built once and reused: building one costs about what a run does."""
+    the first request it is sent, and stops the run there. Built once and reused: building one
+    costs about what a run does. The model's function is a coroutine, so the run calls it in
+    its own loop (a plain function would be handed to a worker thread on every request)."""
 
     def __init__(self) -> None:
         from pydantic_ai import Agent
-        from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+        from pydantic_ai.messages import ModelMessage, ModelResponse
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
         self._sent: list[list[ModelMessage]] = []
 
-        def capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        async def capture(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             self._sent.append(list(messages))
-            return ModelResponse(parts=[TextPart("(captured)")])
+            raise _Captured
 
         self._agent = Agent(FunctionModel(capture))
 
     def send(self, history: list[Any], prompt: str | None) -> Outcome:
-        """What the run sends on its first model request, and what it raises."""
+        """What the run sends on its first model request, and what it raises before that."""
         self._sent.clear()
         try:
             self._agent.run_sync(prompt, message_history=history)
-        except Exception as exc:  # e.g. UserError for unanswered calls plus a new prompt
+        except BaseException as exc:  # e.g. UserError for unanswered calls plus a new prompt
+            if self._sent and _only_captured(exc):
+                return self._sent[0], None
+            if not isinstance(exc, Exception):
+                raise
             return (self._sent[0] if self._sent else None), f"{type(exc).__name__}: {exc}"
         if not self._sent:  # the run ended without asking the model (a finished conversation, no prompt)
             return None, "the run ended without a model request: nothing was sent"
