@@ -13,6 +13,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -68,6 +69,10 @@ class Probe:
             self._errors.close()
             raise CompareError(f"cannot start {argv[0]} ({exc.strerror})") from None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="histfix-probe")
+        # Batches in flight time out together and each stops the probe: one stops it, the others
+        # wait for that and find it stopped (closing a pipe another thread is closing raises).
+        self._stopping = threading.Lock()
+        self._stopped = False
         self._expected = release
         self._hello: Future[tuple[Header, Blobs]] = self._pool.submit(self._read_frame)
 
@@ -136,13 +141,17 @@ class Probe:
         return self.answer(self.send(header, blobs), what)
 
     def stop(self) -> None:
-        """Stop the process (at once: whatever it was doing is of no use any more)."""
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        for pipe in (self._process.stdin, self._process.stdout, self._errors):
-            if pipe is not None:
-                # a broken pipe's buffered bytes cannot be flushed: the process is gone anyway
-                with contextlib.suppress(OSError):
-                    pipe.close()
+        """Stop the process (at once: whatever it was doing is of no use any more); once, from any thread."""
+        with self._stopping:
+            if self._stopped:
+                return
+            self._stopped = True
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            for pipe in (self._process.stdin, self._process.stdout, self._errors):
+                if pipe is not None:
+                    # a broken pipe's buffered bytes cannot be flushed: the process is gone anyway
+                    with contextlib.suppress(OSError):
+                        pipe.close()
