@@ -17,6 +17,10 @@ returns None, and the caller runs the general repair (:func:`repair`). It stops 
   its call);
 - a request run split by other instructions before the calls it follows are closed.
 
+Its building loop starts at the first message it would not pass through as it is: a check-only loop
+with the same rules reads the messages before it, so a history that needs nothing costs a check,
+and comes back as a new list of its own messages.
+
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
 on the corpus, generated and fuzzed histories, and every pinned release).
 """
@@ -219,12 +223,12 @@ def _walk_forward(  # noqa: PLR0915
             if isinstance(messages[at], ModelResponse):
                 excluded = at
                 break
-    # A history the walk would pass through as it is costs a check: the building loop reads only
-    # what follows the first message it would change (``_unchanged_until``).
+    # The building loop reads only what follows the first message it would change: up to there a
+    # check-only loop reads (``_unchanged_until``), so a history passed through as it is costs a check.
     #: the calls of the last calling response that no result answered yet, by id, in call order
     open_calls: dict[str, ToolCallPart]
-    # (owner_index: that response's index; check_at: the message index after which the ledger's
-    # newest calls are checked)
+    # owner_index: the response that made them; check_at: the message index after which the
+    # ledger's newest calls are checked
     start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger)
     ledger.built_from = start
     if start == size and not (open_calls and owner_index != excluded):
