@@ -9,6 +9,7 @@ needs it, and a test that the walk does stop there: a walk that guessed instead 
 
 from __future__ import annotations
 
+import collections
 import copy
 import operator
 from collections.abc import Iterator
@@ -240,6 +241,14 @@ def test_the_building_loop_starts_at_the_first_event(kind: str, where: str) -> N
     assert settled.built_from == 4 * before + (ending if where == "last" else followed)
     assert assert_forward_equals_reference(history, True)
     assert all(map(operator.is_, settled.messages[: 4 * before], history))
+
+
+@pytest.mark.parametrize("sequence", [tuple, collections.deque], ids=["tuple", "deque"])
+def test_the_handover_reads_any_sequence(sequence: type) -> None:
+    """The messages passed through before the first event are copied without a slice, which a
+    Sequence need not take (a deque does not)."""
+    history = load([*_turns(3, "b"), *EVENTS["request run"][0], *_turns(3, "a")])
+    assert forward_repair(sequence(history)) == forward_repair(history) == repair_walk(history)
 
 
 class _Counted(list[pai.ModelMessage]):

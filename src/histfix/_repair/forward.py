@@ -249,12 +249,13 @@ def _walk_forward(  # noqa: PLR0915
     response_last = False  # the last message in ``out`` is a response and nothing is held
     message: Any  # told apart by exact class below, which mypy does not narrow on
     # The messages before ``start`` passed through: a request among them just before it is held.
+    # (islice, not a slice: a Sequence such as a deque need not take one.)
     if start and not isinstance(messages[start - 1], ModelResponse):
         held = messages[start - 1]
         held_instructions = held.instructions
-        out = list(messages[: start - 1])
+        out = list(islice(messages, start - 1))
     else:
-        out = list(messages[:start])
+        out = list(islice(messages, start))
         response_last = start > 0
     append = out.append
     for index, message in enumerate(islice(messages, start, None) if start else messages, start):
