@@ -9,7 +9,9 @@ needs it, and a test that the walk does stop there: a walk that guessed instead 
 
 from __future__ import annotations
 
+import collections
 import copy
+import operator
 from collections.abc import Iterator
 
 import pytest
@@ -17,12 +19,12 @@ from pydantic_ai import messages as pai
 from pydantic_core import ValidationError
 
 import histfix
-from histfix._repair.forward import _CHECK_EVERY, _FIRST_CHECK, forward_walk
+from histfix._repair.forward import _CHECK_EVERY, _FIRST_CHECK, forward_walk, settled_with_ids
 from histfix._repair.forward import repair as forward_repair
 from histfix._repair.walk import repair_walk
 
 from corpus import CASES
-from dsl import Case, call, load, load_history, req, resp, ret, text, user
+from dsl import Case, call, load, load_history, req, resp, ret, retry, system, text, user
 from generate import random_history
 from volume import sized
 
@@ -176,6 +178,77 @@ def test_a_repeated_id_stops_the_walk_however_far_apart(where: str) -> None:
     assert forward_walk(history) is None
     assert forward_repair(history) == repair_walk(history)
     assert forward_walk(load(raw)) == repair_walk(load(raw))  # without the repeat: settled
+
+
+def test_a_healthy_history_is_only_checked() -> None:
+    """The building loop does not run where the walk would pass every message through: the output
+    is a new list of the input's very messages, equal to the reference's; with
+    ``repair_last_response=False`` the last response's open calls leave it so too."""
+    raw = [
+        req(system("be brief"), user("q")),
+        resp(call("get", "p1"), call("put", "p2")),
+        req(ret("get", "p1"), ret("put", "p2"), user("and then")),  # a part after the results stays
+        resp(call("get", "r1")),
+        req(retry("try again", name="get", id="r1")),
+        resp(text("ok")),
+        *_turns(_CHECK_EVERY // 2, "h"),  # past several of the ledger's checks
+    ]
+    for last, history in (
+        (True, load(raw)),
+        (False, load([*raw, req(user("go")), resp(call("get", "open"))])),
+    ):
+        settled = settled_with_ids(history, last)
+        assert settled is not None
+        assert settled.built_from == len(history)
+        assert settled.messages is not history
+        assert all(map(operator.is_, settled.messages, history))
+        assert len(settled.messages) == len(history)
+        assert_forward_equals_reference(history, last)
+
+
+#: A stretch of history holding one event, and the index in it where the building loop must start
+#: when turns follow it, and when it ends the history (its length: after the last message).
+EVENTS = {
+    "orphan": ([req(ret("get", "gone"), user("q"))], 0, 0),
+    "request run": ([req(user("q")), req(user("more"))], 1, 1),
+    "results to gather": (
+        [
+            req(user("q")),
+            resp(call("get", "x"), call("get", "y")),
+            req(ret("get", "x"), user("n"), ret("get", "y")),
+        ],
+        2,
+        2,
+    ),
+    # a dangling call is found where the next response comes, or at the end
+    "dangling call": ([req(user("q")), resp(call("get", "d")), req(user("next")), resp(text("ok"))], 3, 3),
+    "last call dangling": ([req(user("q")), resp(call("get", "d"))], 3, 2),
+    "two responses": ([req(user("q")), resp(text("a")), resp(text("b"))], 2, 2),
+}
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "last"])
+@pytest.mark.parametrize("kind", EVENTS)
+def test_the_building_loop_starts_at_the_first_event(kind: str, where: str) -> None:
+    """Where the check-only loop hands over to the building loop, the output is the reference's,
+    the first event in the first message, in the middle, or in the last (or after it: a dangling
+    call the building loop closes at the end), and the messages before it are passed through."""
+    stretch, followed, ending = EVENTS[kind]
+    before = {"start": 0, "middle": 6, "last": 12}[where]
+    history = load([*_turns(before, "b"), *stretch, *_turns(12 - before, "a")])
+    settled = settled_with_ids(history)
+    assert settled is not None
+    assert settled.built_from == 4 * before + (ending if where == "last" else followed)
+    assert assert_forward_equals_reference(history, True)
+    assert all(map(operator.is_, settled.messages[: 4 * before], history))
+
+
+@pytest.mark.parametrize("sequence", [tuple, collections.deque], ids=["tuple", "deque"])
+def test_the_handover_reads_any_sequence(sequence: type) -> None:
+    """The messages passed through before the first event are copied without a slice, which a
+    Sequence need not take (a deque does not)."""
+    history = load([*_turns(3, "b"), *EVENTS["request run"][0], *_turns(3, "a")])
+    assert forward_repair(sequence(history)) == forward_repair(history) == repair_walk(history)
 
 
 class _Counted(list[pai.ModelMessage]):

@@ -17,6 +17,10 @@ returns None, and the caller runs the general repair (:func:`repair`). It stops 
   its call);
 - a request run split by other instructions before the calls it follows are closed.
 
+Its building loop starts at the first message it would not pass through as it is: a check-only loop
+with the same rules reads the messages before it, so a history that needs nothing costs a check,
+and comes back as a new list of its own messages.
+
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
 on the corpus, generated and fuzzed histories, and every pinned release).
 """
@@ -24,6 +28,7 @@ on the corpus, generated and fuzzed histories, and every pinned release).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any, NamedTuple
 
 from pydantic_ai.messages import (
@@ -70,7 +75,7 @@ class _Ledger:
     ids is given up early), and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
+    __slots__ = ("built_from", "called", "checked", "dropped", "ids", "results_apart")
 
     def __init__(self) -> None:
         self.called: list[str] = []
@@ -80,6 +85,9 @@ class _Ledger:
         #: some result answers its call from a request that does not fold into the one right after
         #: the call (a run split by other instructions): the output keeps it there, apart
         self.results_apart = False
+        #: the index the building loop started reading at: every message before it only checked
+        #: (``len(messages)`` where none needed building)
+        self.built_from = 0
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -125,6 +133,9 @@ class Settled(NamedTuple):
     calls: list[str]
     #: the id of every result it dropped (an orphan's: no response calls it)
     dropped: list[str]
+    #: the index its building loop started reading at: the messages before it were only checked and
+    #: are in the output as they are (``len(messages)`` and no dangling call left: none was built)
+    built_from: int
 
 
 def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
@@ -135,7 +146,70 @@ def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: boo
         out = _walk_forward(messages, repair_last_response, ledger)
     except _Unsettled:
         return None
-    return Settled(out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped)
+    return Settled(
+        out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped, ledger.built_from
+    )
+
+
+def _unchanged_until(
+    messages: Sequence[ModelMessage], ledger: _Ledger
+) -> tuple[int, dict[str, ToolCallPart], int, int]:
+    """Where the building walk must start: the index of the first message it would not pass through
+    as it is (``len(messages)`` where there is none), and its state there: the open calls, the
+    response that made them, the next ledger check's index. Every message before that index is
+    passed through in the building walk's output.
+
+    A check only, with the building walk's rules: it stops at a response that leaves calls
+    dangling or follows a response, a request that follows a request, a result that answers no
+    open call, and a result after a part that would move; and at a message of no known class, which
+    the building walk names. It notes the calls in the ledger, which it checks as the walk does.
+    """
+    open_calls: dict[str, ToolCallPart] = {}
+    owner_index = -1
+    note_call = ledger.called.append
+    check_at = _FIRST_CHECK
+    after_request: bool | None = None  # None before the first message
+    message: Any  # told apart by exact class below, which mypy does not narrow on
+    for index, message in enumerate(messages):
+        kind = message.__class__
+        if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
+            if open_calls or after_request is False:  # dangling calls, or a merge
+                return index, open_calls, owner_index, check_at
+            after_request = False
+            for part in message.parts:
+                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                    call_id = part.tool_call_id
+                    note_call(call_id)
+                    open_calls[call_id] = part
+                    owner_index = index
+            if index > check_at:
+                ledger.check_newest()
+                check_at = index + min(index, _CHECK_EVERY)
+        elif kind is ModelRequest or isinstance(message, ModelRequest):
+            if after_request:  # a request run: it folds, or splits by instructions
+                return index, open_calls, owner_index, check_at
+            after_request = True
+            position = 0  # as in the building walk
+            for piece in message.parts:
+                if isinstance(piece, ToolReturnPart) or (
+                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                ):
+                    if position == 2 or open_calls.pop(piece.tool_call_id, None) is None:
+                        # an orphan, or results to gather: the calls as they were before this request
+                        # (those of the response before it, which closed every earlier one)
+                        calls = {} if index == 0 else _calls_of(messages[index - 1])
+                        return index, calls, owner_index, check_at
+                    position = 1
+                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                    position = 2
+        else:
+            return index, open_calls, owner_index, check_at
+    return len(messages), open_calls, owner_index, check_at
+
+
+def _calls_of(response: Any) -> dict[str, ToolCallPart]:
+    """A response's calls by id, in call order, as the walks note them open."""
+    return {part.tool_call_id: part for part in response.parts if isinstance(part, ToolCallPart)}
 
 
 # One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.
@@ -149,15 +223,20 @@ def _walk_forward(  # noqa: PLR0915
             if isinstance(messages[at], ModelResponse):
                 excluded = at
                 break
-    make_returns = return_maker()
-    out: list[ModelMessage] = []
-    append = out.append
+    # The building loop reads only what follows the first message it would change: up to there a
+    # check-only loop reads (``_unchanged_until``), so a history passed through as it is costs a check.
     #: the calls of the last calling response that no result answered yet, by id, in call order
-    open_calls: dict[str, ToolCallPart] = {}
-    owner_index = -1  # that response's index
-    note_call = ledger.called.append
+    open_calls: dict[str, ToolCallPart]
+    # owner_index: the response that made them; check_at: the message index after which the
+    # ledger's newest calls are checked
+    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger)
+    ledger.built_from = start
+    if start == size and not (open_calls and owner_index != excluded):
+        ledger.check_all()
+        return list(messages)
+    make_returns = return_maker()
     note_dropped = ledger.dropped.append
-    check_at = _FIRST_CHECK  # the message index after which the ledger's newest calls are checked
+    note_call = ledger.called.append
     # The request run since the last response, held for folding: its first member, that member's
     # parts when the walk changed them (None: its own), whether its results are scattered, the
     # run's first non-empty instructions, and the later members as ``folding.Member`` tuples.
@@ -169,7 +248,17 @@ def _walk_forward(  # noqa: PLR0915
     split = False  # the run after the calling response was already flushed (other instructions)
     response_last = False  # the last message in ``out`` is a response and nothing is held
     message: Any  # told apart by exact class below, which mypy does not narrow on
-    for index, message in enumerate(messages):
+    # The messages before ``start`` passed through: a request among them just before it is held.
+    # (islice, not a slice: a Sequence such as a deque need not take one.)
+    if start and not isinstance(messages[start - 1], ModelResponse):
+        held = messages[start - 1]
+        held_instructions = held.instructions
+        out = list(islice(messages, start - 1))
+    else:
+        out = list(islice(messages, start))
+        response_last = start > 0
+    append = out.append
+    for index, message in enumerate(islice(messages, start, None) if start else messages, start):
         kind = message.__class__
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls and owner_index != excluded:  # the previous response's calls dangle
