@@ -16,7 +16,7 @@ import histfix
 from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
 from histfix._profiles.scan import Scan, Survey
-from histfix._repair.folding import with_parts
+from histfix._repair.folding import with_call_id, with_parts
 from histfix._repair.pairing import pair
 
 from corpus import CASES
@@ -135,7 +135,7 @@ def part_samples() -> list[object]:
 
 @pytest.mark.parametrize("part", part_samples(), ids=lambda part: type(part).__name__)
 def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
-    clone = _call_ids._with_id(part, "fresh1234")
+    clone = with_call_id(part, "fresh1234")
     expected = dataclasses.replace(part, tool_call_id="fresh1234")  # type: ignore[type-var]
     assert clone == expected and type(clone) is type(expected)
     assert vars(clone) == vars(expected)
@@ -145,7 +145,7 @@ def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
 def test_the_fast_message_clone_equals_dataclasses_replace() -> None:
     for history in HISTORIES:
         for message in history:
-            parts = [_call_ids._with_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
+            parts = [with_call_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
             assert with_parts(message, parts) == dataclasses.replace(message, parts=parts)
 
 
@@ -384,8 +384,8 @@ def test_repair_without_changes_gives_the_report_s_messages(
     settled: list[bool] = []
     real = _forward.settled_with_ids
 
-    def spy(messages: list[pai.ModelMessage], repair_last_response: bool = True) -> object:
-        found = real(messages, repair_last_response)
+    def spy(messages: list[pai.ModelMessage], repair_last_response: bool = True, rename: object = None) -> object:
+        found = real(messages, repair_last_response, rename)  # type: ignore[arg-type]
         settled.append(found is not None)
         return found
 

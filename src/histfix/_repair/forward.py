@@ -23,7 +23,7 @@ on the corpus, generated and fuzzed histories, and every pinned release).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from pydantic_ai.messages import (
@@ -38,10 +38,10 @@ from pydantic_ai.messages import (
 from .._records.inputs import not_a_message
 from .._records.parts import after_results
 from .._release import switches as _compat
-from .folding import is_synthetic, merged_request, new_request, results_gathered, with_parts
+from .folding import is_synthetic, merged_request, new_request, results_gathered, with_call_id, with_parts
 from .walk import repair_walk, return_maker
 
-__all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
+__all__ = ["Rename", "Settled", "forward_walk", "repair", "settled_with_ids"]
 
 _DELTA = _compat.delta_part()
 
@@ -70,7 +70,7 @@ class _Ledger:
     ids is given up early), and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("called", "checked", "dropped", "ids", "results_apart")
+    __slots__ = ("called", "checked", "dropped", "ids", "results_apart", "unread_ids")
 
     def __init__(self) -> None:
         self.called: list[str] = []
@@ -80,6 +80,9 @@ class _Ledger:
         #: some result answers its call from a request that does not fold into the one right after
         #: the call (a run split by other instructions): the output keeps it there, apart
         self.results_apart = False
+        #: while renaming, a retry prompt without a tool went by: the walk does not pair it, so it
+        #: does not know whether its id is one it renamed (or one a new id must not be)
+        self.unread_ids = False
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -125,22 +128,41 @@ class Settled(NamedTuple):
     calls: list[str]
     #: the id of every result it dropped (an orphan's: no response calls it)
     dropped: list[str]
+    #: a retry prompt without a tool was read while renaming (see :func:`settled_with_ids`)
+    unread_ids: bool
 
 
-def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
+#: Renames one call id as the walk meets the call: its new id, or None where it keeps its own.
+Rename = Callable[[str], "str | None"]
+
+
+def settled_with_ids(
+    messages: Sequence[ModelMessage], repair_last_response: bool = True, rename: Rename | None = None
+) -> Settled | None:
     """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
-    where it stops. The id passes need just those facts, so a settled history needs no pairing walk."""
+    where it stops. The id passes need just those facts, so a settled history needs no pairing walk.
+
+    ``rename``: each call (a ``ToolCallPart`` in a response) takes the id it gives, and so do the
+    results the walk pairs with the call and the return it adds for it: the repair of the renamed
+    history, where every new id is new to the history and unique (the repair pairs by id alone),
+    with every part copied once. The ledger's ids stay the ids as stored. A retry prompt without a
+    tool is not paired, so it keeps its id: ``unread_ids`` says one was read."""
     ledger = _Ledger()
     try:
-        out = _walk_forward(messages, repair_last_response, ledger)
+        out = _walk_forward(messages, repair_last_response, ledger, rename)
     except _Unsettled:
         return None
-    return Settled(out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped)
+    return Settled(
+        out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped, ledger.unread_ids
+    )
 
 
 # One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.
 def _walk_forward(  # noqa: PLR0915
-    messages: Sequence[ModelMessage], repair_last_response: bool, ledger: _Ledger
+    messages: Sequence[ModelMessage],
+    repair_last_response: bool,
+    ledger: _Ledger,
+    rename: Rename | None = None,
 ) -> list[ModelMessage]:
     size = len(messages)
     excluded = -1  # the last response, whose calls stay open when it is not repaired
@@ -168,6 +190,7 @@ def _walk_forward(  # noqa: PLR0915
     joined: list[Any] | None = None
     split = False  # the run after the calling response was already flushed (other instructions)
     response_last = False  # the last message in ``out`` is a response and nothing is held
+    renamed_results: dict[int, Any] = {}  # while renaming: id() of a request's result -> its renamed copy
     message: Any  # told apart by exact class below, which mypy does not narrow on
     for index, message in enumerate(messages):
         kind = message.__class__
@@ -187,6 +210,22 @@ def _walk_forward(  # noqa: PLR0915
                     append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
+            if rename is not None:  # its calls take their new ids before it goes out (as below, else)
+                fresh_parts: list[Any] | None = None
+                for at, part in enumerate(message.parts):
+                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                        call_id = part.tool_call_id
+                        note_call(call_id)
+                        new_id = rename(call_id)
+                        call = part
+                        if new_id is not None:
+                            if fresh_parts is None:
+                                fresh_parts = list(message.parts)
+                            call = fresh_parts[at] = with_call_id(part, new_id)
+                        open_calls[call_id] = call  # by its id as stored: its results carry that
+                        owner_index = index
+                if fresh_parts is not None:
+                    message = with_parts(message, fresh_parts)  # noqa: PLW2901
             if held is not None:
                 if joined is None and not held_scattered:  # one request, as it came or less its orphans
                     append(held if held_parts is None else with_parts(held, held_parts))
@@ -203,7 +242,7 @@ def _walk_forward(  # noqa: PLR0915
                 append(message)
             response_last = True
             split = False
-            for part in message.parts:
+            for part in message.parts if rename is None else ():
                 # the exact class first (an isinstance that fails walks the bases), then subclasses
                 if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                     call_id = part.tool_call_id
@@ -226,6 +265,8 @@ def _walk_forward(  # noqa: PLR0915
                 ):
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
+                        if rename is not None and (wire_id := open_calls[call_id].tool_call_id) != call_id:
+                            renamed_results[id(piece)] = with_call_id(piece, wire_id)
                         del open_calls[call_id]
                         answered = True
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
@@ -241,8 +282,11 @@ def _walk_forward(  # noqa: PLR0915
                     if position == 2:
                         scattered = True
                     position = 1
-                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
-                    position = 2
+                else:
+                    if rename is not None and isinstance(piece, RetryPromptPart):
+                        ledger.unread_ids = True
+                    if position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                        position = 2
             parts: list[Any] | None = None
             if orphan is not None:
                 if more_orphans is None:  # the usual case, without a set of ids
@@ -252,6 +296,12 @@ def _walk_forward(  # noqa: PLR0915
                     parts = [part for part in message.parts if id(part) not in gone]
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
+            if renamed_results:  # only ever filled while renaming
+                parts = [
+                    renamed_results.get(id(part), part)
+                    for part in (message.parts if parts is None else parts)
+                ]
+                renamed_results.clear()
             response_last = False
             if held is None:
                 held, held_parts, held_scattered = message, parts, scattered

@@ -7,7 +7,7 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import and_, attrgetter, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
@@ -23,7 +23,7 @@ from ..wording import UNINDEXED, said
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..call_ids import IdMap, Renamed, Renames
+    from ..call_ids import IdFit, Renamed, Renames
 
 __all__ = [
     "FORMAT_WORDING",
@@ -232,18 +232,16 @@ def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     return tuple(found)
 
 
-def _renaming(
-    target: ProviderTarget,
-) -> tuple[Callable[[Iterable[str], Collection[str]], IdMap], _Format] | None:
-    """The mapping the pass renames by, and the format it fits: Mistral's where it is checked (it
-    satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
-    from ..call_ids import anthropic_map, mistral_map
+def _renaming(target: ProviderTarget) -> tuple[IdFit, _Format] | None:
+    """The rule the pass renames each id by, and the format it fits: Mistral's where it is checked
+    (it satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
+    from ..call_ids import anthropic_fit, mistral_fit
 
     formats = {form.api: form for form in _formats(target)}
     if "mistral" in formats:
-        return mistral_map, formats["mistral"]
+        return mistral_fit, formats["mistral"]
     if "anthropic" in formats:
-        return anthropic_map, formats["anthropic"]
+        return anthropic_fit, formats["anthropic"]
     return None
 
 
@@ -253,15 +251,11 @@ _WHY = {
 }
 
 
-def call_id_format_map(calls: Sequence[str], every: Collection[str], target: ProviderTarget) -> IdMap:
-    """:func:`call_id_format` as one id-to-id mapping: ``calls``, the regular calls' ids in history
-    order, ``every``: every id of the history's calls, results and retry prompts (see
-    :attr:`.rule.ProfileRule.id_map`)."""
+def call_id_format_fit(target: ProviderTarget) -> IdFit | None:
+    """:func:`call_id_format` one id at a time (see :attr:`.rule.ProfileRule.id_fit`): how the pass
+    renames each call id for ``target``; None where it renames nothing."""
     renaming = _renaming(target)
-    if renaming is None:
-        return {}
-    mapper, form = renaming
-    return {} if all(map(form.fits, calls)) else mapper(calls, every)
+    return None if renaming is None else renaming[0]
 
 
 def call_id_format(
@@ -273,14 +267,14 @@ def call_id_format(
     result alike), so the pass renames for Mistral only on older releases, which send ids as stored
     (renaming every id of a long history is not free, and those releases put equally valid ids on the
     wire from the ids as stored)."""
-    from ..call_ids import calls_and_ids, with_ids_mapped
+    from ..call_ids import calls_and_ids, id_map, with_ids_mapped
 
     renaming = _renaming(target)
     if renaming is None or all(map(renaming[1].fits, scan.call_id_facts(history).ids)):
         return history, []
-    mapping = call_id_format_map(*calls_and_ids(history), target)
+    mapping = id_map(*calls_and_ids(history), renaming[0])
     mapped = with_ids_mapped(history, mapping, scan)
-    if mapped is None or mapped.first is None:
+    if mapped.first is None:
         return history, []
     # One change for the pass (it may rename every id of a long history): which ids, and to what.
     i, old, new = mapped.first
@@ -400,7 +394,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_call_id_format,
         FORMAT_WORDING,
         count=invalid_id_places,
-        id_map=call_id_format_map,
+        id_fit=call_id_format_fit,
         sole_change="renamed_call_id",
         why=(
             "Anthropic: an id outside ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048); Mistral: an "
