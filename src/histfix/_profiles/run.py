@@ -187,9 +187,9 @@ def _first_walk(
     ``fit``: the last before-pass one id at a time (:attr:`.rule.ProfileRule.id_fit`), which the walk
     then renames by as it repairs (the pass and the repair in one copy of each part). Its new ids are
     given without the history's ids at hand (the walk meets them as it goes), which gives the pass's
-    ids wherever none is an id of the history: checked at the end, with the tool-less retry prompts
-    the ledger does not read; where that fails, the walk's output is not used, and the pass runs
-    on the input, the repair after it."""
+    ids wherever none is an id of the history: checked at the end
+    (:func:`_renamed_as_the_pass_would`); where that fails, the walk's output is not used, and the
+    pass runs on the input, the repair after it."""
     from .._repair import forward
     from .._repair.engine import leaves_as_is
     from .._repair.pairing import pair
@@ -198,15 +198,7 @@ def _first_walk(
         taken: set[str] = set()
         rename = None if fit is None else lambda call_id: fit(call_id, taken, ())
         settled = forward.settled_with_ids(paired, plan.repair_last_response, rename)
-        if (
-            settled is not None
-            and taken
-            and (
-                settled.unread_ids
-                or not taken.isdisjoint(settled.ids)
-                or not taken.isdisjoint(settled.dropped)
-            )
-        ):
+        if settled is not None and taken and not _renamed_as_the_pass_would(settled, taken):
             settled = None
         if settled is not None:
             ids = settled.ids
@@ -216,6 +208,18 @@ def _first_walk(
     pairing = pair(paired, plan.repair_last_response)
     scan.remember_pairing(paired, pairing)
     return None, pairing, _results_in_place(pairing, plan) if leaves_as_is(pairing, plan.engine) else None
+
+
+def _renamed_as_the_pass_would(settled: Settled, taken: set[str]) -> bool:
+    """Whether the walk renamed as the pass would have on the input: no id given (``taken``) is an id
+    of the history (every one it read: called, dropped, or a tool-less retry prompt's), and no
+    tool-less retry prompt it left as it was has a renamed id (its call came after it)."""
+    return (
+        taken.isdisjoint(settled.ids)
+        and taken.isdisjoint(settled.dropped)
+        and taken.isdisjoint(settled.unpaired)
+        and settled.renamed.keys().isdisjoint(settled.unpaired)
+    )
 
 
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:

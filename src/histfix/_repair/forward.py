@@ -70,7 +70,7 @@ class _Ledger:
     ids is given up early), and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("called", "checked", "dropped", "ids", "results_apart", "unread_ids")
+    __slots__ = ("called", "checked", "dropped", "ids", "renamed", "results_apart", "unpaired")
 
     def __init__(self) -> None:
         self.called: list[str] = []
@@ -80,9 +80,11 @@ class _Ledger:
         #: some result answers its call from a request that does not fold into the one right after
         #: the call (a run split by other instructions): the output keeps it there, apart
         self.results_apart = False
-        #: while renaming, a retry prompt without a tool went by: the walk does not pair it, so it
-        #: does not know whether its id is one it renamed (or one a new id must not be)
-        self.unread_ids = False
+        #: while renaming: every id it renamed -> its new id
+        self.renamed: dict[str, str] = {}
+        #: while renaming: the ids of the retry prompts without a tool it left as they were (it
+        #: pairs none of them; each takes its new id where its call came before it)
+        self.unpaired: list[str] = []
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -128,8 +130,10 @@ class Settled(NamedTuple):
     calls: list[str]
     #: the id of every result it dropped (an orphan's: no response calls it)
     dropped: list[str]
-    #: a retry prompt without a tool was read while renaming (see :func:`settled_with_ids`)
-    unread_ids: bool
+    #: while renaming (see :func:`settled_with_ids`): every id renamed -> its new id
+    renamed: dict[str, str]
+    #: while renaming: the ids of the retry prompts without a tool that kept their id
+    unpaired: list[str]
 
 
 #: Renames one call id as the walk meets the call: its new id, or None where it keeps its own.
@@ -143,17 +147,24 @@ def settled_with_ids(
     where it stops. The id passes need just those facts, so a settled history needs no pairing walk.
 
     ``rename``: each call (a ``ToolCallPart`` in a response) takes the id it gives, and so do the
-    results the walk pairs with the call and the return it adds for it: the repair of the renamed
-    history, where every new id is new to the history and unique (the repair pairs by id alone),
-    with every part copied once. The ledger's ids stay the ids as stored. A retry prompt without a
-    tool is not paired, so it keeps its id: ``unread_ids`` says one was read."""
+    results the walk pairs with the call, the return it adds for it and a retry prompt without a
+    tool after it with its id: the repair of the renamed history, where every new id is new to the
+    history, unique, and no such retry prompt comes before its call (the repair pairs by id alone),
+    with every part copied once; ``renamed`` and ``unpaired`` tell the caller whether that holds.
+    The ledger's ids stay the ids as stored."""
     ledger = _Ledger()
     try:
         out = _walk_forward(messages, repair_last_response, ledger, rename)
     except _Unsettled:
         return None
     return Settled(
-        out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped, ledger.unread_ids
+        out,
+        ledger.ids,
+        not ledger.results_apart,
+        ledger.called,
+        ledger.dropped,
+        ledger.renamed,
+        ledger.unpaired,
     )
 
 
@@ -191,6 +202,7 @@ def _walk_forward(  # noqa: PLR0915
     split = False  # the run after the calling response was already flushed (other instructions)
     response_last = False  # the last message in ``out`` is a response and nothing is held
     renamed_results: dict[int, Any] = {}  # while renaming: id() of a request's result -> its renamed copy
+    renamed_ids = ledger.renamed
     message: Any  # told apart by exact class below, which mypy does not narrow on
     for index, message in enumerate(messages):
         kind = message.__class__
@@ -219,6 +231,7 @@ def _walk_forward(  # noqa: PLR0915
                         new_id = rename(call_id)
                         call = part
                         if new_id is not None:
+                            renamed_ids[call_id] = new_id
                             if fresh_parts is None:
                                 fresh_parts = list(message.parts)
                             call = fresh_parts[at] = with_call_id(part, new_id)
@@ -283,8 +296,12 @@ def _walk_forward(  # noqa: PLR0915
                         scattered = True
                     position = 1
                 else:
-                    if rename is not None and isinstance(piece, RetryPromptPart):
-                        ledger.unread_ids = True
+                    if rename is not None and isinstance(piece, RetryPromptPart):  # without a tool
+                        given = renamed_ids.get(piece.tool_call_id)
+                        if given is None:
+                            ledger.unpaired.append(piece.tool_call_id)
+                        else:
+                            renamed_results[id(piece)] = with_call_id(piece, given)
                     if position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                         position = 2
             parts: list[Any] | None = None
