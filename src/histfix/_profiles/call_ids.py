@@ -33,20 +33,20 @@ from .._repair.folding import with_call_id, with_parts
 from .scan import Scan
 
 __all__ = [
+    "ANTHROPIC_FORMAT",
     "ANTHROPIC_ID",
+    "MISTRAL_FORMAT",
     "MISTRAL_ID",
-    "IdFit",
+    "IdFormat",
     "IdMap",
     "Mapped",
     "Renamed",
     "Renames",
-    "anthropic_fit",
     "apply_renames",
     "calls_and_ids",
     "empty_id_renames",
     "hashed_id",
     "id_map",
-    "mistral_fit",
     "mistral_ids",
     "reused_id_renames",
     "with_ids_mapped",
@@ -199,22 +199,31 @@ def empty_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renam
 #: old id -> new id, for every call id a format pass changes (a bijection onto fresh ids: every
 #: call and result with an old id takes the new one).
 IdMap = dict[str, str]
-#: A format pass's rule for one call id: (the id, the new ids given so far, the ids no new one may
-#: be) -> the id it takes (added to the given ones), or None where it fits and keeps itself. Every
-#: new id is a function of the id and those two sets alone, so ids can be fitted one at a time.
-IdFit = Callable[[str, set[str], Collection[str]], "str | None"]
 
 
-def id_map(calls: Iterable[str], every: Collection[str], fit: IdFit) -> IdMap:
+class IdFormat(NamedTuple):
+    """A tool call id format a pass fits ids to: which ids are in it, and what another becomes.
+    Every new id is a function of the id and the two sets ``fitted`` reads alone, so ids can be
+    fitted one at a time, as a walk meets them."""
+
+    #: whether an id is in the format (a compiled pattern's ``match``: no Python frame per id)
+    fits: Callable[[str], object]
+    #: (an id not in it, the new ids given so far, the ids no new one may be) -> its new id, in the
+    #: format, added to the given ones
+    fitted: Callable[[str, set[str], Collection[str]], str]
+
+
+def id_map(calls: Iterable[str], every: Collection[str], form: IdFormat) -> IdMap:
     """One id-to-id mapping for the calls' ids (``calls`` in history order, ``every``: every id of
-    a call, result or retry prompt): each id that ``fit`` renames, to its new id, which is neither
-    in ``every`` nor given to an earlier id. An id that fits keeps itself (a fresh id is never one
-    of ``every``, so it is never taken), and is left out of the mapping."""
+    a call, result or retry prompt): each id outside ``form``, to its new id, which is neither in
+    ``every`` nor given to an earlier id. An id that fits keeps itself (a fresh id is never one of
+    ``every``, so it is never taken), and is left out of the mapping."""
     mapping: IdMap = {}
     taken: set[str] = set()
+    fits, fitted = form
     for call_id in calls:
-        if call_id not in mapping and (new := fit(call_id, taken, every)) is not None:
-            mapping[call_id] = new
+        if call_id not in mapping and not fits(call_id):
+            mapping[call_id] = fitted(call_id, taken, every)
     return mapping
 
 
@@ -238,17 +247,9 @@ def calls_and_ids(history: Sequence[ModelMessage]) -> tuple[list[str], set[str]]
     return calls, every
 
 
-def mistral_fit(call_id: str, taken: set[str], every: Collection[str]) -> str | None:
-    """Mistral's format, as an :data:`IdFit`: an id that is not 9 ASCII letters or digits gets a
-    hashed one that is."""
-    return None if MISTRAL_ID.match(call_id) else hashed_id(call_id, taken, every)
-
-
-def anthropic_fit(call_id: str, taken: set[str], every: Collection[str]) -> str | None:
-    """Anthropic's pattern, as an :data:`IdFit`: an id outside ``^[a-zA-Z0-9_-]+$`` has its bad
-    characters become ``_``, with a hash suffix where that would equal another id of the history."""
-    if ANTHROPIC_ID.match(call_id):
-        return None
+def _anthropic_fitted(call_id: str, taken: set[str], every: Collection[str]) -> str:
+    """An id outside Anthropic's pattern with its bad characters made ``_``, with a hash suffix where
+    that would equal another id of the history."""
     readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
     if readable and readable not in taken and readable not in every:
         taken.add(readable)
@@ -258,9 +259,15 @@ def anthropic_fit(call_id: str, taken: set[str], every: Collection[str]) -> str 
     return f"{readable}_{suffix}" if readable else suffix
 
 
+#: Mistral's format: an id that is not 9 ASCII letters or digits gets a hashed one that is.
+MISTRAL_FORMAT = IdFormat(MISTRAL_ID.match, hashed_id)
+#: Anthropic's pattern ``^[a-zA-Z0-9_-]+$`` (see :func:`_anthropic_fitted`).
+ANTHROPIC_FORMAT = IdFormat(ANTHROPIC_ID.match, _anthropic_fitted)
+
+
 def mistral_ids(history: Sequence[ModelMessage]) -> IdMap:
-    """:func:`mistral_fit`'s mapping of ``history``'s calls."""
-    return id_map(*calls_and_ids(history), mistral_fit)
+    """The mapping of ``history``'s calls into :data:`MISTRAL_FORMAT`."""
+    return id_map(*calls_and_ids(history), MISTRAL_FORMAT)
 
 
 class Mapped(NamedTuple):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from .._repair.forward import Settled
     from .._repair.pairing import Pairing
-    from .call_ids import IdFit
+    from .call_ids import IdFormat
 
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
@@ -106,7 +106,7 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     input, its ids serve the early exits, and its output is the default repair when the
     before-stage changed nothing (where it says every result is in place, the passes skip their
     walk for duplicate and late results too); where the last before-pass renames ids one at a time
-    (:attr:`.rule.ProfileRule.id_fit`), that walk renames as it repairs, and the pass itself runs
+    (:attr:`.rule.ProfileRule.id_format`), that walk renames as it repairs, and the pass itself runs
     only where an earlier one changed something. Where the default repair leaves the input as it is,
     it leaves the before-stage's list so too, and does not run: that stage only renames ids, each
     call and its results alike, keeping the pairing the default repair computes
@@ -127,11 +127,11 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     current = paired = list(history)
     lineage = Lineage(paired)  # a copy of the caller's list: the same indices
     before = rules_for(target, "before")
-    fit = before[-1].id_fit(target) if before and before[-1].id_fit is not None else None
-    settled, pairing, kept_in_place = _first_walk(paired, plan, scan, fit)
+    into = before[-1].id_format(target) if before and before[-1].id_format is not None else None
+    settled, pairing, kept_in_place = _first_walk(paired, plan, scan, into)
     found_by_step: list[tuple[int, list[Change]]] = []
     for rule in before:
-        if rule is before[-1] and fit is not None and settled is not None and current is paired:
+        if rule is before[-1] and into is not None and settled is not None and current is paired:
             continue  # the walk renamed as it repaired
         step = lineage.step
         current, found = rule.fix(current, target, scan)
@@ -177,15 +177,15 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
 
 
 def _first_walk(
-    paired: list[ModelMessage], plan: Plan, scan: Scan, fit: IdFit | None
+    paired: list[ModelMessage], plan: Plan, scan: Scan, into: IdFormat | None
 ) -> tuple[Settled | None, Pairing | None, bool | None]:
     """The one forward walk's repair where it is tried and settles ``paired``, else its pairing,
     either one's facts remembered in ``scan`` for the passes' early exits; and, where the default
     repair leaves ``paired`` as it is, whether every result is in place (None where it changes
     something).
 
-    ``fit``: the last before-pass one id at a time (:attr:`.rule.ProfileRule.id_fit`), which the walk
-    then renames by as it repairs (the pass and the repair in one copy of each part). Its new ids are
+    ``into``: the format the last before-pass renames ids into (:attr:`.rule.ProfileRule.id_format`),
+    which the walk then renames by as it repairs (the pass and the repair in one copy of each part). Its new ids are
     given without the history's ids at hand (the walk meets them as it goes), which gives the pass's
     ids wherever none is an id of the history: checked at the end
     (:func:`_renamed_as_the_pass_would`); where that fails, the walk's output is not used, and the
@@ -196,7 +196,11 @@ def _first_walk(
 
     if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
         taken: set[str] = set()
-        rename = None if fit is None else lambda call_id: fit(call_id, taken, ())
+        rename = (
+            None
+            if into is None
+            else forward.Rename(into.fits, lambda call_id: into.fitted(call_id, taken, ()))
+        )
         settled = forward.settled_with_ids(paired, plan.repair_last_response, rename)
         if settled is not None and taken and not _renamed_as_the_pass_would(settled, taken):
             settled = None

@@ -136,8 +136,13 @@ class Settled(NamedTuple):
     unpaired: list[str]
 
 
-#: Renames one call id as the walk meets the call: its new id, or None where it keeps its own.
-Rename = Callable[[str], "str | None"]
+class Rename(NamedTuple):
+    """How the walk renames call ids as it meets them."""
+
+    #: whether an id stays as it is (a compiled pattern's ``match``: no Python frame per call)
+    fits: Callable[[str], object]
+    #: the new id of any other
+    fitted: Callable[[str], str]
 
 
 def settled_with_ids(
@@ -146,7 +151,8 @@ def settled_with_ids(
     """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
     where it stops. The id passes need just those facts, so a settled history needs no pairing walk.
 
-    ``rename``: each call (a ``ToolCallPart`` in a response) takes the id it gives, and so do the
+    ``rename``: each call (a ``ToolCallPart`` in a response) takes the id it gives (where its own does
+    not fit), and so do the
     results the walk pairs with the call, the return it adds for it and a retry prompt without a
     tool after it with its id: the repair of the renamed history, where every new id is new to the
     history, unique, and no such retry prompt comes before its call (the repair pairs by id alone),
@@ -201,8 +207,9 @@ def _walk_forward(  # noqa: PLR0915
     joined: list[Any] | None = None
     split = False  # the run after the calling response was already flushed (other instructions)
     response_last = False  # the last message in ``out`` is a response and nothing is held
-    renamed_results: dict[int, Any] = {}  # while renaming: id() of a request's result -> its renamed copy
+    renamed_results: dict[int, Any] = {}  # while renaming: id() of a message's part -> its renamed copy
     renamed_ids = ledger.renamed
+    fits = None if rename is None else rename.fits
     message: Any  # told apart by exact class below, which mypy does not narrow on
     for index, message in enumerate(messages):
         kind = message.__class__
@@ -222,23 +229,21 @@ def _walk_forward(  # noqa: PLR0915
                     append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
-            if rename is not None:  # its calls take their new ids before it goes out (as below, else)
-                fresh_parts: list[Any] | None = None
-                for at, part in enumerate(message.parts):
+            if fits is not None:  # its calls take their new ids before it goes out (as below, else)
+                for part in message.parts:
                     if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
                         note_call(call_id)
-                        new_id = rename(call_id)
-                        call = part
-                        if new_id is not None:
-                            renamed_ids[call_id] = new_id
-                            if fresh_parts is None:
-                                fresh_parts = list(message.parts)
-                            call = fresh_parts[at] = with_call_id(part, new_id)
-                        open_calls[call_id] = call  # by its id as stored: its results carry that
+                        if fits(call_id):
+                            open_calls[call_id] = part
+                        else:  # by its id as stored: its results carry that
+                            new_id = renamed_ids[call_id] = rename.fitted(call_id)  # type: ignore[union-attr]
+                            open_calls[call_id] = renamed_results[id(part)] = with_call_id(part, new_id)
                         owner_index = index
-                if fresh_parts is not None:
-                    message = with_parts(message, fresh_parts)  # noqa: PLW2901
+                if renamed_results:
+                    renamed_parts = [renamed_results.get(id(part), part) for part in message.parts]
+                    message = with_parts(message, renamed_parts)  # noqa: PLW2901
+                    renamed_results.clear()
             if held is not None:
                 if joined is None and not held_scattered:  # one request, as it came or less its orphans
                     append(held if held_parts is None else with_parts(held, held_parts))
@@ -278,7 +283,7 @@ def _walk_forward(  # noqa: PLR0915
                 ):
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
-                        if rename is not None and (wire_id := open_calls[call_id].tool_call_id) != call_id:
+                        if renamed_ids and (wire_id := renamed_ids.get(call_id)) is not None:
                             renamed_results[id(piece)] = with_call_id(piece, wire_id)
                         del open_calls[call_id]
                         answered = True
@@ -296,7 +301,7 @@ def _walk_forward(  # noqa: PLR0915
                         scattered = True
                     position = 1
                 else:
-                    if rename is not None and isinstance(piece, RetryPromptPart):  # without a tool
+                    if fits is not None and isinstance(piece, RetryPromptPart):  # without a tool
                         given = renamed_ids.get(piece.tool_call_id)
                         if given is None:
                             ledger.unpaired.append(piece.tool_call_id)

@@ -23,7 +23,7 @@ from ..wording import UNINDEXED, said
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..call_ids import IdFit, Renamed, Renames
+    from ..call_ids import IdFormat, Renamed, Renames
 
 __all__ = [
     "FORMAT_WORDING",
@@ -216,32 +216,31 @@ class _Format(NamedTuple):
     fits: Callable[[str], object]
     #: results are checked too (Mistral); else calls only (Anthropic's tool_use ids)
     results: bool
+    #: the format itself, with what the pass makes of an id outside it (``fits`` is its own)
+    into: IdFormat
 
 
 def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     """The formats ``target``'s APIs hold this release's ids to: the one description the detect, its
     count and the pass read. Mistral's only where the release sends ids as stored (before
     ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself)."""
-    from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
+    from ..call_ids import ANTHROPIC_FORMAT, MISTRAL_FORMAT
 
     found: list[_Format] = []
     if "anthropic" in target.apis:
-        found.append(_Format("anthropic", ANTHROPIC_ID.match, False))
+        found.append(_Format("anthropic", ANTHROPIC_FORMAT.fits, False, ANTHROPIC_FORMAT))
     if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
-        found.append(_Format("mistral", MISTRAL_ID.match, True))
+        found.append(_Format("mistral", MISTRAL_FORMAT.fits, True, MISTRAL_FORMAT))
     return tuple(found)
 
 
-def _renaming(target: ProviderTarget) -> tuple[IdFit, _Format] | None:
-    """The rule the pass renames each id by, and the format it fits: Mistral's where it is checked
-    (it satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
-    from ..call_ids import anthropic_fit, mistral_fit
-
+def _renaming(target: ProviderTarget) -> tuple[IdFormat, _Format] | None:
+    """The format the pass renames ids into, as checked: Mistral's where it is checked (it satisfies
+    Anthropic's pattern too), else Anthropic's; None where no format is checked."""
     formats = {form.api: form for form in _formats(target)}
-    if "mistral" in formats:
-        return mistral_fit, formats["mistral"]
-    if "anthropic" in formats:
-        return anthropic_fit, formats["anthropic"]
+    for api in ("mistral", "anthropic"):
+        if api in formats:
+            return formats[api].into, formats[api]
     return None
 
 
@@ -251,9 +250,9 @@ _WHY = {
 }
 
 
-def call_id_format_fit(target: ProviderTarget) -> IdFit | None:
-    """:func:`call_id_format` one id at a time (see :attr:`.rule.ProfileRule.id_fit`): how the pass
-    renames each call id for ``target``; None where it renames nothing."""
+def call_id_format_into(target: ProviderTarget) -> IdFormat | None:
+    """The format :func:`call_id_format` renames ``target``'s call ids into, one id at a time (see
+    :attr:`.rule.ProfileRule.id_format`); None where it renames nothing."""
     renaming = _renaming(target)
     return None if renaming is None else renaming[0]
 
@@ -394,7 +393,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_call_id_format,
         FORMAT_WORDING,
         count=invalid_id_places,
-        id_fit=call_id_format_fit,
+        id_format=call_id_format_into,
         sole_change="renamed_call_id",
         why=(
             "Anthropic: an id outside ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048); Mistral: an "
