@@ -229,7 +229,17 @@ def _walk_forward(  # noqa: PLR0915
                     append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
-            if fits is not None:  # its calls take their new ids before it goes out (as below, else)
+            if fits is None:
+                for part in message.parts:
+                    # the exact class first (an isinstance that fails walks the bases), then subclasses
+                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                        call_id = part.tool_call_id
+                        note_call(
+                            call_id
+                        )  # a repeat, here or since an earlier response: the ledger's to find
+                        open_calls[call_id] = part
+                        owner_index = index
+            else:  # as above, and its calls take their new ids before it goes out
                 for part in message.parts:
                     if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
@@ -241,7 +251,8 @@ def _walk_forward(  # noqa: PLR0915
                             open_calls[call_id] = renamed_results[id(part)] = with_call_id(part, new_id)
                         owner_index = index
                 if renamed_results:
-                    renamed_parts = [renamed_results.get(id(part), part) for part in message.parts]
+                    own = message.parts  # each part, or its renamed copy (C-level: no frame per message)
+                    renamed_parts = list(map(renamed_results.get, map(id, own), own))
                     message = with_parts(message, renamed_parts)  # noqa: PLW2901
                     renamed_results.clear()
             if held is not None:
@@ -260,13 +271,6 @@ def _walk_forward(  # noqa: PLR0915
                 append(message)
             response_last = True
             split = False
-            for part in message.parts if rename is None else ():
-                # the exact class first (an isinstance that fails walks the bases), then subclasses
-                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
-                    call_id = part.tool_call_id
-                    note_call(call_id)  # a repeat, here or since an earlier response: the ledger's to find
-                    open_calls[call_id] = part
-                    owner_index = index
             if index > check_at:  # find a repeated id early: all work after it is wasted
                 ledger.check_newest()
                 check_at = index + min(index, _CHECK_EVERY)  # windows of 32, 64 ... 512 messages
@@ -319,10 +323,8 @@ def _walk_forward(  # noqa: PLR0915
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
             if renamed_results:  # only ever filled while renaming
-                parts = [
-                    renamed_results.get(id(part), part)
-                    for part in (message.parts if parts is None else parts)
-                ]
+                own = message.parts if parts is None else parts
+                parts = list(map(renamed_results.get, map(id, own), own))
                 renamed_results.clear()
             response_last = False
             if held is None:
