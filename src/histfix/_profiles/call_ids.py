@@ -84,7 +84,7 @@ def hashed_id(seed: str, taken: set[str], also: Collection[str] = ()) -> str:
 
 
 # The same ids come back at every request of an agent run (its history repaired again each time),
-# and a hash costs several lookups; 8192 ids keep a 30,000-message history's within about 2 MB.
+# and a hash costs about ten times a lookup; 8192 ids (a 30,000-message history's calls) take about 2 MB.
 @functools.lru_cache(maxsize=8192)
 def _digits(text: str) -> str:
     """The nine least significant base62 digits of ``text``'s 64-bit BLAKE2b hash, least

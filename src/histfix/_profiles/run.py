@@ -185,9 +185,9 @@ def _first_walk(
     something).
 
     ``into``: the format the last before-pass renames ids into (:attr:`.rule.ProfileRule.id_format`),
-    which the walk then renames by as it repairs (the pass and the repair in one copy of each part). Its new ids are
-    given without the history's ids at hand (the walk meets them as it goes), which gives the pass's
-    ids wherever none is an id of the history: checked at the end
+    which the walk then renames by as it repairs (the pass and the repair in one copy of each
+    part). Its new ids are given without the history's ids at hand (the walk meets them as it
+    goes), which gives the pass's ids wherever none is an id of the history: checked at the end
     (:func:`_renamed_as_the_pass_would`); where that fails, the walk's output is not used, and the
     pass runs on the input, the repair after it."""
     from .._repair import forward

@@ -18,7 +18,9 @@ returns None, and the caller runs the general repair (:func:`repair`). It stops 
 - a request run split by other instructions before the calls it follows are closed.
 
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
-on the corpus, generated and fuzzed histories, and every pinned release).
+on the corpus, generated and fuzzed histories, and every pinned release). For a profile whose
+id-format pass renames call ids, the walk can rename them as it goes (``settled_with_ids``), so
+each renamed part is copied once.
 """
 
 from __future__ import annotations
@@ -151,13 +153,12 @@ def settled_with_ids(
     """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
     where it stops. The id passes need just those facts, so a settled history needs no pairing walk.
 
-    ``rename``: each call (a ``ToolCallPart`` in a response) takes the id it gives (where its own does
-    not fit), and so do the
-    results the walk pairs with the call, the return it adds for it and a retry prompt without a
-    tool after it with its id: the repair of the renamed history, where every new id is new to the
-    history, unique, and no such retry prompt comes before its call (the repair pairs by id alone),
-    with every part copied once; ``renamed`` and ``unpaired`` tell the caller whether that holds.
-    The ledger's ids stay the ids as stored."""
+    ``rename``: each call (a ``ToolCallPart`` in a response) whose id does not fit takes the id it
+    gives, and so do the results the walk pairs with the call, the return it adds for it and a
+    retry prompt without a tool after it with its id: the repair of the renamed history, where every
+    new id is new to the history, unique, and no such retry prompt comes before its call (the repair
+    pairs by id alone), with every part copied once; ``renamed`` and ``unpaired`` tell the caller
+    whether that holds. The ledger's ids stay the ids as stored."""
     ledger = _Ledger()
     try:
         out = _walk_forward(messages, repair_last_response, ledger, rename)
@@ -234,9 +235,8 @@ def _walk_forward(  # noqa: PLR0915
                     # the exact class first (an isinstance that fails walks the bases), then subclasses
                     if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
-                        note_call(
-                            call_id
-                        )  # a repeat, here or since an earlier response: the ledger's to find
+                        # a repeat, here or since an earlier response: the ledger's to find
+                        note_call(call_id)
                         open_calls[call_id] = part
                         owner_index = index
             else:  # as above, and its calls take their new ids before it goes out

@@ -213,11 +213,15 @@ class _Format(NamedTuple):
     """One API's tool call id format, as the id-format rule checks it."""
 
     api: str
-    fits: Callable[[str], object]
     #: results are checked too (Mistral); else calls only (Anthropic's tool_use ids)
     results: bool
-    #: the format itself, with what the pass makes of an id outside it (``fits`` is its own)
+    #: the format itself, with what the pass makes of an id outside it
     into: IdFormat
+
+    @property
+    def fits(self) -> Callable[[str], object]:
+        """Whether an id is in the format."""
+        return self.into.fits
 
 
 def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
@@ -228,9 +232,9 @@ def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
 
     found: list[_Format] = []
     if "anthropic" in target.apis:
-        found.append(_Format("anthropic", ANTHROPIC_FORMAT.fits, False, ANTHROPIC_FORMAT))
+        found.append(_Format("anthropic", False, ANTHROPIC_FORMAT))
     if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
-        found.append(_Format("mistral", MISTRAL_FORMAT.fits, True, MISTRAL_FORMAT))
+        found.append(_Format("mistral", True, MISTRAL_FORMAT))
     return tuple(found)
 
 
