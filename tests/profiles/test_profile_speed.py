@@ -16,7 +16,7 @@ import histfix
 from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
 from histfix._profiles.scan import Scan, Survey
-from histfix._repair.folding import with_parts
+from histfix._repair.folding import with_call_id, with_parts
 from histfix._repair.pairing import pair
 
 from corpus import CASES
@@ -135,7 +135,7 @@ def part_samples() -> list[object]:
 
 @pytest.mark.parametrize("part", part_samples(), ids=lambda part: type(part).__name__)
 def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
-    clone = _call_ids._with_id(part, "fresh1234")
+    clone = with_call_id(part, "fresh1234")
     expected = dataclasses.replace(part, tool_call_id="fresh1234")  # type: ignore[type-var]
     assert clone == expected and type(clone) is type(expected)
     assert vars(clone) == vars(expected)
@@ -145,7 +145,7 @@ def test_the_fast_id_clone_equals_dataclasses_replace(part: object) -> None:
 def test_the_fast_message_clone_equals_dataclasses_replace() -> None:
     for history in HISTORIES:
         for message in history:
-            parts = [_call_ids._with_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
+            parts = [with_call_id(p, "x") if hasattr(p, "tool_call_id") else p for p in message.parts]
             assert with_parts(message, parts) == dataclasses.replace(message, parts=parts)
 
 
@@ -384,8 +384,10 @@ def test_repair_without_changes_gives_the_report_s_messages(
     settled: list[bool] = []
     real = _forward.settled_with_ids
 
-    def spy(messages: list[pai.ModelMessage], repair_last_response: bool = True) -> object:
-        found = real(messages, repair_last_response)
+    def spy(
+        messages: list[pai.ModelMessage], repair_last_response: bool = True, rename: object = None
+    ) -> object:
+        found = real(messages, repair_last_response, rename)  # type: ignore[arg-type]
         settled.append(found is not None)
         return found
 
@@ -428,3 +430,65 @@ def test_a_fresh_id_a_tool_less_retry_prompt_already_holds_sends_the_pass_to_the
     assert dump(repaired) == dump(report.messages)
     (renamed,) = [p for m in repaired for p in m.parts if isinstance(p, pai.ToolCallPart)]
     assert renamed.tool_call_id.startswith("a_b_")  # "a_b" is the retry prompt's
+
+
+def _format_renamed(
+    history: list[pai.ModelMessage], monkeypatch: pytest.MonkeyPatch
+) -> list[pai.ModelMessage]:
+    """``repair(history, provider="anthropic")`` with histfix's walk as the engine, checked equal to
+    ``repair_report``'s messages, which run the id-format pass on the input."""
+    repaired = histfix.repair(history, provider="anthropic", backend="histfix")
+    monkeypatch.undo()
+    report = histfix.repair_report(history, provider="anthropic", backend="histfix")
+    assert dump(repaired) == dump(report.messages)
+    return repaired
+
+
+def _calls_and_results(ids: list[str]) -> list[pai.ModelMessage]:
+    history: list[pai.ModelMessage] = [pai.ModelRequest(parts=[pai.UserPromptPart("go")])]
+    for call_id in ids:
+        history += [
+            pai.ModelResponse(parts=[pai.ToolCallPart("f", {}, tool_call_id=call_id)]),
+            pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id=call_id)]),
+        ]
+    return [*history, pai.ModelResponse(parts=[pai.ToolCallPart("f", {}, tool_call_id=ids[0] + "!")])]
+
+
+def test_the_one_walk_renames_ids_as_it_repairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the one walk settles the input, the id-format pass's renames are made by that walk (each
+    call, its result and the return added for a dangling call): the pass's own renaming never runs."""
+    used: list[object] = []
+    monkeypatch.setattr(_call_ids, "with_ids_mapped", lambda *args: used.append(args))
+    repaired = _format_renamed(_calls_and_results(["a.b", "c.d", "ok"]), monkeypatch)
+    assert used == []
+    ids = [p.tool_call_id for m in repaired for p in m.parts if hasattr(p, "tool_call_id")]
+    assert ids == ["a_b", "a_b", "c_d", "c_d", "ok", "ok", "a_b_", "a_b_"]
+
+
+def test_a_fresh_id_the_history_holds_later_sends_the_pass_to_the_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk gives ``a.b`` the id ``a_b`` before it meets the call ``a_b``: its output is not
+    used, and the pass, which sees every id, gives ``a.b`` an id of its own."""
+    used: list[object] = []
+    real = _call_ids.with_ids_mapped
+    monkeypatch.setattr(_call_ids, "with_ids_mapped", lambda *args: used.append(args) or real(*args))
+    repaired = _format_renamed(_calls_and_results(["a.b", "a_b"]), monkeypatch)
+    assert used  # the pass ran
+    first = repaired[1].parts[0]
+    assert isinstance(first, pai.ToolCallPart) and first.tool_call_id.startswith("a_b_")
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["after_its_call", "before_its_call"])
+def test_a_tool_less_retry_prompt_takes_its_call_s_new_id(
+    after: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass renames a retry prompt without a tool that holds a renamed call's id: the walk does
+    so where the call came first, and leaves a prompt before its call to the pass."""
+    history = _calls_and_results(["a.b"])
+    prompt = pai.ModelRequest(parts=[pai.RetryPromptPart("try again", tool_call_id="a.b")])
+    history.insert(len(history) - 1 if after else 1, prompt)
+    history.insert(len(history) - 1 if after else 2, pai.ModelResponse(parts=[pai.TextPart("ok")]))
+    repaired = _format_renamed(history, monkeypatch)
+    retried = [p for m in repaired for p in m.parts if isinstance(p, pai.RetryPromptPart)]
+    assert [p.tool_call_id for p in retried] == ["a_b"]

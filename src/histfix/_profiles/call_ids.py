@@ -11,10 +11,10 @@ the history alone (deterministic), never equal to an id the history already hold
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import replace
 from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -29,24 +29,25 @@ from pydantic_ai.messages import (
 )
 
 from .._records.parts import is_result
-from .._repair.folding import with_parts
+from .._repair.folding import with_call_id, with_parts
 from .scan import Scan
 
 __all__ = [
+    "ANTHROPIC_FORMAT",
     "ANTHROPIC_ID",
+    "MISTRAL_FORMAT",
     "MISTRAL_ID",
+    "IdFormat",
     "IdMap",
     "Mapped",
     "Renamed",
     "Renames",
-    "anthropic_map",
     "apply_renames",
     "calls_and_ids",
     "empty_id_renames",
     "hashed_id",
     "id_map",
     "mistral_ids",
-    "mistral_map",
     "reused_id_renames",
     "with_ids_mapped",
 ]
@@ -72,22 +73,28 @@ _PAIR = 62 * 62
 
 def hashed_id(seed: str, taken: set[str], also: Collection[str] = ()) -> str:
     """A 9-character base62 id from a 64-bit BLAKE2b hash of ``seed``, in neither ``taken`` nor
-    ``also`` (then added to ``taken``); a collision rehashes with a counter.
-
-    The hash's nine least significant base62 digits, least significant first (taken two at a time)."""
+    ``also`` (then added to ``taken``); a collision rehashes with a counter."""
     attempt = 0
     while True:
-        text = f"{seed}#{attempt}" if attempt else seed
-        number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-        number, a = divmod(number, _PAIR)
-        number, b = divmod(number, _PAIR)
-        number, c = divmod(number, _PAIR)
-        number, d = divmod(number, _PAIR)
-        found = _PAIRS[a] + _PAIRS[b] + _PAIRS[c] + _PAIRS[d] + _BASE62[number % 62]
+        found = _digits(f"{seed}#{attempt}" if attempt else seed)
         if found not in taken and found not in also:
             taken.add(found)
             return found
         attempt += 1
+
+
+# The same ids come back at every request of an agent run (its history repaired again each time),
+# and a hash costs about ten times a lookup; 8192 ids (a 30,000-message history's calls) take about 2 MB.
+@functools.lru_cache(maxsize=8192)
+def _digits(text: str) -> str:
+    """The nine least significant base62 digits of ``text``'s 64-bit BLAKE2b hash, least
+    significant first (taken two at a time)."""
+    number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+    number, a = divmod(number, _PAIR)
+    number, b = divmod(number, _PAIR)
+    number, c = divmod(number, _PAIR)
+    number, d = divmod(number, _PAIR)
+    return _PAIRS[a] + _PAIRS[b] + _PAIRS[c] + _PAIRS[d] + _BASE62[number % 62]
 
 
 def _id_parts(history: Sequence[ModelMessage]) -> Iterator[tuple[int, int, Any]]:
@@ -194,18 +201,26 @@ def empty_id_renames(history: Sequence[ModelMessage], scan: Scan, renamed: Renam
 IdMap = dict[str, str]
 
 
-def id_map(
-    calls: Iterable[str],
-    every: Collection[str],
-    fits: Callable[[str], object],
-    fitted: Callable[[str, set[str], Collection[str]], str],
-) -> IdMap:
+class IdFormat(NamedTuple):
+    """A tool call id format a pass fits ids to: which ids are in it, and what another becomes.
+    Every new id is a function of the id and the two sets ``fitted`` reads alone, so ids can be
+    fitted one at a time, as a walk meets them."""
+
+    #: whether an id is in the format (a compiled pattern's ``match``: no Python frame per id)
+    fits: Callable[[str], object]
+    #: (an id not in it, the new ids given so far, the ids no new one may be) -> its new id, in the
+    #: format, added to the given ones
+    fitted: Callable[[str, set[str], Collection[str]], str]
+
+
+def id_map(calls: Iterable[str], every: Collection[str], form: IdFormat) -> IdMap:
     """One id-to-id mapping for the calls' ids (``calls`` in history order, ``every``: every id of
-    a call, result or retry prompt): each id that does not ``fit`` gets ``fitted``'s id, which is
-    neither in ``every`` nor given to an earlier id. An id that fits keeps itself (a fresh id is
-    never one of ``every``, so it is never taken), and is left out of the mapping."""
+    a call, result or retry prompt): each id outside ``form``, to its new id, which is neither in
+    ``every`` nor given to an earlier id. An id that fits keeps itself (a fresh id is never one of
+    ``every``, so it is never taken), and is left out of the mapping."""
     mapping: IdMap = {}
     taken: set[str] = set()
+    fits, fitted = form
     for call_id in calls:
         if call_id not in mapping and not fits(call_id):
             mapping[call_id] = fitted(call_id, taken, every)
@@ -232,30 +247,27 @@ def calls_and_ids(history: Sequence[ModelMessage]) -> tuple[list[str], set[str]]
     return calls, every
 
 
-def mistral_map(calls: Iterable[str], every: Collection[str]) -> IdMap:
-    """Every call id that is not 9 ASCII letters or digits, mapped to one that is."""
-    return id_map(calls, every, MISTRAL_ID.match, hashed_id)
+def _anthropic_fitted(call_id: str, taken: set[str], every: Collection[str]) -> str:
+    """An id outside Anthropic's pattern with its bad characters made ``_``, with a hash suffix where
+    that would equal another id of the history."""
+    readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
+    if readable and readable not in taken and readable not in every:
+        taken.add(readable)
+        return readable
+    suffix = hashed_id(call_id, taken, every)
+    taken.add(f"{readable}_{suffix}")
+    return f"{readable}_{suffix}" if readable else suffix
 
 
-def anthropic_map(calls: Iterable[str], every: Collection[str]) -> IdMap:
-    """Every call id outside ``^[a-zA-Z0-9_-]+$``, mapped to one inside it: bad characters become
-    ``_``, with a hash suffix where that would equal another id of the history."""
-
-    def fitted(call_id: str, taken: set[str], every: Collection[str]) -> str:
-        readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)
-        if readable and readable not in taken and readable not in every:
-            taken.add(readable)
-            return readable
-        suffix = hashed_id(call_id, taken, every)
-        taken.add(f"{readable}_{suffix}")
-        return f"{readable}_{suffix}" if readable else suffix
-
-    return id_map(calls, every, ANTHROPIC_ID.match, fitted)
+#: Mistral's format: an id that is not 9 ASCII letters or digits gets a hashed one that is.
+MISTRAL_FORMAT = IdFormat(MISTRAL_ID.match, hashed_id)
+#: Anthropic's pattern ``^[a-zA-Z0-9_-]+$`` (see :func:`_anthropic_fitted`).
+ANTHROPIC_FORMAT = IdFormat(ANTHROPIC_ID.match, _anthropic_fitted)
 
 
 def mistral_ids(history: Sequence[ModelMessage]) -> IdMap:
-    """:func:`mistral_map` of ``history``'s calls."""
-    return mistral_map(*calls_and_ids(history))
+    """The mapping of ``history``'s calls into :data:`MISTRAL_FORMAT`."""
+    return id_map(*calls_and_ids(history), MISTRAL_FORMAT)
 
 
 class Mapped(NamedTuple):
@@ -266,15 +278,9 @@ class Mapped(NamedTuple):
     first: tuple[int, str, str] | None
 
 
-def with_ids_mapped(
-    history: Sequence[ModelMessage], mapping: IdMap, scan: Scan, fresh: Collection[str] = ()
-) -> Mapped | None:
+def with_ids_mapped(history: Sequence[ModelMessage], mapping: IdMap, scan: Scan) -> Mapped:
     """``history`` with every call (in a response) and every result and retry prompt (in a request)
     whose id ``mapping`` changes given the new id (untouched messages are the same objects).
-
-    ``fresh``: the new ids, where ``mapping`` was made without every id of ``history`` at hand (from
-    a repair's ledger, which reads no tool-less retry prompt): None where a part already has one of
-    them, so the mapping is not the one its own ids give.
 
     The parts that hold a mapped id are found from ``history``'s survey (C-level pipelines), and only
     their messages are read one by one; the output's survey is that one with the renamed parts in
@@ -283,8 +289,6 @@ def with_ids_mapped(
     named = survey.classes(*_NAMED_KINDS)
     chosen = survey.selected(named)
     ids = list(map(_ids_of, compress(survey.flat, chosen)))
-    if fresh and any(map(fresh.__contains__, ids)):
-        return None
     hits = list(map(mapping.__contains__, ids))
     out = list(history)
     if not any(hits):
@@ -303,7 +307,7 @@ def with_ids_mapped(
                 old = part.tool_call_id
                 new = mapping.get(old)
                 if new is not None:
-                    parts[j] = replaced[starts[i] + j] = _with_id(part, new)
+                    parts[j] = replaced[starts[i] + j] = with_call_id(part, new)
                     renamed = True
                     if first is None:
                         first = (i, old, new)
@@ -320,20 +324,6 @@ _CALL_KINDS = (ToolCallPart,)
 _RESULT_KINDS = (ToolReturnPart, RetryPromptPart)
 
 
-def _with_id(part: Any, new: str) -> Any:
-    """``part`` with another ``tool_call_id``: ``dataclasses.replace`` at a tenth of the cost (the
-    part classes are plain dataclasses, unfrozen, their fields in ``__dict__``, on every release;
-    their validation has nothing to say about an id; tests/profiles/test_profile_speed.py checks it equal)."""
-    fields = getattr(part, "__dict__", None)
-    if fields is None:
-        return replace(part, tool_call_id=new)
-    clone = object.__new__(type(part))
-    copied = clone.__dict__
-    copied.update(fields)
-    copied["tool_call_id"] = new
-    return clone
-
-
 def apply_renames(history: list[ModelMessage], renames: Renames) -> list[ModelMessage]:
     """A copy of ``history`` with the renamed parts replaced (untouched messages are the same objects)."""
     if not renames:
@@ -346,6 +336,6 @@ def apply_renames(history: list[ModelMessage], renames: Renames) -> list[ModelMe
         message: Any = out[i]  # a request or a response: with_parts keeps its class
         parts: list[Any] = list(message.parts)
         for j, new in changed.items():
-            parts[j] = _with_id(parts[j], new)
+            parts[j] = with_call_id(parts[j], new)
         out[i] = with_parts(message, parts)
     return out

@@ -25,6 +25,8 @@ from .wording import filled, worded
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 
+    from .call_ids import IdFormat
+
 __all__ = [
     "STARTER_PROMPT",
     "Count",
@@ -32,7 +34,7 @@ __all__ = [
     "Detect",
     "Finding",
     "Fix",
-    "IdMapForm",
+    "IdFormatForm",
     "ProfileRule",
     "moved",
     "preview",
@@ -64,9 +66,9 @@ class Counted(NamedTuple):
 #: A detect's findings as :class:`Counted`, from which the detect itself words them: one reading of
 #: the history for both.
 Count = Callable[["Sequence[ModelMessage]", ProviderTarget, Scan], Counted]
-#: A before-stage pass that only renames ids, as one mapping: (the regular calls' ids in history
-#: order, every id of the history's calls, results and retry prompts, the target) -> old id -> new id.
-IdMapForm = Callable[["Sequence[str]", "Collection[str]", ProviderTarget], "dict[str, str]"]
+#: A before-stage pass that only renames ids into a format, one call id at a time: the target ->
+#: that format (:class:`.call_ids.IdFormat`), or None where the pass renames nothing for the target.
+IdFormatForm = Callable[[ProviderTarget], "IdFormat | None"]
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,10 @@ class ProfileRule:
     wording: Mapping[str, str] = field(default_factory=dict)
     #: the detect's findings counted (see :class:`Counted`), for a caller that needs no Problem
     count: Count | None = None
-    #: the pass as one id-to-id mapping of call ids (see :data:`IdMapForm`): the default repair pairs
-    #: by id alone, so renaming its output gives what renaming its input and repairing gives
-    id_map: IdMapForm | None = None
+    #: the pass one call id at a time (see :data:`IdFormatForm`): the default repair pairs by id
+    #: alone, so renaming each call and its results as the repair meets them gives what renaming its
+    #: input and repairing gives
+    id_format: IdFormatForm | None = None
     #: the one Change kind the pass reports, once, where this rule's findings are the only ones the
     #: profile's check makes (nothing else then changes): what the store's record counts instead of
     #: running the repair
@@ -112,7 +115,7 @@ def rule(
     why: str,
     apis: Collection[str] | None = None,
     count: Count | None = None,
-    id_map: IdMapForm | None = None,
+    id_format: IdFormatForm | None = None,
     sole_change: str | None = None,
     changes_unfound: Callable[[Sequence[ModelMessage], Scan], bool] | None = None,
 ) -> ProfileRule:
@@ -126,7 +129,7 @@ def rule(
         detect,
         wording,
         count,
-        id_map,
+        id_format,
         sole_change,
         changes_unfound,
     )

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
     from .._repair.forward import Settled
     from .._repair.pairing import Pairing
-    from .rule import ProfileRule
-    from .targets import ProviderTarget
+    from .call_ids import IdFormat
 
 __all__ = ["nothing_sendable", "repair_by_plan", "run_profile"]
 
@@ -106,7 +105,9 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     default repair is wanted, the one-walk repair is tried first instead: where it settles the
     input, its ids serve the early exits, and its output is the default repair when the
     before-stage changed nothing (where it says every result is in place, the passes skip their
-    walk for duplicate and late results too). Where the default repair leaves the input as it is,
+    walk for duplicate and late results too); where the last before-pass renames ids one at a time
+    (:attr:`.rule.ProfileRule.id_format`), that walk renames as it repairs, and the pass itself runs
+    only where an earlier one changed something. Where the default repair leaves the input as it is,
     it leaves the before-stage's list so too, and does not run: that stage only renames ids, each
     call and its results alike, keeping the pairing the default repair computes
     (:mod:`.call_ids`). Either way the output is the same.
@@ -125,18 +126,13 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     scan = Scan()  # what the passes learn about the lists they hand on, for this run only
     current = paired = list(history)
     lineage = Lineage(paired)  # a copy of the caller's list: the same indices
-    settled, pairing, kept_in_place = _first_walk(paired, plan, scan)
-    found_by_step: list[tuple[int, list[Change]]] = []
     before = rules_for(target, "before")
-    renames: dict[str, str] = {}  # the last pass's, where the default repair's output takes them
+    into = before[-1].id_format(target) if before and before[-1].id_format is not None else None
+    settled, pairing, kept_in_place = _first_walk(paired, plan, scan, into)
+    found_by_step: list[tuple[int, list[Change]]] = []
     for rule in before:
-        if (
-            rule is before[-1]
-            and current is paired
-            and (later := _output_renames(rule, settled, target)) is not None
-        ):
-            renames = later
-            continue
+        if rule is before[-1] and into is not None and settled is not None and current is paired:
+            continue  # the walk renamed as it repaired
         step = lineage.step
         current, found = rule.fix(current, target, scan)
         found_by_step.append((step, found))
@@ -148,11 +144,6 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
         repaired, found, in_place = settled.messages, [], settled.results_in_place
     else:
         repaired, found, in_place = _default_stage(current, plan, pairing if current is paired else None)
-    if renames:
-        current, repaired, in_place = _renamed_output(
-            current, repaired, in_place=in_place, renames=renames, rule=before[-1], plan=plan, scan=scan
-        )
-        lineage.hand_on(current)
     if in_place:
         scan.remember_results_in_place(repaired)
     found_by_step.append((step, found))
@@ -185,59 +176,34 @@ def run_profile(history: Sequence[ModelMessage], plan: Plan) -> tuple[list[Model
     return current, [change for step, found in found_by_step for change in lineage.in_input(step, found)]
 
 
-def _output_renames(
-    rule: ProfileRule, settled: Settled | None, target: ProviderTarget
-) -> dict[str, str] | None:
-    """The last before-pass as renames of the default repair's output (:attr:`ProfileRule.id_map`),
-    where the one walk settled the input (no change is wanted then) and its ledger has the ids the
-    mapping reads; None where the pass runs on the input."""
-    if rule.id_map is None or settled is None:
-        return None
-    known = settled.ids.union(settled.dropped) if settled.dropped else settled.ids
-    return rule.id_map(settled.calls, known, target)
-
-
-def _renamed_output(
-    current: list[ModelMessage],
-    repaired: list[ModelMessage],
-    *,
-    in_place: bool,
-    renames: dict[str, str],
-    rule: ProfileRule,
-    plan: Plan,
-    scan: Scan,
-) -> tuple[list[ModelMessage], list[ModelMessage], bool]:
-    """The default repair's output with ``rule``'s ``renames`` (the list the before-stage hands on,
-    the repaired one, whether its results are in place).
-
-    The repair pairs by id equality alone and the renames are a bijection onto fresh ids, so renaming
-    its output gives what the pass and then the repair give (a synthesized return takes its call's
-    new id). The ledger reads no tool-less retry prompt: where one already holds a fresh id, the
-    mapping is not the one every id gives, and the pass runs on the input, the repair after it."""
-    from .call_ids import with_ids_mapped
-
-    assert plan.target is not None
-    mapped = with_ids_mapped(repaired, renames, scan, frozenset(renames.values()))
-    if mapped is not None:
-        return current, mapped.messages, in_place
-    current, _ = rule.fix(current, plan.target, scan)
-    repaired, _, in_place = _default_stage(current, plan, None)  # no change is wanted
-    return current, repaired, in_place
-
-
 def _first_walk(
-    paired: list[ModelMessage], plan: Plan, scan: Scan
+    paired: list[ModelMessage], plan: Plan, scan: Scan, into: IdFormat | None
 ) -> tuple[Settled | None, Pairing | None, bool | None]:
     """The one forward walk's repair where it is tried and settles ``paired``, else its pairing,
     either one's facts remembered in ``scan`` for the passes' early exits; and, where the default
     repair leaves ``paired`` as it is, whether every result is in place (None where it changes
-    something)."""
+    something).
+
+    ``into``: the format the last before-pass renames ids into (:attr:`.rule.ProfileRule.id_format`),
+    which the walk then renames by as it repairs (the pass and the repair in one copy of each
+    part). Its new ids are given without the history's ids at hand (the walk meets them as it
+    goes), which gives the pass's ids wherever none is an id of the history: checked at the end
+    (:func:`_renamed_as_the_pass_would`); where that fails, the walk's output is not used, and the
+    pass runs on the input, the repair after it."""
     from .._repair import forward
     from .._repair.engine import leaves_as_is
     from .._repair.pairing import pair
 
     if plan.engine == "histfix" and not plan.changes_wanted and plan.orphans == "drop":
-        settled = forward.settled_with_ids(paired, plan.repair_last_response)
+        taken: set[str] = set()
+        rename = (
+            None
+            if into is None
+            else forward.Rename(into.fits, lambda call_id: into.fitted(call_id, taken, ()))
+        )
+        settled = forward.settled_with_ids(paired, plan.repair_last_response, rename)
+        if settled is not None and taken and not _renamed_as_the_pass_would(settled, taken):
+            settled = None
         if settled is not None:
             ids = settled.ids
             scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
@@ -246,6 +212,18 @@ def _first_walk(
     pairing = pair(paired, plan.repair_last_response)
     scan.remember_pairing(paired, pairing)
     return None, pairing, _results_in_place(pairing, plan) if leaves_as_is(pairing, plan.engine) else None
+
+
+def _renamed_as_the_pass_would(settled: Settled, taken: set[str]) -> bool:
+    """Whether the walk renamed as the pass would have on the input: no id given (``taken``) is an id
+    of the history (every one it read: called, dropped, or a tool-less retry prompt's), and no
+    tool-less retry prompt it left as it was has a renamed id (its call came after it)."""
+    return (
+        taken.isdisjoint(settled.ids)
+        and taken.isdisjoint(settled.dropped)
+        and taken.isdisjoint(settled.unpaired)
+        and settled.renamed.keys().isdisjoint(settled.unpaired)
+    )
 
 
 def nothing_sendable(history: Sequence[ModelMessage], scan: Scan) -> bool:

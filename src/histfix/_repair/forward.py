@@ -22,12 +22,14 @@ with the same rules reads the messages before it, so a history that needs nothin
 and comes back as a new list of its own messages.
 
 Output equals the general repair's on every history it does not stop on (tests/test_forward.py,
-on the corpus, generated and fuzzed histories, and every pinned release).
+on the corpus, generated and fuzzed histories, and every pinned release). For a profile whose
+id-format pass renames call ids, the walk can rename them as it goes (``settled_with_ids``), so
+each renamed part is copied once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any, NamedTuple
 
@@ -43,10 +45,10 @@ from pydantic_ai.messages import (
 from .._records.inputs import not_a_message
 from .._records.parts import after_results
 from .._release import switches as _compat
-from .folding import is_synthetic, merged_request, new_request, results_gathered, with_parts
+from .folding import is_synthetic, merged_request, new_request, results_gathered, with_call_id, with_parts
 from .walk import repair_walk, return_maker
 
-__all__ = ["Settled", "forward_walk", "repair", "settled_with_ids"]
+__all__ = ["Rename", "Settled", "forward_walk", "repair", "settled_with_ids"]
 
 _DELTA = _compat.delta_part()
 
@@ -75,7 +77,7 @@ class _Ledger:
     ids is given up early), and everything at the end, in one C-level pass.
     """
 
-    __slots__ = ("built_from", "called", "checked", "dropped", "ids", "results_apart")
+    __slots__ = ("built_from", "called", "checked", "dropped", "ids", "renamed", "results_apart", "unpaired")
 
     def __init__(self) -> None:
         self.called: list[str] = []
@@ -88,6 +90,11 @@ class _Ledger:
         #: the index the building loop started reading at: every message before it only checked
         #: (``len(messages)`` where none needed building)
         self.built_from = 0
+        #: while renaming: every id it renamed -> its new id
+        self.renamed: dict[str, str] = {}
+        #: while renaming: the ids of the retry prompts without a tool it left as they were (it
+        #: pairs none of them; each takes its new id where its call came before it)
+        self.unpaired: list[str] = []
 
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
@@ -136,18 +143,47 @@ class Settled(NamedTuple):
     #: the index its building loop started reading at: the messages before it were only checked and
     #: are in the output as they are (``len(messages)`` and no dangling call left: none was built)
     built_from: int
+    #: while renaming (see :func:`settled_with_ids`): every id renamed -> its new id
+    renamed: dict[str, str]
+    #: while renaming: the ids of the retry prompts without a tool that kept their id
+    unpaired: list[str]
 
 
-def settled_with_ids(messages: Sequence[ModelMessage], repair_last_response: bool = True) -> Settled | None:
+class Rename(NamedTuple):
+    """How the walk renames call ids as it meets them."""
+
+    #: whether an id stays as it is (a compiled pattern's ``match``: no Python frame per call)
+    fits: Callable[[str], object]
+    #: the new id of any other
+    fitted: Callable[[str], str]
+
+
+def settled_with_ids(
+    messages: Sequence[ModelMessage], repair_last_response: bool = True, rename: Rename | None = None
+) -> Settled | None:
     """The forward walk's repair with the facts the profiles' passes read (:class:`Settled`), or None
-    where it stops. The id passes need just those facts, so a settled history needs no pairing walk."""
+    where it stops. The id passes need just those facts, so a settled history needs no pairing walk.
+
+    ``rename``: each call (a ``ToolCallPart`` in a response) whose id does not fit takes the id it
+    gives, and so do the results the walk pairs with the call, the return it adds for it and a
+    retry prompt without a tool after it with its id: the repair of the renamed history, where every
+    new id is new to the history, unique, and no such retry prompt comes before its call (the repair
+    pairs by id alone), with every part copied once; ``renamed`` and ``unpaired`` tell the caller
+    whether that holds. The ledger's ids stay the ids as stored."""
     ledger = _Ledger()
     try:
-        out = _walk_forward(messages, repair_last_response, ledger)
+        out = _walk_forward(messages, repair_last_response, ledger, rename)
     except _Unsettled:
         return None
     return Settled(
-        out, ledger.ids, not ledger.results_apart, ledger.called, ledger.dropped, ledger.built_from
+        out,
+        ledger.ids,
+        not ledger.results_apart,
+        ledger.called,
+        ledger.dropped,
+        ledger.built_from,
+        ledger.renamed,
+        ledger.unpaired,
     )
 
 
@@ -214,7 +250,10 @@ def _calls_of(response: Any) -> dict[str, ToolCallPart]:
 
 # One flat loop on purpose, as in ``pairing.pair``: a function call per message or part is the walk's main cost.
 def _walk_forward(  # noqa: PLR0915
-    messages: Sequence[ModelMessage], repair_last_response: bool, ledger: _Ledger
+    messages: Sequence[ModelMessage],
+    repair_last_response: bool,
+    ledger: _Ledger,
+    rename: Rename | None = None,
 ) -> list[ModelMessage]:
     size = len(messages)
     excluded = -1  # the last response, whose calls stay open when it is not repaired
@@ -229,7 +268,10 @@ def _walk_forward(  # noqa: PLR0915
     open_calls: dict[str, ToolCallPart]
     # owner_index: the response that made them; check_at: the message index after which the
     # ledger's newest calls are checked
-    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger)
+    if rename is None:
+        start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger)
+    else:  # a call that keeps its place may still take a new id: the building loop reads them all
+        start, open_calls, owner_index, check_at = 0, {}, -1, _FIRST_CHECK
     ledger.built_from = start
     if start == size and not (open_calls and owner_index != excluded):
         ledger.check_all()
@@ -247,6 +289,9 @@ def _walk_forward(  # noqa: PLR0915
     joined: list[Any] | None = None
     split = False  # the run after the calling response was already flushed (other instructions)
     response_last = False  # the last message in ``out`` is a response and nothing is held
+    renamed_results: dict[int, Any] = {}  # while renaming: id() of a message's part -> its renamed copy
+    renamed_ids = ledger.renamed
+    fits = None if rename is None else rename.fits
     message: Any  # told apart by exact class below, which mypy does not narrow on
     # The messages before ``start`` passed through: a request among them just before it is held.
     # (islice, not a slice: a Sequence such as a deque need not take one.)
@@ -276,6 +321,31 @@ def _walk_forward(  # noqa: PLR0915
                     append(merged_request(held, held_parts, joined, held_scattered, closing))
                     held = held_parts = joined = None
                     held_scattered = False
+            if fits is None:
+                for part in message.parts:
+                    # the exact class first (an isinstance that fails walks the bases), then subclasses
+                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                        call_id = part.tool_call_id
+                        # a repeat, here or since an earlier response: the ledger's to find
+                        note_call(call_id)
+                        open_calls[call_id] = part
+                        owner_index = index
+            else:  # as above, and its calls take their new ids before it goes out
+                for part in message.parts:
+                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                        call_id = part.tool_call_id
+                        note_call(call_id)
+                        if fits(call_id):
+                            open_calls[call_id] = part
+                        else:  # by its id as stored: its results carry that
+                            new_id = renamed_ids[call_id] = rename.fitted(call_id)  # type: ignore[union-attr]
+                            open_calls[call_id] = renamed_results[id(part)] = with_call_id(part, new_id)
+                        owner_index = index
+                if renamed_results:
+                    own = message.parts  # each part, or its renamed copy (C-level: no frame per message)
+                    renamed_parts = list(map(renamed_results.get, map(id, own), own))
+                    message = with_parts(message, renamed_parts)  # noqa: PLW2901
+                    renamed_results.clear()
             if held is not None:
                 if joined is None and not held_scattered:  # one request, as it came or less its orphans
                     append(held if held_parts is None else with_parts(held, held_parts))
@@ -292,13 +362,6 @@ def _walk_forward(  # noqa: PLR0915
                 append(message)
             response_last = True
             split = False
-            for part in message.parts:
-                # the exact class first (an isinstance that fails walks the bases), then subclasses
-                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
-                    call_id = part.tool_call_id
-                    note_call(call_id)  # a repeat, here or since an earlier response: the ledger's to find
-                    open_calls[call_id] = part
-                    owner_index = index
             if index > check_at:  # find a repeated id early: all work after it is wasted
                 ledger.check_newest()
                 check_at = index + min(index, _CHECK_EVERY)  # windows of 32, 64 ... 512 messages
@@ -315,6 +378,8 @@ def _walk_forward(  # noqa: PLR0915
                 ):
                     call_id = piece.tool_call_id
                     if call_id in open_calls:
+                        if renamed_ids and (wire_id := renamed_ids.get(call_id)) is not None:
+                            renamed_results[id(piece)] = with_call_id(piece, wire_id)
                         del open_calls[call_id]
                         answered = True
                     else:  # an orphan (the ledger checks that no response calls its id): dropped
@@ -330,8 +395,15 @@ def _walk_forward(  # noqa: PLR0915
                     if position == 2:
                         scattered = True
                     position = 1
-                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
-                    position = 2
+                else:
+                    if fits is not None and isinstance(piece, RetryPromptPart):  # without a tool
+                        given = renamed_ids.get(piece.tool_call_id)
+                        if given is None:
+                            ledger.unpaired.append(piece.tool_call_id)
+                        else:
+                            renamed_results[id(piece)] = with_call_id(piece, given)
+                    if position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                        position = 2
             parts: list[Any] | None = None
             if orphan is not None:
                 if more_orphans is None:  # the usual case, without a set of ids
@@ -341,6 +413,10 @@ def _walk_forward(  # noqa: PLR0915
                     parts = [part for part in message.parts if id(part) not in gone]
                 if not parts and index != size - 1:
                     continue  # an emptied interior request disappears; its neighbours may fold
+            if renamed_results:  # only ever filled while renaming
+                own = message.parts if parts is None else parts
+                parts = list(map(renamed_results.get, map(id, own), own))
+                renamed_results.clear()
             response_last = False
             if held is None:
                 held, held_parts, held_scattered = message, parts, scattered

@@ -7,7 +7,7 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import and_, attrgetter, not_, or_
 from typing import TYPE_CHECKING, NamedTuple
@@ -23,7 +23,7 @@ from ..wording import UNINDEXED, said
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..call_ids import IdMap, Renamed, Renames
+    from ..call_ids import IdFormat, Renamed, Renames
 
 __all__ = [
     "FORMAT_WORDING",
@@ -213,37 +213,38 @@ class _Format(NamedTuple):
     """One API's tool call id format, as the id-format rule checks it."""
 
     api: str
-    fits: Callable[[str], object]
     #: results are checked too (Mistral); else calls only (Anthropic's tool_use ids)
     results: bool
+    #: the format itself, with what the pass makes of an id outside it
+    into: IdFormat
+
+    @property
+    def fits(self) -> Callable[[str], object]:
+        """Whether an id is in the format."""
+        return self.into.fits
 
 
 def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     """The formats ``target``'s APIs hold this release's ids to: the one description the detect, its
     count and the pass read. Mistral's only where the release sends ids as stored (before
     ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself)."""
-    from ..call_ids import ANTHROPIC_ID, MISTRAL_ID
+    from ..call_ids import ANTHROPIC_FORMAT, MISTRAL_FORMAT
 
     found: list[_Format] = []
     if "anthropic" in target.apis:
-        found.append(_Format("anthropic", ANTHROPIC_ID.match, False))
+        found.append(_Format("anthropic", False, ANTHROPIC_FORMAT))
     if "mistral" in target.apis and not has(table.PROFILE_FITS_TOOL_CALL_IDS):
-        found.append(_Format("mistral", MISTRAL_ID.match, True))
+        found.append(_Format("mistral", True, MISTRAL_FORMAT))
     return tuple(found)
 
 
-def _renaming(
-    target: ProviderTarget,
-) -> tuple[Callable[[Iterable[str], Collection[str]], IdMap], _Format] | None:
-    """The mapping the pass renames by, and the format it fits: Mistral's where it is checked (it
-    satisfies Anthropic's pattern too), else Anthropic's; None where no format is checked."""
-    from ..call_ids import anthropic_map, mistral_map
-
+def _renaming(target: ProviderTarget) -> tuple[IdFormat, _Format] | None:
+    """The format the pass renames ids into, as checked: Mistral's where it is checked (it satisfies
+    Anthropic's pattern too), else Anthropic's; None where no format is checked."""
     formats = {form.api: form for form in _formats(target)}
-    if "mistral" in formats:
-        return mistral_map, formats["mistral"]
-    if "anthropic" in formats:
-        return anthropic_map, formats["anthropic"]
+    for api in ("mistral", "anthropic"):
+        if api in formats:
+            return formats[api].into, formats[api]
     return None
 
 
@@ -253,15 +254,11 @@ _WHY = {
 }
 
 
-def call_id_format_map(calls: Sequence[str], every: Collection[str], target: ProviderTarget) -> IdMap:
-    """:func:`call_id_format` as one id-to-id mapping: ``calls``, the regular calls' ids in history
-    order, ``every``: every id of the history's calls, results and retry prompts (see
-    :attr:`.rule.ProfileRule.id_map`)."""
+def call_id_format_into(target: ProviderTarget) -> IdFormat | None:
+    """The format :func:`call_id_format` renames ``target``'s call ids into, one id at a time (see
+    :attr:`.rule.ProfileRule.id_format`); None where it renames nothing."""
     renaming = _renaming(target)
-    if renaming is None:
-        return {}
-    mapper, form = renaming
-    return {} if all(map(form.fits, calls)) else mapper(calls, every)
+    return None if renaming is None else renaming[0]
 
 
 def call_id_format(
@@ -273,14 +270,14 @@ def call_id_format(
     result alike), so the pass renames for Mistral only on older releases, which send ids as stored
     (renaming every id of a long history is not free, and those releases put equally valid ids on the
     wire from the ids as stored)."""
-    from ..call_ids import calls_and_ids, with_ids_mapped
+    from ..call_ids import calls_and_ids, id_map, with_ids_mapped
 
     renaming = _renaming(target)
     if renaming is None or all(map(renaming[1].fits, scan.call_id_facts(history).ids)):
         return history, []
-    mapping = call_id_format_map(*calls_and_ids(history), target)
+    mapping = id_map(*calls_and_ids(history), renaming[0])
     mapped = with_ids_mapped(history, mapping, scan)
-    if mapped is None or mapped.first is None:
+    if mapped.first is None:
         return history, []
     # One change for the pass (it may rename every id of a long history): which ids, and to what.
     i, old, new = mapped.first
@@ -400,7 +397,7 @@ RULES: tuple[ProfileRule, ...] = (
         detect_call_id_format,
         FORMAT_WORDING,
         count=invalid_id_places,
-        id_map=call_id_format_map,
+        id_format=call_id_format_into,
         sole_change="renamed_call_id",
         why=(
             "Anthropic: an id outside ^[a-zA-Z0-9_-]+$ (earendil-works/pi#9048); Mistral: an "
