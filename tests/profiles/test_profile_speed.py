@@ -16,6 +16,7 @@ import histfix
 from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
 from histfix._profiles.scan import Scan, Survey
+from histfix._repair import forward as _forward
 from histfix._repair.folding import with_call_id, with_parts
 from histfix._repair.pairing import pair
 
@@ -375,7 +376,6 @@ def test_repair_without_changes_gives_the_report_s_messages(
     also dump as :func:`plain_profile` does: every shortcut of the runner at once (the pairing and
     the forward walk handed to the passes, a default repair skipped where the input needs none)."""
     from histfix._release.switches import installed_engine
-    from histfix._repair import forward as _forward
 
     if backend == "histfix":
         if installed_engine() == "histfix":
@@ -492,3 +492,26 @@ def test_a_tool_less_retry_prompt_takes_its_call_s_new_id(
     repaired = _format_renamed(history, monkeypatch)
     retried = [p for m in repaired for p in m.parts if isinstance(p, pai.RetryPromptPart)]
     assert [p.tool_call_id for p in retried] == ["a_b"]
+
+
+def test_a_tool_less_retry_prompt_the_check_only_stretch_passes_still_takes_its_call_s_new_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk reads the stretch before the first call it renames without building; a retry prompt
+    without a tool there, holding the id of a call renamed later, still leaves the history to the pass."""
+    history: list[pai.ModelMessage] = [
+        pai.ModelRequest(parts=[pai.UserPromptPart("go")]),
+        pai.ModelResponse(parts=[pai.ToolCallPart("f", {}, tool_call_id="ok")]),
+        pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id="ok")]),
+        pai.ModelResponse(parts=[pai.TextPart("fine")]),
+        pai.ModelRequest(parts=[pai.RetryPromptPart("try again", tool_call_id="a.b")]),
+        pai.ModelResponse(parts=[pai.ToolCallPart("f", {}, tool_call_id="a.b")]),
+        pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id="a.b")]),
+    ]
+    repaired = _format_renamed(history, monkeypatch)
+    ids = [p.tool_call_id for m in repaired for p in m.parts if hasattr(p, "tool_call_id")]
+    assert ids == ["ok", "ok", "a_b", "a_b", "a_b"]
+    # the stretch before the call it renames was only checked
+    rename = _forward.Rename(_call_ids.ANTHROPIC_ID.match, lambda call_id: call_id.replace(".", "_"))
+    settled = _forward.settled_with_ids(history, True, rename)
+    assert settled is not None and settled.built_from == 5 and settled.unpaired == ["a.b"]

@@ -188,7 +188,7 @@ def settled_with_ids(
 
 
 def _unchanged_until(
-    messages: Sequence[ModelMessage], ledger: _Ledger
+    messages: Sequence[ModelMessage], ledger: _Ledger, fits: Callable[[str], object] | None = None
 ) -> tuple[int, dict[str, ToolCallPart], int, int]:
     """Where the building walk must start: the index of the first message it would not pass through
     as it is (``len(messages)`` where there is none), and its state there: the open calls, the
@@ -199,6 +199,8 @@ def _unchanged_until(
     dangling or follows a response, a request that follows a request, a result that answers no
     open call, and a result after a part that would move; and at a message of no known class, which
     the building walk names. It notes the calls in the ledger, which it checks as the walk does.
+    While renaming (``fits``: :attr:`Rename.fits`) it also stops at a response with a call whose id
+    does not fit, and notes the retry prompts without a tool it passes as the renaming walk does.
     """
     open_calls: dict[str, ToolCallPart] = {}
     owner_index = -1
@@ -211,10 +213,17 @@ def _unchanged_until(
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls or after_request is False:  # dangling calls, or a merge
                 return index, open_calls, owner_index, check_at
+            if fits is not None:  # to take this response's calls back (no calls are open here)
+                noted, owner_before = len(ledger.called), owner_index
             after_request = False
             for part in message.parts:
                 if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                     call_id = part.tool_call_id
+                    if fits is not None and not fits(
+                        call_id
+                    ):  # a call to rename: the building loop copies it
+                        del ledger.called[noted:]
+                        return index, {}, owner_before, check_at
                     note_call(call_id)
                     open_calls[call_id] = part
                     owner_index = index
@@ -226,6 +235,7 @@ def _unchanged_until(
                 return index, open_calls, owner_index, check_at
             after_request = True
             position = 0  # as in the building walk
+            unpaired: list[str] = []  # noted once the request passes whole
             for piece in message.parts:
                 if isinstance(piece, ToolReturnPart) or (
                     isinstance(piece, RetryPromptPart) and piece.tool_name is not None
@@ -236,8 +246,13 @@ def _unchanged_until(
                         calls = {} if index == 0 else _calls_of(messages[index - 1])
                         return index, calls, owner_index, check_at
                     position = 1
-                elif position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
-                    position = 2
+                else:
+                    if fits is not None and isinstance(piece, RetryPromptPart):  # without a tool
+                        unpaired.append(piece.tool_call_id)  # no call was renamed before it
+                    if position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
+                        position = 2
+            if unpaired:
+                ledger.unpaired += unpaired
         else:
             return index, open_calls, owner_index, check_at
     return len(messages), open_calls, owner_index, check_at
@@ -268,10 +283,8 @@ def _walk_forward(  # noqa: PLR0915
     open_calls: dict[str, ToolCallPart]
     # owner_index: the response that made them; check_at: the message index after which the
     # ledger's newest calls are checked
-    if rename is None:
-        start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger)
-    else:  # a call that keeps its place may still take a new id: the building loop reads them all
-        start, open_calls, owner_index, check_at = 0, {}, -1, _FIRST_CHECK
+    fits = None if rename is None else rename.fits
+    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger, fits)
     ledger.built_from = start
     if start == size and not (open_calls and owner_index != excluded):
         ledger.check_all()
@@ -291,7 +304,6 @@ def _walk_forward(  # noqa: PLR0915
     response_last = False  # the last message in ``out`` is a response and nothing is held
     renamed_results: dict[int, Any] = {}  # while renaming: id() of a message's part -> its renamed copy
     renamed_ids = ledger.renamed
-    fits = None if rename is None else rename.fits
     message: Any  # told apart by exact class below, which mypy does not narrow on
     # The messages before ``start`` passed through: a request among them just before it is held.
     # (islice, not a slice: a Sequence such as a deque need not take one.)
