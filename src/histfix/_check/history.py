@@ -173,6 +173,15 @@ def check_history(messages: Sequence[ModelMessage], repair_last_response: bool =
     problems (they may still run), exactly as ``repair`` leaves them alone then.
     """
     pairing = pair(messages, repair_last_response=repair_last_response)
+    if not (
+        pairing.dangling
+        or pairing.orphans
+        or pairing.duplicates
+        or pairing.late
+        or pairing.events
+        or pairing.scattered
+    ):
+        return []  # most histories: the walk found nothing for the steps below to describe
     problems = _call_problems(messages, pairing.dangling)
     called = _called_ids(messages) if pairing.orphans else set()
     for index in sorted({*pairing.orphans, *pairing.duplicates, *pairing.late}):

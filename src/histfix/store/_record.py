@@ -229,8 +229,8 @@ def examine_loaded(
     last = not pending
     if not last:
         found = check_history(history, repair_last_response=False)
-    problems = steps.mark_rejections(history, found)
-    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by)
+    problems = steps.mark_rejections(history, found) if found else []
+    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by) if problems else ()
     sole_changes: tuple[str, ...] | None = None
     if options.provider is not None:
         # the kinds alone: a Problem for every call id outside a format would cost more than the rest
@@ -242,7 +242,7 @@ def examine_loaded(
         action="unchanged",
         messages=len(history),
         kind=state.kind,
-        problems=tuple(p.kind for p in problems),
+        problems=tuple(p.kind for p in problems) if problems else (),
         rejected=rejected,
     )
     if pending:
