@@ -15,7 +15,7 @@ from .._repair.folding import is_synthetic
 from .._repair.pairing import Dangling, Pairing, pair
 from .._repair.walk import dangling_calls
 
-__all__ = ["check_history"]
+__all__ = ["check_history", "check_paired"]
 
 
 def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Dangling]]) -> list[Problem]:
@@ -172,7 +172,12 @@ def check_history(messages: Sequence[ModelMessage], repair_last_response: bool =
     With ``repair_last_response=False`` the last response's calls without results are not
     problems (they may still run), exactly as ``repair`` leaves them alone then.
     """
-    pairing = pair(messages, repair_last_response=repair_last_response)
+    return check_paired(messages, pair(messages, repair_last_response=repair_last_response))
+
+
+def check_paired(messages: Sequence[ModelMessage], pairing: Pairing) -> list[Problem]:
+    """:func:`check_history` of ``messages`` from their ``pairing`` (``pair`` of these very messages,
+    with the flag wanted): for a caller that hands the same pairing to the repair after."""
     if not (
         pairing.dangling
         or pairing.orphans

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .._records.changes import RepairReport
     from .._records.problems import Problem
     from .._records.state import HistoryState
+    from .._repair.pairing import Pairing
 
 __all__ = [
     "KEY_FIELDS",
@@ -125,12 +126,13 @@ class _Steps(NamedTuple):
     import statement or a package attribute per history costs more than a small history's check."""
 
     load_json: Callable[[str], list[ModelMessage]]
-    check_history: Callable[..., list[Problem]]
+    pair: Callable[[Sequence[ModelMessage], bool], Pairing]
+    check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
     classify_history: Callable[[Sequence[ModelMessage], Sequence[Problem]], HistoryState]
     mark_rejections: Callable[[Sequence[ModelMessage], Sequence[Problem]], list[Problem]]
     verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem]], Verdict]
     resolve_provider: Callable[[object], ProviderTarget]
-    repair_report: Callable[..., RepairReport]
+    repair_report: Callable[[Sequence[ModelMessage], str | None, Pairing], RepairReport]
     dump_json: Callable[[Sequence[ModelMessage]], bytes]
 
 
@@ -142,19 +144,21 @@ def _steps() -> _Steps:
 
     _api._require_pydantic_ai()
     from .._check.classify import classify_history
-    from .._check.history import check_history
+    from .._check.history import check_paired
     from .._check.rejections import mark_rejections, verdict_for
     from .._portable import load_json
     from .._profiles.targets import resolve_provider
+    from .._repair.pairing import pair
 
     return _Steps(
         load_json,
-        check_history,
+        pair,
+        check_paired,
         classify_history,
         mark_rejections,
         verdict_for,
         resolve_provider,
-        _api.repair_report,
+        _api._default_report,
         _api.dump_json,
     )
 
@@ -219,16 +223,17 @@ def examine_loaded(
     """:func:`examine` of a history already loaded, as a store that keeps messages rather than
     bytes (a ConversationStore) hands them over: ``size`` is what the stored value weighs, if known."""
     steps = _steps()
-    check_history = steps.check_history
     # The validator runs once for classify, check and check(provider=) alike (each would run it
     # again), and once more only for a resumable history, whose open calls are then left alone.
-    found = check_history(history, repair_last_response=True)
+    # The repair, if any, reuses the pairing too (it would make the same one again).
+    pairing = steps.pair(history, True)
+    found = steps.check_paired(history, pairing)
     state = steps.classify_history(history, found)
     pending = state.kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
     if not last:
-        found = check_history(history, repair_last_response=False)
+        found = steps.check_paired(history, steps.pair(history, False))
     problems = steps.mark_rejections(history, found) if found else []
     rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by) if problems else ()
     sole_changes: tuple[str, ...] | None = None
@@ -255,7 +260,7 @@ def examine_loaded(
         # what the repair would report, counted without running it
         return replace(base, action="repair", changes=dict(Counter(sole_changes)))
     try:
-        report = steps.repair_report(history, provider=options.provider)
+        report = steps.repair_report(history, options.provider, pairing)
     except ValueError as exc:  # a profile refusing a history with nothing it can send
         return replace(base, action="not_loaded", error=f"cannot repair: {first_line(exc)}")
     if report.messages == history:
