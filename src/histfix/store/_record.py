@@ -201,6 +201,16 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     if error is not None:
         return Record(key=key, size=size, action="not_loaded", error=error)
     load_json = _steps().load_json
+    # A bare list in ASCII without NUL (which alone could make JSON readers guess UTF-16) is its own
+    # UTF-8 text: loaded from the bytes, without the copy decoding makes. Anything it cannot load
+    # goes the way below, which says why in its usual words.
+    if raw.isascii() and b"\x00" not in raw and raw.lstrip()[:1] == b"[":
+        try:
+            history = load_json(raw)
+        except (ValueError, TypeError):
+            pass
+        else:
+            return examine_loaded(key, history, options, size=size)
     try:
         history_json, envelope, name = _unwrap(raw)
         history = load_json(history_json)
