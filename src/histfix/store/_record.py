@@ -125,7 +125,7 @@ class _Steps(NamedTuple):
     """The functions a record runs, looked up once: this module loads without pydantic-ai, and an
     import statement or a package attribute per history costs more than a small history's check."""
 
-    load_json: Callable[[str], list[ModelMessage]]
+    load_json: Callable[[str | bytes], list[ModelMessage]]
     pair: Callable[[Sequence[ModelMessage], bool], Pairing]
     check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
     classify_history: Callable[[Sequence[ModelMessage], Sequence[Problem]], HistoryState]
