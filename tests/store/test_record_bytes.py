@@ -36,6 +36,8 @@ ODD = {
     "nul read as utf-16": b"[\x00]\x00",
     "nul inside": b'[{"kind": "request", "parts": []}\x00]',
     "str-only whitespace": b"\x1c[]",
+    "str-only whitespace after": b"[]\x1c",
+    "nul after the first four bytes": b"[    \x00]",
     "not json": b"[{",
     "empty list": b"[]",
     "latin-1": '[{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "é"}]}]'.encode(

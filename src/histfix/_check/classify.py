@@ -9,18 +9,18 @@ messages that repair would merge are not damage either: pydantic-ai writes them 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
 from .._records.parts import stays_between_results
 from .._records.problems import Problem
-from .._records.state import HistoryState
+from .._records.state import HistoryState, HistoryStateKind
 from .._release import switches as _compat
 from .history import check_history
 from .rejections import mark_rejections
 
-__all__ = ["classify_history"]
+__all__ = ["classify_history", "state_kind"]
 
 #: Problems that are only a merge ``repair`` would make: pydantic-ai stores such runs itself (a
 #: resume with deferred results appends a second request) and merges them before each request.
@@ -62,13 +62,27 @@ def classify_history(
     """
     if found is None:
         found = check_history(messages, repair_last_response=True)
+    return _classified(messages, found, mark_rejections)
+
+
+def state_kind(messages: Sequence[ModelMessage], found: Sequence[Problem]) -> HistoryStateKind:
+    """``classify_history(messages, found).kind``, without describing its problems (which APIs reject
+    each, in their words): the kind does not depend on them, and the store's record needs no more."""
+    return _classified(messages, found, lambda history, kept: kept).kind
+
+
+def _classified(
+    messages: Sequence[ModelMessage],
+    found: Sequence[Problem],
+    mark: Callable[[Sequence[ModelMessage], list[Problem]], list[Problem]],
+) -> HistoryState:
     kept = [
         p
         for p in found
         if p.kind not in _MERGES_ONLY and not (p.kind == "late_result" and _late_only_by_a_split(messages, p))
     ]
     # the same records check() returns: with the APIs that reject each
-    problems = mark_rejections(messages, kept) if kept else kept
+    problems = mark(messages, kept) if kept else kept
     if not messages:
         return _COMPLETE
     last = messages[-1]

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from .._profiles.targets import ProviderTarget
     from .._records.changes import RepairReport
     from .._records.problems import Problem
-    from .._records.state import HistoryState
     from .._repair.pairing import Pairing
 
 __all__ = [
@@ -128,7 +127,7 @@ class _Steps(NamedTuple):
     load_json: Callable[[str | bytes], list[ModelMessage]]
     pair: Callable[[Sequence[ModelMessage], bool], Pairing]
     check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
-    classify_history: Callable[[Sequence[ModelMessage], Sequence[Problem]], HistoryState]
+    state_kind: Callable[[Sequence[ModelMessage], Sequence[Problem]], str]
     mark_rejections: Callable[[Sequence[ModelMessage], Sequence[Problem]], list[Problem]]
     verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem]], Verdict]
     resolve_provider: Callable[[object], ProviderTarget]
@@ -143,7 +142,7 @@ def _steps() -> _Steps:
     from .. import _api
 
     _api._require_pydantic_ai()
-    from .._check.classify import classify_history
+    from .._check.classify import state_kind
     from .._check.history import check_paired
     from .._check.rejections import mark_rejections, verdict_for
     from .._portable import load_json
@@ -154,7 +153,7 @@ def _steps() -> _Steps:
         load_json,
         pair,
         check_paired,
-        classify_history,
+        state_kind,
         mark_rejections,
         verdict_for,
         resolve_provider,
@@ -201,10 +200,10 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     if error is not None:
         return Record(key=key, size=size, action="not_loaded", error=error)
     load_json = _steps().load_json
-    # A bare list in ASCII without NUL (which alone could make JSON readers guess UTF-16) is its own
-    # UTF-8 text: loaded from the bytes, without the copy decoding makes. Anything it cannot load
-    # goes the way below, which says why in its usual words.
-    if raw.isascii() and b"\x00" not in raw and raw.lstrip()[:1] == b"[":
+    # A bare list in ASCII is its own UTF-8 text, unless a NUL in its first four bytes makes JSON
+    # readers guess UTF-16 or 32: loaded from the bytes, without the copy decoding makes. Anything
+    # it cannot load goes the way below, which says why in its usual words.
+    if raw.isascii() and b"\x00" not in raw[:4] and raw.lstrip()[:1] == b"[":
         try:
             history = load_json(raw)
         except (ValueError, TypeError):
@@ -238,8 +237,8 @@ def examine_loaded(
     # The repair, if any, reuses the pairing too (it would make the same one again).
     pairing = steps.pair(history, True)
     found = steps.check_paired(history, pairing)
-    state = steps.classify_history(history, found)
-    pending = state.kind in PENDING_KINDS and not options.include_pending
+    kind = steps.state_kind(history, found)
+    pending = kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
     if not last:
@@ -256,7 +255,7 @@ def examine_loaded(
         size=size,
         action="unchanged",
         messages=len(history),
-        kind=state.kind,
+        kind=kind,
         problems=tuple(p.kind for p in problems) if problems else (),
         rejected=rejected,
     )
