@@ -128,7 +128,7 @@ class _Steps(NamedTuple):
     pair: Callable[[Sequence[ModelMessage], bool], Pairing]
     check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
     state_kind: Callable[[Sequence[ModelMessage], Sequence[Problem]], str]
-    mark_rejections: Callable[[Sequence[ModelMessage], Sequence[Problem]], list[Problem]]
+    rejected_kinds: Callable[[Sequence[ModelMessage], Sequence[Problem]], tuple[str, ...]]
     verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem]], Verdict]
     resolve_provider: Callable[[object], ProviderTarget]
     repair_report: Callable[[Sequence[ModelMessage], str | None, Pairing], RepairReport]
@@ -144,7 +144,7 @@ def _steps() -> _Steps:
     _api._require_pydantic_ai()
     from .._check.classify import state_kind
     from .._check.history import check_paired
-    from .._check.rejections import mark_rejections, verdict_for
+    from .._check.rejections import rejected_kinds, verdict_for
     from .._portable import load_json
     from .._profiles.targets import resolve_provider
     from .._repair.pairing import pair
@@ -154,7 +154,7 @@ def _steps() -> _Steps:
         pair,
         check_paired,
         state_kind,
-        mark_rejections,
+        rejected_kinds,
         verdict_for,
         resolve_provider,
         _api._default_report,
@@ -243,10 +243,11 @@ def examine_loaded(
     last = not pending
     if not last:
         found = steps.check_paired(history, steps.pair(history, False))
-    problems = steps.mark_rejections(history, found) if found else []
-    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by) if problems else ()
+    problems = tuple(p.kind for p in found)
     sole_changes: tuple[str, ...] | None = None
-    if options.provider is not None:
+    if options.provider is None:
+        rejected = steps.rejected_kinds(history, found) if found else ()
+    else:
         # the kinds alone: a Problem for every call id outside a format would cost more than the rest
         verdict = steps.verdict_for(history, steps.resolve_provider(options.provider), found)
         rejected, sole_changes = verdict.kinds, verdict.sole_changes
@@ -256,7 +257,7 @@ def examine_loaded(
         action="unchanged",
         messages=len(history),
         kind=kind,
-        problems=tuple(p.kind for p in problems) if problems else (),
+        problems=problems,
         rejected=rejected,
     )
     if pending:
