@@ -46,17 +46,6 @@ def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Da
     return problems
 
 
-def _called_ids(messages: Sequence[ModelMessage]) -> set[str]:
-    """Every id any response calls, for telling a result that comes early from an orphan."""
-    return {
-        part.tool_call_id
-        for message in messages
-        if isinstance(message, ModelResponse)
-        for part in message.parts
-        if isinstance(part, ToolCallPart)
-    }
-
-
 def _result_problems(index: int, request: ModelRequest, pairing: Pairing, called: set[str]) -> list[Problem]:
     orphans = pairing.orphans.get(index, set())
     duplicates = pairing.duplicates.get(index, set())
@@ -188,7 +177,8 @@ def check_paired(messages: Sequence[ModelMessage], pairing: Pairing) -> list[Pro
     ):
         return []  # most histories: the walk found nothing for the steps below to describe
     problems = _call_problems(messages, pairing.dangling)
-    called = _called_ids(messages) if pairing.orphans else set()
+    # every id any response calls, for telling a result that comes early from an orphan: the walk saw them all
+    called = pairing.call_ids_seen() if pairing.orphans else set()
     for index in sorted({*pairing.orphans, *pairing.duplicates, *pairing.late}):
         request = messages[index]
         assert isinstance(request, ModelRequest)
