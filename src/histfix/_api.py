@@ -319,10 +319,21 @@ def repair_report(
     """
     _check_arguments(backend, repair_last_response, orphans)
     history = as_history(messages, function="repair_report")
-    plan = _plan(backend, repair_last_response, orphans, provider, changes_wanted=True)
+    return _report(history, _plan(backend, repair_last_response, orphans, provider, changes_wanted=True))
+
+
+def _report(history: Sequence[ModelMessage], plan: Plan, pairing: Pairing | None = None) -> RepairReport:
+    """:func:`repair_report` of a checked history by ``plan``; ``pairing``: one made of ``history``
+    with the plan's ``repair_last_response``, which the repair then need not make again."""
     from ._profiles.run import repair_by_plan
 
-    return repair_by_plan(history, plan)
+    return repair_by_plan(history, plan, pairing)
+
+
+def _default_report(history: Sequence[ModelMessage], provider: str | None, pairing: Pairing) -> RepairReport:
+    """``repair_report(history, provider=provider)`` of a list of messages, reusing ``pairing``
+    (``history``'s, with ``repair_last_response=True``): the store's record, which has it from check."""
+    return _report(history, _plan("auto", True, "drop", provider, changes_wanted=True), pairing)
 
 
 def load_json(data: str | bytes | bytearray) -> list[ModelMessage]:

@@ -15,6 +15,8 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._check.history import check_history
+from histfix._check.rejections import mark_rejections, rejected_kinds
 from histfix._release.switches import upstream_repair_is_current
 
 from corpus import CASES
@@ -237,3 +239,14 @@ def test_kept_by_repair_is_what_repair_keeps() -> None:
     histories = [history for _, history in loadable(CASES)] + [late]
     left = {problem.kind for history in histories for problem in histfix.check(histfix.repair(history))}
     assert left == KEPT_BY_REPAIR
+
+
+def test_rejected_kinds_are_the_marked_ones() -> None:
+    """The store's record counts the kinds some API rejects without marking: the same kinds."""
+    seen = 0
+    for _, history in loadable(CASES):
+        found = check_history(history)
+        seen += bool(found)
+        marked = tuple(p.kind for p in mark_rejections(history, found) if p.rejected_by)
+        assert rejected_kinds(history, found) == marked
+    assert seen

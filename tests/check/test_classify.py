@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from dataclasses import fields
 from typing import Any
 
@@ -16,8 +17,11 @@ import pytest
 from pydantic_ai import messages as pai
 
 import histfix
+from histfix._check.classify import state_kind
+from histfix._check.history import check_history
 
 from conftest import FACTS
+from corpus import CASES
 from dsl import Json, call, load, real, req, resp, ret, retry, text, user
 
 
@@ -259,3 +263,13 @@ def test_check_agrees_with_repair_either_way(
 def test_check_rejects_a_non_bool_flag() -> None:
     with pytest.raises(TypeError, match="repair_last_response must be a bool"):
         histfix.check([], repair_last_response="no")  # type: ignore[arg-type]
+
+
+def test_state_kind_is_classify_without_describing_problems() -> None:
+
+    for case in CASES:
+        try:
+            history = histfix.load_json(json.dumps(case.history))
+        except ValueError:
+            continue  # not loadable on this release
+        assert state_kind(history, check_history(history)) == histfix.classify(history).kind, case.name

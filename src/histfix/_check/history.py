@@ -15,7 +15,7 @@ from .._repair.folding import is_synthetic
 from .._repair.pairing import Dangling, Pairing, pair
 from .._repair.walk import dangling_calls
 
-__all__ = ["check_history"]
+__all__ = ["check_history", "check_paired"]
 
 
 def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Dangling]]) -> list[Problem]:
@@ -44,17 +44,6 @@ def _call_problems(messages: Sequence[ModelMessage], dangling: dict[int, list[Da
                 )
             )
     return problems
-
-
-def _called_ids(messages: Sequence[ModelMessage]) -> set[str]:
-    """Every id any response calls, for telling a result that comes early from an orphan."""
-    return {
-        part.tool_call_id
-        for message in messages
-        if isinstance(message, ModelResponse)
-        for part in message.parts
-        if isinstance(part, ToolCallPart)
-    }
 
 
 def _result_problems(index: int, request: ModelRequest, pairing: Pairing, called: set[str]) -> list[Problem]:
@@ -172,9 +161,24 @@ def check_history(messages: Sequence[ModelMessage], repair_last_response: bool =
     With ``repair_last_response=False`` the last response's calls without results are not
     problems (they may still run), exactly as ``repair`` leaves them alone then.
     """
-    pairing = pair(messages, repair_last_response=repair_last_response)
+    return check_paired(messages, pair(messages, repair_last_response=repair_last_response))
+
+
+def check_paired(messages: Sequence[ModelMessage], pairing: Pairing) -> list[Problem]:
+    """:func:`check_history` of ``messages`` from their ``pairing`` (``pair`` of these very messages,
+    with the flag wanted): for a caller that hands the same pairing to the repair after."""
+    if not (
+        pairing.dangling
+        or pairing.orphans
+        or pairing.duplicates
+        or pairing.late
+        or pairing.events
+        or pairing.scattered
+    ):
+        return []  # most histories: the walk found nothing for the steps below to describe
     problems = _call_problems(messages, pairing.dangling)
-    called = _called_ids(messages) if pairing.orphans else set()
+    # every id any response calls, for telling a result that comes early from an orphan: the walk saw them all
+    called = pairing.call_ids_seen() if pairing.orphans else set()
     for index in sorted({*pairing.orphans, *pairing.duplicates, *pairing.late}):
         request = messages[index]
         assert isinstance(request, ModelRequest)

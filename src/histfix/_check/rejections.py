@@ -28,7 +28,7 @@ from .._records.problems import KEPT_BY_REPAIR, Problem
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Verdict", "check_for", "mark_rejections", "rejections", "verdict_for"]
+__all__ = ["Verdict", "check_for", "mark_rejections", "rejected_kinds", "rejections", "verdict_for"]
 
 _STAGES: tuple[Literal["before", "after"], ...] = ("before", "after")
 
@@ -160,6 +160,12 @@ def mark_rejections(history: Sequence[ModelMessage], problems: Sequence[Problem]
         dataclasses.replace(problem, rejected_by=ordered_apis(rejections(history, problem)))
         for problem in problems
     ]
+
+
+def rejected_kinds(history: Sequence[ModelMessage], problems: Sequence[Problem]) -> tuple[str, ...]:
+    """The kinds of the ``problems`` some API rejects, in order: those :func:`mark_rejections` gives
+    a ``rejected_by``, without making the marked records (the store's record keeps only kinds)."""
+    return tuple(problem.kind for problem in problems if ordered_apis(rejections(history, problem)))
 
 
 def _marked(problem: Problem, wording: Mapping[str, str]) -> Problem:

@@ -145,7 +145,7 @@ class Pairing:
         previous_kind = self.previous_kind
         stretch = messages if start == 0 and end == len(messages) else messages[start:end]
         for index, message in enumerate(stretch, start):
-            kind = message.__class__
+            kind = type(message)
             if kind is previous_kind:
                 events.add(index)  # two requests or two responses in a row: maybe a merge
             previous_kind = kind
@@ -157,10 +157,11 @@ class Pairing:
                         continue
                     call_count += 1
                     call_id = part.tool_call_id
-                    owner = open_calls.get(call_id)
-                    if owner is None:
+                    if call_id not in open_calls:  # the usual case; ``in`` is cheaper than ``get``
                         open_calls[call_id] = index
-                    elif owner == index:
+                        continue
+                    owner = open_calls[call_id]
+                    if owner == index:
                         extra_open[call_id] = extra_open.get(call_id, 0) + 1
                     else:  # reused while calls from an earlier response are open: those dangle
                         dangling.setdefault(owner, []).append(

@@ -12,15 +12,23 @@ exports and many applications store them. A repaired envelope keeps its other fi
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .._oneline import first_line
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
+
+    from .._check.rejections import Verdict
+    from .._profiles.targets import ProviderTarget
+    from .._records.changes import RepairReport
+    from .._records.problems import Problem
+    from .._repair.pairing import Pairing
 
 __all__ = [
     "KEY_FIELDS",
@@ -112,6 +120,48 @@ class Record:
         return row
 
 
+class _Steps(NamedTuple):
+    """The functions a record runs, looked up once: this module loads without pydantic-ai, and an
+    import statement or a package attribute per history costs more than a small history's check."""
+
+    load_json: Callable[[str | bytes], list[ModelMessage]]
+    pair: Callable[[Sequence[ModelMessage], bool], Pairing]
+    check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
+    state_kind: Callable[[Sequence[ModelMessage], Sequence[Problem]], str]
+    rejected_kinds: Callable[[Sequence[ModelMessage], Sequence[Problem]], tuple[str, ...]]
+    verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem]], Verdict]
+    resolve_provider: Callable[[object], ProviderTarget]
+    repair_report: Callable[[Sequence[ModelMessage], str | None, Pairing], RepairReport]
+    dump_json: Callable[[Sequence[ModelMessage]], bytes]
+
+
+@functools.cache
+def _steps() -> _Steps:
+    """:class:`_Steps`, imported on the first record (an ImportError saying what to install
+    without pydantic-ai; not cached then, so the next record says it again)."""
+    from .. import _api
+
+    _api._require_pydantic_ai()
+    from .._check.classify import state_kind
+    from .._check.history import check_paired
+    from .._check.rejections import rejected_kinds, verdict_for
+    from .._portable import load_json
+    from .._profiles.targets import resolve_provider
+    from .._repair.pairing import pair
+
+    return _Steps(
+        load_json,
+        pair,
+        check_paired,
+        state_kind,
+        rejected_kinds,
+        verdict_for,
+        resolve_provider,
+        _api._default_report,
+        _api.dump_json,
+    )
+
+
 def _unwrap(raw: bytes) -> tuple[str, dict[str, Any] | None, str | None]:
     """The history's JSON and, for an envelope, the parsed object and its messages field."""
     # Decoded here, strictly: JSON parsers guess UTF-16/32 from leading bytes, which would turn
@@ -146,14 +196,23 @@ def examine(key: str, raw: bytes, options: Options = Options(), *, error: str | 
     Never raises for bad data: a value that is not a loadable history gets ``action="not_loaded"``
     and ``error`` in one line. ``error`` passes the store's own reason through (a NULL column).
     """
-    import histfix
-
     size = len(raw)
     if error is not None:
         return Record(key=key, size=size, action="not_loaded", error=error)
+    load_json = _steps().load_json
+    # A bare list in ASCII is its own UTF-8 text, unless a NUL in its first four bytes makes JSON
+    # readers guess UTF-16 or 32: loaded from the bytes, without the copy decoding makes. Anything
+    # it cannot load goes the way below, which says why in its usual words.
+    if raw.isascii() and b"\x00" not in raw[:4] and raw.lstrip()[:1] == b"[":
+        try:
+            history = load_json(raw)
+        except (ValueError, TypeError):
+            pass
+        else:
+            return examine_loaded(key, history, options, size=size)
     try:
         history_json, envelope, name = _unwrap(raw)
-        history = histfix.load_json(history_json)
+        history = load_json(history_json)
     except UnicodeDecodeError as exc:
         return Record(key=key, size=size, action="not_loaded", error=f"not UTF-8 text ({exc.reason})")
     except (ValueError, TypeError) as exc:
@@ -172,36 +231,33 @@ def examine_loaded(
 ) -> Record:
     """:func:`examine` of a history already loaded, as a store that keeps messages rather than
     bytes (a ConversationStore) hands them over: ``size`` is what the stored value weighs, if known."""
-    import histfix
-
-    from .._check.classify import classify_history
-    from .._check.history import check_history
-    from .._check.rejections import mark_rejections, verdict_for
-    from .._profiles.targets import resolve_provider
-
+    steps = _steps()
     # The validator runs once for classify, check and check(provider=) alike (each would run it
     # again), and once more only for a resumable history, whose open calls are then left alone.
-    found = check_history(history, repair_last_response=True)
-    state = classify_history(history, found)
-    pending = state.kind in PENDING_KINDS and not options.include_pending
+    # The repair, if any, reuses the pairing too (it would make the same one again).
+    pairing = steps.pair(history, True)
+    found = steps.check_paired(history, pairing)
+    kind = steps.state_kind(history, found)
+    pending = kind in PENDING_KINDS and not options.include_pending
     # A resumable run's open calls are not a problem to fix while they can still run.
     last = not pending
     if not last:
-        found = check_history(history, repair_last_response=False)
-    problems = mark_rejections(history, found)
-    rejected: tuple[str, ...] = tuple(p.kind for p in problems if p.rejected_by)
+        found = steps.check_paired(history, steps.pair(history, False))
+    problems = tuple(p.kind for p in found)
     sole_changes: tuple[str, ...] | None = None
-    if options.provider is not None:
+    if options.provider is None:
+        rejected = steps.rejected_kinds(history, found) if found else ()
+    else:
         # the kinds alone: a Problem for every call id outside a format would cost more than the rest
-        verdict = verdict_for(history, resolve_provider(options.provider), found)
+        verdict = steps.verdict_for(history, steps.resolve_provider(options.provider), found)
         rejected, sole_changes = verdict.kinds, verdict.sole_changes
     base = Record(
         key=key,
         size=size,
         action="unchanged",
         messages=len(history),
-        kind=state.kind,
-        problems=tuple(p.kind for p in problems),
+        kind=kind,
+        problems=problems,
         rejected=rejected,
     )
     if pending:
@@ -214,7 +270,7 @@ def examine_loaded(
         # what the repair would report, counted without running it
         return replace(base, action="repair", changes=dict(Counter(sole_changes)))
     try:
-        report = histfix.repair_report(history, provider=options.provider)
+        report = steps.repair_report(history, options.provider, pairing)
     except ValueError as exc:  # a profile refusing a history with nothing it can send
         return replace(base, action="not_loaded", error=f"cannot repair: {first_line(exc)}")
     if report.messages == history:
@@ -225,5 +281,5 @@ def examine_loaded(
         for c in report.changes
         if c.preview is not None
     )
-    new = _wrap(histfix.dump_json(report.messages), envelope, name) if options.want_new else None
+    new = _wrap(steps.dump_json(report.messages), envelope, name) if options.want_new else None
     return replace(base, action="repair", changes=changes, removed=removed, new=new)
