@@ -209,7 +209,7 @@ def _unchanged_until(
     after_request: bool | None = None  # None before the first message
     message: Any  # told apart by exact class below, which mypy does not narrow on
     for index, message in enumerate(messages):
-        kind = message.__class__
+        kind = type(message)  # not ``__class__``: the generic attribute lookup, per message
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls or after_request is False:  # dangling calls, or a merge
                 return index, open_calls, owner_index, check_at
@@ -217,7 +217,7 @@ def _unchanged_until(
                 noted, owner_before = len(ledger.called), owner_index
             after_request = False
             for part in message.parts:
-                if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                if type(part) is ToolCallPart or isinstance(part, ToolCallPart):
                     call_id = part.tool_call_id
                     if fits is not None and not fits(
                         call_id
@@ -237,8 +237,10 @@ def _unchanged_until(
             position = 0  # as in the building walk
             unpaired: list[str] = []  # noted once the request passes whole
             for piece in message.parts:
-                if isinstance(piece, ToolReturnPart) or (
-                    isinstance(piece, RetryPromptPart) and piece.tool_name is not None
+                if (
+                    type(piece) is ToolReturnPart
+                    or isinstance(piece, ToolReturnPart)
+                    or (isinstance(piece, RetryPromptPart) and piece.tool_name is not None)
                 ):
                     if position == 2 or open_calls.pop(piece.tool_call_id, None) is None:
                         # an orphan, or results to gather: the calls as they were before this request
