@@ -1,5 +1,5 @@
-"""A pytest plugin: what a full garbage collection finds alive is frozen (``gc.freeze``), so the
-next full collection walks only the objects made since.
+"""A pytest plugin: once a full garbage collection has run, what outlives the test is frozen
+(``gc.freeze``) after it, so the next full collection walks only the objects made since.
 
 A test process keeps what it imports and builds to the end: pydantic-ai, the provider SDKs,
 hypothesis, the corpus, session fixtures (over half a million objects by the end of a session).
