@@ -25,7 +25,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 #: The store tests' PostgreSQL server fixture (``pg_server``), from tests/support; a plugin here rather
 #: than a conftest in tests/store, whose module would take the name ``conftest`` the tests import from.
-pytest_plugins = ["postgres_server"]
+#: long_lived: full garbage collections skip what an earlier one found alive (tests/support/long_lived.py).
+pytest_plugins = ["postgres_server", "long_lived"]
 
 
 def installed_version() -> Version:
