@@ -106,6 +106,13 @@ def _plain_http(sdk: Any) -> dict[str, Any]:
     return {} if factory is None else {"http_client": factory(verify=False)}
 
 
+def _openai_sdk(openai: Any, base_url: str) -> Any:
+    """The ``openai`` SDK's async client pointed at an emulator (every OpenAI-shaped model class's)."""
+    return openai.AsyncOpenAI(
+        base_url=f"{base_url}/v1", api_key=DUMMY_KEY, max_retries=0, timeout=TIMEOUT, **_plain_http(openai)
+    )
+
+
 async def _close(client: Any, *methods: str) -> None:
     """Close an SDK client by the first of ``methods`` it has (dotted: ``aio.aclose``)."""
     for path in methods:
@@ -139,13 +146,7 @@ def _openai(responses: bool, model_name: str = "gpt-4o") -> Client:
     provider = _provider("openai", "OpenAIProvider", "openai_client")
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
-        sdk = openai.AsyncOpenAI(
-            base_url=f"{base_url}/v1",
-            api_key=DUMMY_KEY,
-            max_retries=0,
-            timeout=TIMEOUT,
-            **_plain_http(openai),
-        )
+        sdk = _openai_sdk(openai, base_url)
         return model_class(model_name, provider=provider(sdk)), lambda: _close(sdk, "close")
 
     api = "openai-responses" if responses else "openai-chat"
@@ -178,13 +179,7 @@ def system_blocks_chat_client() -> Client | str:
         return f"openai-chat on pydantic-ai-slim {PYDANTIC_AI}: {type(exc).__name__}: {_first_line(exc)}"
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
-        sdk = openai.AsyncOpenAI(
-            base_url=f"{base_url}/v1",
-            api_key=DUMMY_KEY,
-            max_retries=0,
-            timeout=TIMEOUT,
-            **_plain_http(openai),
-        )
+        sdk = _openai_sdk(openai, base_url)
         profile = ModelProfile(supports_inline_system_prompts=False)
         return model_class("gpt-4o", provider=provider(sdk), profile=profile), lambda: _close(sdk, "close")
 
@@ -339,13 +334,7 @@ def _openai_compatible(module_name: str, class_name: str, model_name: str) -> Cl
     provider = _provider(module_name, class_name, "openai_client")
 
     def build(base_url: str) -> tuple[Any, Callable[[], Awaitable[None]]]:
-        sdk = openai.AsyncOpenAI(
-            base_url=f"{base_url}/v1",
-            api_key=DUMMY_KEY,
-            max_retries=0,
-            timeout=TIMEOUT,
-            **_plain_http(openai),
-        )
+        sdk = _openai_sdk(openai, base_url)
         return model_class(model_name, provider=provider(sdk)), lambda: _close(sdk, "close")
 
     return Client("openai-chat", f"OpenAIChatModel({model_name!r}) + {class_name}(openai_client=)", build)

@@ -219,9 +219,7 @@ def _unchanged_until(
             for part in message.parts:
                 if type(part) is ToolCallPart or isinstance(part, ToolCallPart):
                     call_id = part.tool_call_id
-                    if fits is not None and not fits(
-                        call_id
-                    ):  # a call to rename: the building loop copies it
+                    if fits is not None and not fits(call_id):  # the building loop renames it
                         del ledger.called[noted:]
                         return index, {}, owner_before, check_at
                     note_call(call_id)
