@@ -301,9 +301,10 @@ class UpgradeCheck:
             )
         except CompareError as exc:
             raise ValueError(str(exc).replace("--releases", "against")) from None
-        import histfix
+        from .._release.installed import current
 
-        self.release_a = histfix.backend_info().version
+        # backend_info's version, read without importing pydantic-ai here: the probes need it, not this process
+        self.release_a = current()[1]
         self.provider = provider
         self.timeout = timeout
         self.jobs = jobs
