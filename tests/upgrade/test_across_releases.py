@@ -823,3 +823,15 @@ def test_the_api_refuses_a_bad_release_with_a_value_error(tmp_path: Path) -> Non
     ):
         check_upgrade(source, ["2.9.1", "x"], uv="uv-not-needed", cache=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()  # refused before any environment
+
+
+def test_the_checking_process_names_the_installed_release_without_importing_pydantic_ai() -> None:
+    # the probes do the work on every release, this process only reads and gathers
+    script = (
+        "import sys; from histfix.upgrade import UpgradeCheck; "
+        "release = UpgradeCheck(['2.9.1'], uv='uv-not-needed').release_a; "
+        "imported = 'pydantic_ai' in sys.modules; import histfix; "
+        "print(release == histfix.backend_info().version, imported)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]
