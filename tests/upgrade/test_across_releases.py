@@ -32,6 +32,7 @@ from histfix._compare.probe import REPAIRED as HISTFIX
 from histfix._release.pinned import NEWEST, release_requirements
 from histfix.store import open_source
 from histfix.upgrade import PairRecord, UpgradeCheck, check_upgrade
+from histfix.upgrade import _check as upgrade_check
 from histfix.upgrade._pairs import pair
 
 from release_envs import WHEELHOUSE, offline, uv_or_none
@@ -603,8 +604,7 @@ def run_with_stand_ins(tmp_path: Path, scripts: dict[str, str], **options: Any) 
             uv="uv-not-needed",
             on_release=lambda release, why: said.append((release, why)),
             on_record=seen.append,
-            batch_size=1,
-            **options,
+            **{"batch_size": 1, **options},
         )
     return result, said
 
@@ -656,7 +656,21 @@ def test_a_probe_that_stops_or_hangs_mid_store_is_given_up_from_that_batch_on(tm
         assert result.releases[release].failed == reasons[release]
 
 
-def test_more_jobs_give_the_same_records_and_summaries(tmp_path: Path) -> None:
+def test_a_batch_whose_later_piece_fails_is_not_checked_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one batch of three in pieces of one: the stand-in answers its set-up and the first piece
+    monkeypatch.setattr(upgrade_check, "PIECE", 1)
+    result, said = run_with_stand_ins(tmp_path, {"2.9.1": posing("2.9.1", 2, "dies")}, batch_size=3)
+    reason = "the probe stopped (exit status 1): killed by the test; from there on, not checked"
+    assert said == [("2.9.1", None), ("2.9.1", reason)]
+    assert result.releases["2.9.1"].histories == 0  # as when the batch went whole
+    assert result.releases["2.9.1"].failed == reason
+
+
+def test_more_jobs_give_the_same_records_and_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path / "cache"
     for release in ("1.107.10", "2.9.1"):  # the installed release, posing as each (no environment to build)
         stand_in(cache, release, posing(release))
@@ -665,7 +679,9 @@ def test_more_jobs_give_the_same_records_and_summaries(tmp_path: Path) -> None:
     chosen = {k: v for i, (k, v) in enumerate(stored().items()) if i < 30 or not k.startswith("corpus-")}
     url = write_sqlite(tmp_path / "chats.db", chosen)
     found = {}
-    for jobs in (1, 3):
+    whole = upgrade_check.PIECE
+    for jobs, piece in ((1, whole), (3, whole), (1, 2)):
+        monkeypatch.setattr(upgrade_check, "PIECE", piece)  # a batch of 7 in four pieces, or whole
         records: list[Any] = []
         with open_source(url) as source:
             result = check_upgrade(
@@ -677,9 +693,12 @@ def test_more_jobs_give_the_same_records_and_summaries(tmp_path: Path) -> None:
                 batch_size=7,
                 on_record=lambda record, seen=records: seen.append(record.as_json()),
             )
-        found[jobs] = (records, {release: vars(summary) for release, summary in result.releases.items()})
-    assert found[3] == found[1]
-    records, summaries = found[1]
+        found[jobs, piece] = (
+            records,
+            {release: vars(summary) for release, summary in result.releases.items()},
+        )
+    assert found[3, whole] == found[1, 2] == found[1, whole]
+    records, summaries = found[1, whole]
     assert [record["b"] for record in records[:7]] == ["1.107.10"] * 7  # batch by batch, release by release
     assert summaries["2.9.1"]["histories"] == len(chosen) + 1  # and the NULL row
 
@@ -804,3 +823,15 @@ def test_the_api_refuses_a_bad_release_with_a_value_error(tmp_path: Path) -> Non
     ):
         check_upgrade(source, ["2.9.1", "x"], uv="uv-not-needed", cache=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()  # refused before any environment
+
+
+def test_the_checking_process_names_the_installed_release_without_importing_pydantic_ai() -> None:
+    # the probes do the work on every release, this process only reads and gathers
+    script = (
+        "import sys; from histfix.upgrade import UpgradeCheck; "
+        "release = UpgradeCheck(['2.9.1'], uv='uv-not-needed').release_a; "
+        "imported = 'pydantic_ai' in sys.modules; import histfix; "
+        "print(release == histfix.backend_info().version, imported)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]

@@ -59,6 +59,40 @@ def test_a_field_b_lacks_is_lossless_only_at_as_default() -> None:
     assert not TripProof(a, b).lossless(*one(part, state="interrupted"))
 
 
+def test_what_b_drops_is_named_where_it_sits_in_the_trips_order() -> None:
+    # paths are written out only for a loss: at a message, a part and a nested value alike
+    state = field("str", {"value": "complete"})
+    usage = {"tokens": field("int", {"value": 0}), "cache": field("int", {"value": 0})}
+    a = table(
+        request={**REQUEST, "usage": field("Usage", STATIC, nested="request.usage"), "state": state},
+        **{"request.usage": usage, "part:user-prompt": {**USER, "state": state}},
+    )
+    b = table(
+        request={**REQUEST, "usage": field("Usage", STATIC, nested="request.usage")},
+        **{"request.usage": {"tokens": usage["tokens"]}, "part:user-prompt": USER},
+    )
+    parts = [
+        {"part_kind": "user-prompt", "content": "hi"},
+        {"part_kind": "user-prompt", "content": "?", "state": "x"},
+    ]
+    stored = [
+        {"kind": "request", "parts": parts[:1]},
+        {"kind": "request", "parts": parts, "usage": {"tokens": 1, "cache": 2}, "state": "y"},
+    ]
+    held = [
+        Held(kind="request", parts=[Held(**part) for part in message["parts"]], usage=Held(tokens=1))
+        for message in stored
+    ]
+    proof = TripProof(a, b)
+    for _ in range(2):  # the walks worked out the first time give the same the second
+        assert proof.losses(stored, held) == [
+            ("[1].parts[1].state", "x", "complete"),
+            ("[1].usage.cache", 2, 0),
+            ("[1].state", "y", "complete"),
+        ]
+    assert proof.losses(stored[:1], held[:1]) == []
+
+
 def test_a_field_left_out_is_lossless_only_when_both_default_alike() -> None:
     made_afresh = table(
         request={**REQUEST, "timestamp": field("datetime", FACTORY)}, **{"part:user-prompt": USER}

@@ -16,7 +16,7 @@ from histfix._compare import probe as compare_probe
 from histfix._compare.outcome import Outcome
 from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
 from histfix._release.switches import run_adds_surplus_results
-from histfix.upgrade._observe import FIELDS, FromA, Observer
+from histfix.upgrade._observe import FIELDS, FromA, Observer, parse
 
 from dsl import call, req, resp, ret, text, to_json, user
 from upgrade_cases import EXAMPLES, histories
@@ -197,3 +197,90 @@ def test_a_pause_mark_merged_otherwise_than_here_is_a_difference_in_behaviour() 
         "bookkeeping": 0,
         "bookkeeping_paths": [],
     }
+
+
+def typed(value: Any) -> Any:
+    """A JSON value with every type spelled out (1, 1.0 and True differ; NaN equals itself)."""
+    if isinstance(value, dict):
+        return ("dict", [(key, typed(item)) for key, item in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(item) for item in value])
+    return (type(value).__name__, repr(value))
+
+
+def outcome(read: Any, text: bytes) -> Any:
+    try:
+        return ("read", typed(read(text)))
+    except Exception as exc:  # what json.loads raises is what the observation reports
+        return ("raised", type(exc).__name__, str(exc))
+
+
+# where pydantic-core's parser and json.loads might part: numbers, escapes, surrogates, control
+# characters, encodings, depth, duplicate keys, and what neither reads
+ODD_JSON = [
+    b'"a\x01b"',
+    b'"tab\there"',
+    b'"\\u0000"',
+    b'"\x7f"',
+    b'"\\/"',
+    b'"\\x"',
+    b'"\\U0041"',
+    b'"\\ud800"',
+    b'"\\udc00"',
+    b'"\\ud800\\u0041"',
+    b'"\\ud83d\\ude00"',
+    b'{"\\ud800": 1}',
+    b'"\xed\xa0\x80"',
+    b'"\xff"',
+    b'"\xc3\xa9"',
+    b"\xef\xbb\xbf[1]",
+    "[1]".encode("utf-16"),
+    b"[NaN, Infinity, -Infinity]",
+    b"nan",
+    b"-NaN",
+    b"Infinity1",
+    b"1e400",
+    b"-1e400",
+    b"[1e-400]",
+    b"-0",
+    b"-0.0",
+    b"[1.0, 1, true, null]",
+    b"10000000000000000000000000000",
+    b"123456789012345678901234567890.5",
+    b"0.1",
+    b"2.2250738585072011e-308",
+    b"5e-324",
+    b"9007199254740993",
+    b"9007199254740993.0",
+    b"1E+2",
+    b"1.7976931348623157e308",
+    b'{"a": 1, "b": 2, "a": 3}',
+    b"[" * 300 + b"]" * 300,
+    b"[" * 5000 + b"]" * 5000,
+    b"",
+    b" [1] ",
+    b"\t[1]\r\n",
+    b"[1] x",
+    b"[1,]",
+    b"['a']",
+    b"01",
+    b"+1",
+    b".5",
+    b"1.",
+    b"0x10",
+    b"-",
+    b"[-]",
+    b"1e",
+    b"[true false]",
+    b'{"a" 1}',
+]
+
+
+@pytest.mark.parametrize("text", ODD_JSON)
+def test_the_parse_reads_odd_json_as_json_loads_does(text: bytes) -> None:
+    assert outcome(parse, text) == outcome(json.loads, text)
+
+
+def test_the_parse_reads_every_test_history_as_json_loads_does() -> None:
+    for key, raw in histories().items():
+        assert outcome(parse, raw) == outcome(json.loads, raw), key

@@ -6,8 +6,10 @@ compare`` builds for it. :meth:`UpgradeCheck.run` reads a store once; each batch
 stored bytes, to one of A's probes (which observes it and repairs it), then to one probe of
 every B at once (which observes it, loads what A's repairs wrote and compares its own with it,
 and names what the round trip loses where it can prove it), then, for the round trips it could
-not prove, back to the A probe; the records come out in store order, release by release. Up to ``2 * jobs`` batches
-are on their way at a time, so memory stays flat whatever the store's size. A release that
+not prove, back to the A probe; the records come out in store order, release by release. A batch
+travels in pieces of PIECE histories, so that A's and B's probes work side by side on neighbouring
+pieces; up to ``2 * jobs`` batches are on their way at a time (more when they are smaller than
+the pieces the probes can take at once), so memory stays flat whatever the store's size. A release that
 cannot be installed, imported or that stops answering is reported in one line and the others
 go on.
 """
@@ -50,6 +52,12 @@ __all__ = ["CheckError", "UpgradeCheck", "check_upgrade"]
 Json = dict[str, Any]
 #: Histories per batch when the caller does not say.
 BATCH_SIZE = 200
+#: Histories per request to a probe: a batch read from the store goes in pieces this size, so
+#: that B's probe starts soon after A's, the two work on neighbouring pieces, and neither waits
+#: long for the other at the store's end.
+PIECE = 50
+#: Pieces on their way per probe slot: one on A, one on B, and one waiting so A never idles.
+PIECES_AT_ONCE = 3
 
 
 class CheckError(RuntimeError):
@@ -159,6 +167,28 @@ def check_batch(
     return done
 
 
+#: What a release's records say when its probes were stopped before this batch.
+STOPPED = "the probe was stopped after an earlier failure"
+
+
+def joined(pieces: Sequence[CheckedBatch]) -> CheckedBatch:
+    """The pieces of one batch as if the batch had gone whole: a release that failed any piece
+    with histories failed the batch (the first piece's reason), as one request would have."""
+    if len(pieces) == 1:
+        return pieces[0]
+    done = CheckedBatch([one for piece in pieces for one in piece.prepared])
+    done.a = [found for piece in pieces for found in piece.a]
+    asked = [piece for piece in pieces if any(one.history is not None for one in piece.prepared)]
+    for release in dict.fromkeys(release for piece in asked for release in (*piece.b, *piece.failed)):
+        missing = next((piece for piece in asked if release not in piece.b), None)
+        if missing is not None:
+            done.failed[release] = missing.failed.get(release, STOPPED)
+            continue
+        done.b[release] = [found for piece in asked for found in piece.b[release]]
+        done.trips[release] = [trip for piece in asked for trip in piece.trips[release]]
+    return done
+
+
 #: Why a release answered no more, said once after the first reason.
 NOT_ON = "; from there on, not checked"
 
@@ -179,7 +209,7 @@ def records_of(done: CheckedBatch, releases: Sequence[str], release_a: str) -> B
     histories = any(one.history is not None for one in done.prepared)
     for release in releases:
         if histories and release not in done.b:
-            why = done.failed.get(release, "the probe was stopped after an earlier failure")
+            why = done.failed.get(release, STOPPED)
             result.failed[release] = f"{why}{NOT_ON}"
             continue
         a_answers, b_answers = iter(done.a), iter(done.b.get(release, []))
@@ -271,9 +301,10 @@ class UpgradeCheck:
             )
         except CompareError as exc:
             raise ValueError(str(exc).replace("--releases", "against")) from None
-        import histfix
+        from .._release.installed import current
 
-        self.release_a = histfix.backend_info().version
+        # backend_info's version, read without importing pydantic-ai here: the probes need it, not this process
+        self.release_a = current()[1]
         self.provider = provider
         self.timeout = timeout
         self.jobs = jobs
@@ -301,22 +332,36 @@ class UpgradeCheck:
         argv, variables = probe_command(sys.executable, path_entry, inherit_path=True)
         try:
             self._a = [Probe(argv, variables, self.release_a, self.timeout) for _ in range(self.jobs)]
-            hello = [probe.hello() for probe in self._a].pop()
-            for probe in self._a:
-                probe.request({"op": "setup", "provider": self.provider}, [], "to set up")
         except CompareError as exc:
             raise CheckError(f"the probe of the installed pydantic-ai-slim {self.release_a}: {exc}") from None
+        # every release's probes start importing at once (a second each), the installed one's too
         starting: dict[str, list[Probe]] = {}
-        for release in self.releases:  # built one after the other, started side by side
+        cannot: dict[str, str] = {}
+        try:
+            for release in self.releases:  # built one after the other, started side by side
+                try:
+                    env, _ = environment(release, self._settings)
+                    argv, variables = probe_command(python_in(env), path_entry, inherit_path=False)
+                    starting[release] = []
+                    for _ in range(self.jobs):
+                        starting[release].append(Probe(argv, variables, release, self.timeout))
+                except CompareError as exc:
+                    self._stop_all(starting.pop(release, []))
+                    cannot[release] = str(exc)
             try:
-                env, _ = environment(release, self._settings)
-                argv, variables = probe_command(python_in(env), path_entry, inherit_path=False)
-                starting[release] = []
-                for _ in range(self.jobs):
-                    starting[release].append(Probe(argv, variables, release, self.timeout))
+                hello = [probe.hello() for probe in self._a].pop()
+                for probe in self._a:
+                    probe.request({"op": "setup", "provider": self.provider}, [], "to set up")
             except CompareError as exc:
-                self._stop_all(starting.pop(release, []))
-                self.give_up(release, str(exc))
+                raise CheckError(
+                    f"the probe of the installed pydantic-ai-slim {self.release_a}: {exc}"
+                ) from None
+        except BaseException:
+            for probes in starting.values():
+                self._stop_all(probes)
+            raise
+        for release, reason in cannot.items():
+            self.give_up(release, reason)
         for release in self.releases:
             if release not in starting:
                 continue
@@ -388,27 +433,39 @@ class UpgradeCheck:
             on_record=on_record,
             on_batch=on_batch,
         )
-        in_flight: deque[Future[CheckedBatch]] = deque()
-        with ThreadPoolExecutor(max_workers=2 * self.jobs, thread_name_prefix="histfix-batch") as pool:
+        in_flight: deque[list[Future[CheckedBatch]]] = deque()
+        pieces = 0
+        workers = PIECES_AT_ONCE * self.jobs
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="histfix-batch") as pool:
             try:
                 after: str | None = None
-                for index, batch in enumerate(source.read(batch_size=batch_size)):
+                for batch in source.read(batch_size=batch_size):
                     where = "on the first batch" if after is None else f"on the batch after {after!r}"
                     prepared = [prepare(stored) for stored in batch]
-                    in_flight.append(pool.submit(self._work, index, prepared, where))
+                    sent = []
+                    for at in range(0, len(prepared), PIECE):
+                        sent.append(
+                            pool.submit(self._work, pieces % self.jobs, prepared[at : at + PIECE], where)
+                        )
+                        pieces += 1
+                    in_flight.append(sent)
                     after = batch[-1].key
-                    if len(in_flight) >= 2 * self.jobs:
-                        gathered.add(records_of(in_flight.popleft().result(), self.releases, self.release_a))
+                    # enough read ahead: every worker has a piece, and the next batch is ready
+                    while len(in_flight) >= 2 * self.jobs and sum(map(len, in_flight)) >= workers:
+                        gathered.add(self._records(in_flight.popleft()))
                 while in_flight:
-                    gathered.add(records_of(in_flight.popleft().result(), self.releases, self.release_a))
+                    gathered.add(self._records(in_flight.popleft()))
             except BaseException:
-                for future in in_flight:
-                    future.cancel()
+                for sent in in_flight:
+                    for future in sent:
+                        future.cancel()
                 raise
         return gathered.result()
 
-    def _work(self, index: int, prepared: list[Prepared], where: str) -> CheckedBatch:
-        slot = index % self.jobs
+    def _records(self, sent: list[Future[CheckedBatch]]) -> BatchRecords:
+        return records_of(joined([future.result() for future in sent]), self.releases, self.release_a)
+
+    def _work(self, slot: int, prepared: list[Prepared], where: str) -> CheckedBatch:
         with self._lock:
             b_sides = {release: probes[slot] for release, probes in self._b.items()}
         return check_batch(

@@ -208,6 +208,39 @@ def _held_as_stored(held: object, value: Json, *, same_type: bool) -> bool:
     return False
 
 
+#: Where a value sits, kept as (parent, key, index) and written out only for a loss:
+#: ``((None, None, 2), "parts", 0)`` is ``[2].parts[0]``.
+_Path = tuple[Any, str | None, int | None]
+
+
+def _render(path: _Path | None) -> str:
+    if path is None:
+        return ""
+    parent, key, index = path
+    return _render(parent) + ("" if key is None else f".{key}") + ("" if index is None else f"[{index}]")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Walk:
+    """A plan (:meth:`TripProof._make_plan`) sorted for the walk: the class B must hold it as, the
+    keys whose value B must hold as stored (``containers``: only a dict or list needs looking at,
+    the annotations being the same), and the steps that can name losses, in A's field order."""
+
+    cls: str
+    containers: tuple[str, ...]
+    values: tuple[str, ...]
+    steps: tuple[tuple[str, str, Json], ...]
+
+    @classmethod
+    def of(cls, name: str, plan: list[tuple[str, str, Json]]) -> _Walk:
+        return cls(
+            name,
+            tuple(key for how, key, _ in plan if how == "container"),
+            tuple(key for how, key, _ in plan if how == "value"),
+            tuple(step for step in plan if step[0] in {"dropped", "parts", "nested"}),
+        )
+
+
 class TripProof:
     """Whether the round trip installed release (A) -> B -> A provably loses nothing, from A's and
     B's :func:`field_table` (B's is this process's when it runs in B's environment)."""
@@ -216,6 +249,8 @@ class TripProof:
         self._a, self._b = a, b
         #: (owner, stored keys) -> the checks each value needs, or None when nothing can be proven
         self._plans: dict[tuple[str, frozenset[str]], list[tuple[str, str, Json]] | None] = {}
+        #: the same per key order, sorted for the walk (:class:`_Walk`)
+        self._walks: dict[tuple[str, tuple[str, ...]], _Walk | None] = {}
 
     def losses(
         self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None
@@ -232,7 +267,7 @@ class TripProof:
                 kind = raw.get("kind") if isinstance(raw, dict) else None
                 if not isinstance(kind, str) or getattr(message, "kind", None) != kind:
                     return None
-                self._check(raw, message, kind, f"[{index}]", (index, translated or {}), lost)
+                self._check(raw, message, kind, (None, None, index), (index, translated or {}), lost)
         except _CannotProve:
             return None
         return lost
@@ -268,17 +303,28 @@ class TripProof:
         raw: dict[str, Json],
         held: object,
         owner: str,
-        path: str,
+        path: _Path,
         message: tuple[int, Mapping[str, Json]],
         lost: list[tuple[str, Json, Json]],
     ) -> None:
-        plan = self._plan(owner, frozenset(raw))
-        if plan is None or type(held).__name__ != self._b[owner]["class"]:
+        walk = self._walk(owner, raw)
+        if walk is None or type(held).__name__ != walk.cls:
             raise _CannotProve
-        for how, key, detail in plan:
+        # a check that fails anywhere fails the whole proof, so only the steps that name
+        # losses need the trip's order; the value checks come first, in any order
+        for key in walk.containers:
+            value = raw[key]
+            if isinstance(value, (dict, list)) and not _held_as_stored(
+                getattr(held, key, None), value, same_type=True
+            ):
+                raise _CannotProve
+        for key in walk.values:
+            if not _held_as_stored(getattr(held, key, None), raw[key], same_type=False):
+                raise _CannotProve
+        for how, key, detail in walk.steps:
             value = raw[key]
             if how == "dropped":
-                lost.extend(_dropped(value, detail, f"{path}.{key}"))
+                lost.extend(_dropped(value, detail, f"{_render(path)}.{key}"))
             elif how == "parts":
                 parts = getattr(held, key, None)
                 if not isinstance(value, list) or not isinstance(parts, list) or len(value) != len(parts):
@@ -291,15 +337,22 @@ class TripProof:
                     if getattr(part, "part_kind", None) != kind:
                         self._translated(translated.get(f"{index}.{at}"), part)
                     else:
-                        self._check(raw_part, part, f"part:{kind}", f"{path}.{key}[{at}]", message, lost)
-            elif how == "nested":
+                        self._check(raw_part, part, f"part:{kind}", (path, key, at), message, lost)
+            else:  # nested
                 if not isinstance(value, dict):
                     raise _CannotProve
-                self._check(value, getattr(held, key, None), detail, f"{path}.{key}", message, lost)
-            elif how == "container" and not isinstance(value, (dict, list)):
-                continue
-            elif not _held_as_stored(getattr(held, key, None), value, same_type=detail):
-                raise _CannotProve
+                self._check(value, getattr(held, key, None), detail, (path, key, None), message, lost)
+
+    def _walk(self, owner: str, raw: dict[str, Json]) -> _Walk | None:
+        """What checking a stored value of ``owner`` with ``raw``'s keys takes, worked out once
+        per owner and key order (a store repeats a few shapes over and over)."""
+        keys = tuple(raw)
+        walk = self._walks.get((owner, keys), self)
+        if walk is self:
+            plan = self._plan(owner, frozenset(keys))
+            walk = None if plan is None else _Walk.of(self._b[owner]["class"], plan)
+            self._walks[(owner, keys)] = walk
+        return walk  # type: ignore[return-value]
 
     def _plan(self, owner: str, keys: frozenset[str]) -> list[tuple[str, str, Json]] | None:
         found = self._plans.get((owner, keys), self)

@@ -30,7 +30,7 @@ from ._errors import loader_error
 if TYPE_CHECKING:
     from ._fields import TripProof
 
-__all__ = ["FIELDS", "FromA", "Observation", "Observed", "Observer"]
+__all__ = ["FIELDS", "FromA", "Observation", "Observed", "Observer", "parse"]
 
 Observation = dict[str, Any]
 #: An observation's fields, in the order the record shows them. Observed against the checking
@@ -74,6 +74,22 @@ class Observed:
     trip: dict[str, Any] | bytes | None = None
 
 
+def parse(history: bytes) -> Any:
+    """The stored JSON as ``json.loads`` reads it, by pydantic-core's parser where that reads it
+    (about a third cheaper, and it gives the same values of the same types), else by ``json.loads``
+    itself: it reads what pydantic-core refuses (a lone surrogate, a byte-order mark, nesting past
+    200) and raises what it raises otherwise."""
+    import pydantic_core
+
+    from_json = getattr(pydantic_core, "from_json", None)
+    if from_json is not None:
+        try:
+            return from_json(history)
+        except ValueError:
+            pass
+    return json.loads(history)
+
+
 def _cannot_load(error: Exception | None) -> str:
     """``histfix compare``'s words for a loader's refusal (anything but a ValueError is no
     refusal but a failure of the probe: raised again)."""
@@ -108,7 +124,7 @@ class _Steps:
 
         steps = cls()
         try:
-            steps.parsed = json.loads(history)
+            steps.parsed = parse(history)
         except Exception as exc:  # the loaders say it their way; the verdicts report this
             steps.parse_error = exc
         try:
