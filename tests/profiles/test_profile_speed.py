@@ -8,6 +8,8 @@ import dataclasses
 import hashlib
 import inspect
 import itertools
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import pytest
 from pydantic_ai import messages as pai
@@ -62,9 +64,9 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
-        assert facts.request_part_classes() == {
-            type(part) for message in history if message.kind == "request" for part in message.parts
-        }
+        assert list(facts.request_parts()) == [
+            part for message in history if message.kind == "request" for part in message.parts
+        ]
         places = [(i, j) for i, message in enumerate(history) for j in range(len(message.parts))]
         assert [facts.position(k) for k in range(len(facts.flat))] == places
         assert facts.consecutive_responses() == any(
@@ -120,6 +122,45 @@ def test_the_survey_is_kept_for_the_same_list_only() -> None:
     assert Scan().survey(mine) is not scan.survey(mine)  # a scan's facts are its run's alone
     mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
     assert len(scan.survey(mine).lens) == 3
+
+
+class _CountedParts(list[Any]):
+    """A message's parts that note each time they are iterated."""
+
+    reads: ClassVar[list[int]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        self.reads.append(id(self))
+        return super().__iter__()
+
+
+def test_sends_nothing_stops_at_the_first_request_that_sends_something() -> None:
+    """The runner's last verdict reads the requests' parts only until one sends something (on a
+    real history the first prompt): the survey's ``request_parts`` is lazy. And it gives the plain
+    reading's verdict on every history."""
+    from histfix._profiles.unsent import sends_nothing, unsent_request_part
+
+    first = _CountedParts([pai.UserPromptPart("q")])
+    later = _CountedParts([pai.UserPromptPart("again")])
+    history = [
+        pai.ModelRequest(parts=first),
+        pai.ModelResponse(parts=[pai.TextPart("a")]),
+        pai.ModelRequest(parts=later),
+    ]
+    scan, target = Scan(), _providers.resolve_provider("any")
+    scan.survey(history)  # the survey itself reads every part once
+    _CountedParts.reads.clear()
+    assert not sends_nothing(history, target, scan)
+    assert _CountedParts.reads == [id(first)]  # the later request was never read
+    for history in HISTORIES:
+        quiet = all(
+            unsent_request_part(part)
+            for message in history
+            if message.kind == "request"
+            for part in message.parts
+        )
+        if not quiet:  # what the lazy read decides alone
+            assert not sends_nothing(history, target, Scan())
 
 
 def part_samples() -> list[object]:

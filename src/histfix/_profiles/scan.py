@@ -16,7 +16,7 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -31,6 +31,7 @@ __all__ = ["CallIdFacts", "Scan", "Survey"]
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
+_kind_of = attrgetter("kind")
 
 
 class Survey:
@@ -135,18 +136,16 @@ class Survey:
 
         return self._once("tool_call_ids", compute)
 
-    def request_part_classes(self) -> frozenset[type]:
-        """The classes of the parts of every request (a message whose ``kind`` is ``"request"``)."""
+    def request_parts(self) -> Iterator[Any]:
+        """Every part of every request (a message whose ``kind`` is ``"request"``), in order, read
+        only as far as the caller iterates: a verdict the first request settles reads one message."""
         from pydantic_ai.messages import ModelRequest
 
-        def compute() -> frozenset[type]:
-            if self.plain:  # the classes are at hand: no attribute read per message
-                requests = map(is_, self.message_types, repeat(ModelRequest))
-            else:
-                requests = map(eq, map(attrgetter("kind"), self.history), repeat("request"))
-            return frozenset(compress(self.types, chain.from_iterable(map(repeat, requests, self.lens))))
-
-        return self._once("request_part_classes", compute)
+        if self.plain:  # the classes are at hand: no attribute read per message
+            requests = map(is_, self.message_types, repeat(ModelRequest))
+        else:
+            requests = map(eq, map(_kind_of, self.history), repeat("request"))
+        return chain.from_iterable(map(_parts_of, compress(self.history, requests)))
 
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
@@ -173,7 +172,7 @@ class Survey:
             if self.plain:  # the classes are at hand: no attribute read per message
                 responses = list(map(is_, self.message_types, repeat(ModelResponse)))
             else:
-                responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
+                responses = list(map(eq, map(_kind_of, self.history), repeat("response")))
             return any(map(and_, responses, responses[1:]))
 
         return self._once("consecutive", compute)
@@ -299,4 +298,6 @@ class Scan:
     def results_in_place(self, history: Sequence[ModelMessage]) -> bool:
         """Whether ``history`` holds the very messages :meth:`remember_results_in_place` was told of."""
         known = self._in_place
+        if known is history:  # the runner goes on with the repair's own output: nothing to compare
+            return True
         return known is not None and len(known) == len(history) and all(map(is_, known, history))
