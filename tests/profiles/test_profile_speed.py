@@ -73,7 +73,7 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
             a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
         )
         assert facts.empty_instructions() == any(
-            getattr(message, "instructions", None) == "" for message in history
+            isinstance(message, pai.ModelRequest) and message.instructions == "" for message in history
         )
         every_id = {
             part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
@@ -121,7 +121,7 @@ def test_the_survey_is_kept_for_the_same_list_only() -> None:
     assert scan.survey(list(mine)) is not scan.survey(mine)
     assert Scan().survey(mine) is not scan.survey(mine)  # a scan's facts are its run's alone
     mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
-    assert len(scan.survey(mine).lens) == 3
+    assert len(scan.survey(mine).lens()) == 3
 
 
 class _CountedParts(list[Any]):

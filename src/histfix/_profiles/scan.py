@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, attrgetter, eq, gt, is_
+from operator import and_, attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
 _kind_of = attrgetter("kind")
+_instructions_of = attrgetter("instructions")
 
 
 class Survey:
@@ -39,10 +40,10 @@ class Survey:
 
     __slots__ = (
         "_cache",
+        "_parts",
         "empty_message",
         "flat",
         "history",
-        "lens",
         "message_types",
         "part_classes",
         "plain",
@@ -54,15 +55,15 @@ class Survey:
 
         parts_of = list(map(_parts_of, history))
         self.history = history
-        #: how many parts each message has
-        self.lens: list[int] = list(map(len, parts_of))
+        #: each message's parts (as it holds them: read once)
+        self._parts = parts_of
         #: every part, in order, and its class
         self.flat: list[Any] = list(chain.from_iterable(parts_of))
         self.types: list[type] = list(map(type, self.flat))
         #: the classes of every part
         self.part_classes: frozenset[type] = frozenset(self.types)
         #: some message has no parts
-        self.empty_message = 0 in self.lens
+        self.empty_message = not all(parts_of)
         #: the class of every message
         self.message_types: list[type] = list(map(type, history))
         #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
@@ -75,7 +76,7 @@ class Survey:
         classes, the same part counts). Nothing is read again; no fact computed on first use is kept."""
         clone = object.__new__(Survey)
         clone.history = history
-        clone.lens = self.lens
+        clone._parts = self._parts  # read for the part counts alone, which are the same
         flat = list(self.flat)
         for place, part in replaced.items():
             flat[place] = part
@@ -85,7 +86,7 @@ class Survey:
         clone.empty_message = self.empty_message
         clone.message_types = self.message_types
         clone.plain = self.plain
-        clone._cache = {key: self._cache[key] for key in ("starts", "owners") if key in self._cache}
+        clone._cache = {key: self._cache[key] for key in ("lens", "starts", "owners") if key in self._cache}
         return clone
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
@@ -157,11 +158,13 @@ class Survey:
 
         return self._once("text_contents", compute)
 
+    def lens(self) -> list[int]:
+        """How many parts each message has."""
+        return self._once("lens", lambda: list(map(len, self._parts)))
+
     def several_parts(self) -> list[int]:
         """Indices of the messages with more than one part."""
-        return self._once(
-            "several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1))))
-        )
+        return self._once("several", lambda: [index for index, count in enumerate(self.lens()) if count > 1])
 
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
@@ -170,7 +173,10 @@ class Survey:
 
         def compute() -> bool:
             if self.plain:  # the classes are at hand: no attribute read per message
-                responses = list(map(is_, self.message_types, repeat(ModelResponse)))
+                classes = self.message_types
+                if not any(map(is_, classes, classes[1:])):  # the usual answer: the roles alternate
+                    return False
+                responses = list(map(is_, classes, repeat(ModelResponse)))
             else:
                 responses = list(map(eq, map(_kind_of, self.history), repeat("response")))
             return any(map(and_, responses, responses[1:]))
@@ -178,20 +184,26 @@ class Survey:
         return self._once("consecutive", compute)
 
     def empty_instructions(self) -> bool:
-        """Some message carries ``instructions=''``."""
-        return self._once(
-            "empty_instructions",
-            lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
-        )
+        """Some request carries ``instructions=''`` (what the Bedrock pass drops; on a history not
+        plain, any message)."""
+        from pydantic_ai.messages import ModelRequest
+
+        def compute() -> bool:
+            if self.plain:  # the requests alone, by class: a response has no such field to read
+                requests = compress(self.history, map(is_, self.message_types, repeat(ModelRequest)))
+                return "" in map(_instructions_of, requests)
+            return "" in map(getattr, self.history, repeat("instructions"), repeat(None))
+
+        return self._once("empty_instructions", compute)
 
     def starts(self) -> list[int]:
         """Where each message's parts start in :attr:`flat` (and, last, how many parts there are)."""
-        return self._once("starts", lambda: list(accumulate(self.lens, initial=0)))
+        return self._once("starts", lambda: list(accumulate(self.lens(), initial=0)))
 
     def owners(self) -> list[int]:
         """For every part of :attr:`flat`, the index of its message."""
         return self._once(
-            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.lens)), self.lens)))
+            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.history)), self.lens())))
         )
 
     def position(self, place: int) -> tuple[int, int]:

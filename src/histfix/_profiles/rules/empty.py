@@ -13,7 +13,6 @@ content (``Change.preview``).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
@@ -510,9 +509,10 @@ def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[in
     facts = scan.survey(history)
     # the messages whose first part is of those classes (C-level: each message's first part is at
     # the running total of the part counts before it)
-    starts = list(itertools.accumulate(facts.lens, initial=0))[:-1]
-    first_types = map(facts.types.__getitem__, compress(starts, facts.lens))
-    with_parts = compress(range(len(facts.lens)), facts.lens)
+    lens = facts.lens()
+    starts = facts.starts()[:-1]
+    first_types = map(facts.types.__getitem__, compress(starts, lens))
+    with_parts = compress(range(len(lens)), lens)
     candidates = list(compress(with_parts, map(classes.__contains__, first_types)))
     if capability:
         last_response = max((i for i, m in enumerate(history) if m.kind == "response"), default=-1)
