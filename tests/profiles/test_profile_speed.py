@@ -18,6 +18,7 @@ import histfix
 from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
 from histfix._profiles.scan import Scan, Survey
+from histfix._records.parts import is_result
 from histfix._repair import forward as _forward
 from histfix._repair.folding import with_call_id, with_parts
 from histfix._repair.pairing import pair
@@ -161,6 +162,33 @@ def test_sends_nothing_stops_at_the_first_request_that_sends_something() -> None
         )
         if not quiet:  # what the lazy read decides alone
             assert not sends_nothing(history, target, Scan())
+
+
+def test_the_detects_take_their_passes_early_exits() -> None:
+    """``check``'s detects for thinking signatures, late results and alternating roles answer from
+    the survey where their passes do (no thinking class, no request of several parts, no two
+    responses in a row): no message's parts are read again. On every history they find what a
+    plain reading finds (the checks' own tests hold them to the passes)."""
+    from histfix._profiles.rules import order, thinking
+
+    first = _CountedParts([pai.UserPromptPart("q")])
+    later = _CountedParts([pai.TextPart("a")])
+    history = [pai.ModelRequest(parts=first), pai.ModelResponse(parts=later)]
+    scan, target = Scan(), _providers.resolve_provider("any")
+    scan.survey(history)
+    _CountedParts.reads.clear()
+    assert thinking.detect_thinking_transfers(history, target, scan) == []
+    assert order.detect_results_first(history, target, scan) == []
+    assert order.detect_alternating_roles(history, target, scan) == []
+    assert _CountedParts.reads == []
+    for history in HISTORIES:
+        late = [
+            i
+            for i, m in enumerate(history)
+            if isinstance(m, pai.ModelRequest) and order._results_late(m, is_result)
+        ]
+        found = order.detect_results_first(history, target, Scan())
+        assert [f.problem.message_index for f in found] == late
 
 
 def part_samples() -> list[object]:
