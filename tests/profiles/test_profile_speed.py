@@ -191,6 +191,26 @@ def test_the_detects_take_their_passes_early_exits() -> None:
         assert [f.problem.message_index for f in found] == late
 
 
+def test_the_mistral_empty_pass_reads_only_the_last_message() -> None:
+    """For Mistral alone, no_empty_content drops only an empty last request (it does not refuse empty
+    text), so it reads no text and makes no survey; what it returns is the general pass's answer."""
+    from histfix._profiles.rules.empty import no_empty_content
+
+    target = _providers.resolve_provider("mistral")
+    blank = _CountedParts([pai.TextPart("")])
+    history = [
+        pai.ModelRequest(parts=_CountedParts([pai.UserPromptPart("q")])),
+        pai.ModelResponse(parts=blank),
+        pai.ModelRequest(parts=[pai.UserPromptPart("")]),
+    ]
+    _CountedParts.reads.clear()
+    assert no_empty_content(history, target, Scan()) == (history, [])
+    assert _CountedParts.reads == []
+    emptied = [*history, pai.ModelResponse(parts=[pai.TextPart("a")]), pai.ModelRequest(parts=[])]
+    out, changes = no_empty_content(emptied, target, Scan())
+    assert out == emptied[:-1] and [c.kind for c in changes] == ["dropped_empty"]
+
+
 def part_samples() -> list[object]:
     """One part of every class with a ``tool_call_id`` the release loads from the corpus and the
     generated histories, plus native parts when the release has them."""

@@ -188,10 +188,13 @@ def no_empty_content(
     For Mistral alone only that last request goes: it does not refuse empty text."""
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target, scan):
+    blank_text = bool(set(EMPTY_WORDING) & set(target.apis))
+    # Mistral alone drops only a last request that _has_blank finds at once: no text need be read
+    mistral_alone = not blank_text and "mistral" in target.apis
+    if not history or (not mistral_alone and not _has_blank(history, target, scan)):
         return history, []
     ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
-    if not set(EMPTY_WORDING) & set(target.apis):  # Mistral: empty text is not refused, only the end
+    if not blank_text:  # Mistral: empty text is not refused, only the end
         last = history[-1]
         if len(history) < 2 or not isinstance(last, ModelRequest) or (last.parts and not _only_deltas(last)):
             return history, []
