@@ -65,9 +65,16 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
-        assert list(facts.request_parts()) == [
-            part for message in history if message.kind == "request" for part in message.parts
-        ]
+        request_parts = [part for message in history if message.kind == "request" for part in message.parts]
+        assert list(facts.request_parts()) == request_parts
+        for kinds in (
+            {pai.SystemPromptPart},
+            {pai.SystemPromptPart, pai.UserPromptPart},
+            set(),
+            facts.part_classes,
+        ):
+            expected = all(type(part) in kinds for part in request_parts)
+            assert facts.requests_hold_only(frozenset(kinds)) == expected
         places = [(i, j) for i, message in enumerate(history) for j in range(len(message.parts))]
         assert [facts.position(k) for k in range(len(facts.flat))] == places
         assert facts.consecutive_responses() == any(

@@ -44,15 +44,11 @@ class Survey:
         "empty_message",
         "flat",
         "history",
-        "message_types",
         "part_classes",
-        "plain",
         "types",
     )
 
     def __init__(self, history: Sequence[ModelMessage]) -> None:
-        from pydantic_ai.messages import ModelRequest, ModelResponse
-
         parts_of = list(map(_parts_of, history))
         self.history = history
         #: each message's parts (as it holds them: read once)
@@ -64,10 +60,6 @@ class Survey:
         self.part_classes: frozenset[type] = frozenset(self.types)
         #: some message has no parts
         self.empty_message = not all(parts_of)
-        #: the class of every message
-        self.message_types: list[type] = list(map(type, history))
-        #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
-        self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
         self._cache: dict[str, Any] = {}
 
     def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
@@ -84,9 +76,8 @@ class Survey:
         clone.types = self.types
         clone.part_classes = self.part_classes
         clone.empty_message = self.empty_message
-        clone.message_types = self.message_types
-        clone.plain = self.plain
-        clone._cache = {key: self._cache[key] for key in ("lens", "starts", "owners") if key in self._cache}
+        shared = ("lens", "starts", "owners", "message_types", "plain")  # the same classes and counts
+        clone._cache = {key: self._cache[key] for key in shared if key in self._cache}
         return clone
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
@@ -94,6 +85,16 @@ class Survey:
             self._cache[key] = compute()
         found: _T = self._cache[key]
         return found
+
+    def message_types(self) -> list[type]:
+        """The class of every message."""
+        return self._once("message_types", lambda: list(map(type, self.history)))
+
+    def plain(self) -> bool:
+        """Every message is exactly a ModelRequest or a ModelResponse (the class pipelines rely on it)."""
+        from pydantic_ai.messages import ModelRequest, ModelResponse
+
+        return self._once("plain", lambda: set(self.message_types()) <= {ModelRequest, ModelResponse})
 
     def classes(self, *bases: type) -> frozenset[type]:
         """The history's part classes that are subclasses of ``bases`` (isinstance, by class)."""
@@ -108,7 +109,7 @@ class Survey:
         from pydantic_ai.messages import ModelResponse, ToolCallPart
 
         def compute() -> list[str]:
-            if not self.plain:
+            if not self.plain():
                 return [
                     part.tool_call_id
                     for message in self.history
@@ -119,7 +120,7 @@ class Survey:
             calls = self.classes(ToolCallPart)
             if not calls:
                 return []
-            responses = compress(self.history, map(is_, self.message_types, repeat(ModelResponse)))
+            responses = compress(self.history, map(is_, self.message_types(), repeat(ModelResponse)))
             parts = list(chain.from_iterable(map(_parts_of, responses)))
             return list(map(_ids_of, compress(parts, map(calls.__contains__, map(type, parts)))))
 
@@ -138,15 +139,28 @@ class Survey:
         return self._once("tool_call_ids", compute)
 
     def request_parts(self) -> Iterator[Any]:
-        """Every part of every request (a message whose ``kind`` is ``"request"``), in order, read
-        only as far as the caller iterates: a verdict the first request settles reads one message."""
+        """Every part of every request (a message whose ``kind`` is ``"request"``), in order."""
         from pydantic_ai.messages import ModelRequest
 
-        if self.plain:  # the classes are at hand: no attribute read per message
-            requests = map(is_, self.message_types, repeat(ModelRequest))
+        if self.plain():  # the classes are at hand: no attribute read per message
+            requests = map(is_, self.message_types(), repeat(ModelRequest))
         else:
             requests = map(eq, map(_kind_of, self.history), repeat("request"))
         return chain.from_iterable(map(_parts_of, compress(self.history, requests)))
+
+    def requests_hold_only(self, kinds: frozenset[type]) -> bool:
+        """Whether every part of :meth:`request_parts` is of one of ``kinds``. Read message by message
+        until a request holds another part (on a real history, its first prompt settles it): a
+        message that is a ``ModelRequest`` by class and by ``kind`` alike is a request however the
+        history is read (:meth:`plain`); only where none answers are the rest of the facts read."""
+        from pydantic_ai.messages import ModelRequest
+
+        holds = kinds.__contains__
+        for message in self.history:
+            request = type(message) is ModelRequest and message.kind == "request"
+            if request and not all(map(holds, map(type, message.parts))):
+                return False
+        return all(map(holds, map(type, self.request_parts())))
 
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
@@ -172,8 +186,8 @@ class Survey:
         from pydantic_ai.messages import ModelResponse
 
         def compute() -> bool:
-            if self.plain:  # the classes are at hand: no attribute read per message
-                classes = self.message_types
+            if self.plain():  # the classes are at hand: no attribute read per message
+                classes = self.message_types()
                 if not any(map(is_, classes, classes[1:])):  # the usual answer: the roles alternate
                     return False
                 responses = list(map(is_, classes, repeat(ModelResponse)))
@@ -189,8 +203,8 @@ class Survey:
         from pydantic_ai.messages import ModelRequest
 
         def compute() -> bool:
-            if self.plain:  # the requests alone, by class: a response has no such field to read
-                requests = compress(self.history, map(is_, self.message_types, repeat(ModelRequest)))
+            if self.plain():  # the requests alone, by class: a response has no such field to read
+                requests = compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
                 return "" in map(_instructions_of, requests)
             return "" in map(getattr, self.history, repeat("instructions"), repeat(None))
 

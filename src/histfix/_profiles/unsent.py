@@ -126,9 +126,8 @@ def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget, scan:
     """Whether some target API gets nothing of this history from the installed release: its requests
     hold only parts never sent as a turn, and its responses only parts that API's serializer leaves out
     (1.0.0's OpenAIResponsesModel then sends an empty ``input``)."""
-    quiet = unsent_request_classes(history, scan)
-    if not all(map(quiet.__contains__, map(type, scan.survey(history).request_parts()))):
-        return False  # a request sends a part (mostly the first request's first part says so)
+    if not scan.survey(history).requests_hold_only(unsent_request_classes(history, scan)):
+        return False  # a request sends a part (on a real history, its first prompt)
     responses = [message for message in history if message.kind == "response"]
     thinking_sent = _thinking_sent()
     for api in target.apis:
