@@ -561,6 +561,32 @@ def test_the_one_walk_renames_ids_as_it_repairs(monkeypatch: pytest.MonkeyPatch)
     assert ids == ["a_b", "a_b", "c_d", "c_d", "ok", "ok", "a_b_", "a_b_"]
 
 
+def test_the_one_walk_renames_each_call_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response holding text, a call that keeps its id and calls that do not: the walk copies the
+    response once, each renamed call in its own place, the others as they were."""
+    used: list[object] = []
+    monkeypatch.setattr(_call_ids, "with_ids_mapped", lambda *args: used.append(args))
+    text_part, kept = pai.TextPart("two calls"), pai.ToolCallPart("f", {}, tool_call_id="ok")
+    history: list[pai.ModelMessage] = [
+        pai.ModelRequest(parts=[pai.UserPromptPart("go")]),
+        pai.ModelResponse(
+            parts=[
+                text_part,
+                pai.ToolCallPart("f", {}, tool_call_id="a.b"),
+                kept,
+                pai.ToolCallPart("f", {}, tool_call_id="c.d"),
+            ]
+        ),
+        pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id=i) for i in ("a.b", "ok", "c.d")]),
+    ]
+    repaired = _format_renamed(history, monkeypatch)
+    assert used == []
+    parts = repaired[1].parts
+    assert parts[0] is text_part and parts[2] is kept
+    assert [getattr(p, "tool_call_id", None) for p in parts] == [None, "a_b", "ok", "c_d"]
+    assert [p.tool_call_id for p in repaired[2].parts] == ["a_b", "ok", "c_d"]  # type: ignore[union-attr]
+
+
 def test_a_fresh_id_the_history_holds_later_sends_the_pass_to_the_input(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
