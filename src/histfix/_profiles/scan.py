@@ -92,9 +92,13 @@ class Survey:
 
     def plain(self) -> bool:
         """Every message is exactly a ModelRequest or a ModelResponse (the class pipelines rely on it)."""
-        from pydantic_ai.messages import ModelRequest, ModelResponse
 
-        return self._once("plain", lambda: set(self.message_types()) <= {ModelRequest, ModelResponse})
+        def compute() -> bool:
+            from pydantic_ai.messages import ModelRequest, ModelResponse
+
+            return set(self.message_types()) <= {ModelRequest, ModelResponse}
+
+        return self._once("plain", compute)
 
     def classes(self, *bases: type) -> frozenset[type]:
         """The history's part classes that are subclasses of ``bases`` (isinstance, by class)."""
