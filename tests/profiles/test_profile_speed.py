@@ -8,6 +8,8 @@ import dataclasses
 import hashlib
 import inspect
 import itertools
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import pytest
 from pydantic_ai import messages as pai
@@ -16,6 +18,7 @@ import histfix
 from histfix._profiles import call_ids as _call_ids
 from histfix._profiles import targets as _providers
 from histfix._profiles.scan import Scan, Survey
+from histfix._records.parts import is_result
 from histfix._repair import forward as _forward
 from histfix._repair.folding import with_call_id, with_parts
 from histfix._repair.pairing import pair
@@ -62,16 +65,23 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
-        assert facts.request_part_classes() == {
-            type(part) for message in history if message.kind == "request" for part in message.parts
-        }
+        request_parts = [part for message in history if message.kind == "request" for part in message.parts]
+        assert list(facts.request_parts()) == request_parts
+        for kinds in (
+            {pai.SystemPromptPart},
+            {pai.SystemPromptPart, pai.UserPromptPart},
+            set(),
+            facts.part_classes,
+        ):
+            expected = all(type(part) in kinds for part in request_parts)
+            assert facts.requests_hold_only(frozenset(kinds)) == expected
         places = [(i, j) for i, message in enumerate(history) for j in range(len(message.parts))]
         assert [facts.position(k) for k in range(len(facts.flat))] == places
         assert facts.consecutive_responses() == any(
             a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
         )
         assert facts.empty_instructions() == any(
-            getattr(message, "instructions", None) == "" for message in history
+            isinstance(message, pai.ModelRequest) and message.instructions == "" for message in history
         )
         every_id = {
             part.tool_call_id for part in parts if isinstance(getattr(part, "tool_call_id", None), str)
@@ -119,7 +129,93 @@ def test_the_survey_is_kept_for_the_same_list_only() -> None:
     assert scan.survey(list(mine)) is not scan.survey(mine)
     assert Scan().survey(mine) is not scan.survey(mine)  # a scan's facts are its run's alone
     mine.append(history[0])  # a list changed in place (never by the passes) is surveyed again
-    assert len(scan.survey(mine).lens) == 3
+    assert len(scan.survey(mine).lens()) == 3
+
+
+class _CountedParts(list[Any]):
+    """A message's parts that note each time they are iterated."""
+
+    reads: ClassVar[list[int]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        self.reads.append(id(self))
+        return super().__iter__()
+
+
+def test_sends_nothing_stops_at_the_first_request_that_sends_something() -> None:
+    """The runner's last verdict reads the requests' parts only until one sends something (on a
+    real history the first prompt): the survey's ``request_parts`` is lazy. And it gives the plain
+    reading's verdict on every history."""
+    from histfix._profiles.unsent import sends_nothing, unsent_request_part
+
+    first = _CountedParts([pai.UserPromptPart("q")])
+    later = _CountedParts([pai.UserPromptPart("again")])
+    history = [
+        pai.ModelRequest(parts=first),
+        pai.ModelResponse(parts=[pai.TextPart("a")]),
+        pai.ModelRequest(parts=later),
+    ]
+    scan, target = Scan(), _providers.resolve_provider("any")
+    scan.survey(history)  # the survey itself reads every part once
+    _CountedParts.reads.clear()
+    assert not sends_nothing(history, target, scan)
+    assert _CountedParts.reads == [id(first)]  # the later request was never read
+    for history in HISTORIES:
+        quiet = all(
+            unsent_request_part(part)
+            for message in history
+            if message.kind == "request"
+            for part in message.parts
+        )
+        if not quiet:  # what the lazy read decides alone
+            assert not sends_nothing(history, target, Scan())
+
+
+def test_the_detects_take_their_passes_early_exits() -> None:
+    """``check``'s detects for thinking signatures, late results and alternating roles answer from
+    the survey where their passes do (no thinking class, no request of several parts, no two
+    responses in a row): no message's parts are read again. On every history they find what a
+    plain reading finds (the checks' own tests hold them to the passes)."""
+    from histfix._profiles.rules import order, thinking
+
+    first = _CountedParts([pai.UserPromptPart("q")])
+    later = _CountedParts([pai.TextPart("a")])
+    history = [pai.ModelRequest(parts=first), pai.ModelResponse(parts=later)]
+    scan, target = Scan(), _providers.resolve_provider("any")
+    scan.survey(history)
+    _CountedParts.reads.clear()
+    assert thinking.detect_thinking_transfers(history, target, scan) == []
+    assert order.detect_results_first(history, target, scan) == []
+    assert order.detect_alternating_roles(history, target, scan) == []
+    assert _CountedParts.reads == []
+    for history in HISTORIES:
+        late = [
+            i
+            for i, m in enumerate(history)
+            if isinstance(m, pai.ModelRequest) and order._results_late(m, is_result)
+        ]
+        found = order.detect_results_first(history, target, Scan())
+        assert [f.problem.message_index for f in found] == late
+
+
+def test_the_mistral_empty_pass_reads_only_the_last_message() -> None:
+    """For Mistral alone, no_empty_content drops only an empty last request (it does not refuse empty
+    text), so it reads no text and makes no survey; what it returns is the general pass's answer."""
+    from histfix._profiles.rules.empty import no_empty_content
+
+    target = _providers.resolve_provider("mistral")
+    blank = _CountedParts([pai.TextPart("")])
+    history = [
+        pai.ModelRequest(parts=_CountedParts([pai.UserPromptPart("q")])),
+        pai.ModelResponse(parts=blank),
+        pai.ModelRequest(parts=[pai.UserPromptPart("")]),
+    ]
+    _CountedParts.reads.clear()
+    assert no_empty_content(history, target, Scan()) == (history, [])
+    assert _CountedParts.reads == []
+    emptied = [*history, pai.ModelResponse(parts=[pai.TextPart("a")]), pai.ModelRequest(parts=[])]
+    out, changes = no_empty_content(emptied, target, Scan())
+    assert out == emptied[:-1] and [c.kind for c in changes] == ["dropped_empty"]
 
 
 def part_samples() -> list[object]:
@@ -463,6 +559,32 @@ def test_the_one_walk_renames_ids_as_it_repairs(monkeypatch: pytest.MonkeyPatch)
     assert used == []
     ids = [p.tool_call_id for m in repaired for p in m.parts if hasattr(p, "tool_call_id")]
     assert ids == ["a_b", "a_b", "c_d", "c_d", "ok", "ok", "a_b_", "a_b_"]
+
+
+def test_the_one_walk_renames_each_call_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response holding text, a call that keeps its id and calls that do not: the walk copies the
+    response once, each renamed call in its own place, the others as they were."""
+    used: list[object] = []
+    monkeypatch.setattr(_call_ids, "with_ids_mapped", lambda *args: used.append(args))
+    text_part, kept = pai.TextPart("two calls"), pai.ToolCallPart("f", {}, tool_call_id="ok")
+    history: list[pai.ModelMessage] = [
+        pai.ModelRequest(parts=[pai.UserPromptPart("go")]),
+        pai.ModelResponse(
+            parts=[
+                text_part,
+                pai.ToolCallPart("f", {}, tool_call_id="a.b"),
+                kept,
+                pai.ToolCallPart("f", {}, tool_call_id="c.d"),
+            ]
+        ),
+        pai.ModelRequest(parts=[pai.ToolReturnPart("f", "r", tool_call_id=i) for i in ("a.b", "ok", "c.d")]),
+    ]
+    repaired = _format_renamed(history, monkeypatch)
+    assert used == []
+    parts = repaired[1].parts
+    assert parts[0] is text_part and parts[2] is kept
+    assert [getattr(p, "tool_call_id", None) for p in parts] == [None, "a_b", "ok", "c_d"]
+    assert [p.tool_call_id for p in repaired[2].parts] == ["a_b", "ok", "c_d"]  # type: ignore[union-attr]
 
 
 def test_a_fresh_id_the_history_holds_later_sends_the_pass_to_the_input(

@@ -16,9 +16,9 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, attrgetter, eq, gt, is_
+from operator import and_, attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ __all__ = ["CallIdFacts", "Scan", "Survey"]
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
+_kind_of = attrgetter("kind")
+_instructions_of = attrgetter("instructions")
 
 
 class Survey:
@@ -38,34 +40,26 @@ class Survey:
 
     __slots__ = (
         "_cache",
+        "_parts",
         "empty_message",
         "flat",
         "history",
-        "lens",
-        "message_types",
         "part_classes",
-        "plain",
         "types",
     )
 
     def __init__(self, history: Sequence[ModelMessage]) -> None:
-        from pydantic_ai.messages import ModelRequest, ModelResponse
-
         parts_of = list(map(_parts_of, history))
         self.history = history
-        #: how many parts each message has
-        self.lens: list[int] = list(map(len, parts_of))
+        #: each message's parts (as it holds them: read once)
+        self._parts = parts_of
         #: every part, in order, and its class
         self.flat: list[Any] = list(chain.from_iterable(parts_of))
         self.types: list[type] = list(map(type, self.flat))
         #: the classes of every part
         self.part_classes: frozenset[type] = frozenset(self.types)
         #: some message has no parts
-        self.empty_message = 0 in self.lens
-        #: the class of every message
-        self.message_types: list[type] = list(map(type, history))
-        #: every message is exactly a ModelRequest or a ModelResponse (the pipelines below rely on it)
-        self.plain = set(self.message_types) <= {ModelRequest, ModelResponse}
+        self.empty_message = not all(parts_of)
         self._cache: dict[str, Any] = {}
 
     def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
@@ -74,7 +68,7 @@ class Survey:
         classes, the same part counts). Nothing is read again; no fact computed on first use is kept."""
         clone = object.__new__(Survey)
         clone.history = history
-        clone.lens = self.lens
+        clone._parts = self._parts  # read for the part counts alone, which are the same
         flat = list(self.flat)
         for place, part in replaced.items():
             flat[place] = part
@@ -82,9 +76,8 @@ class Survey:
         clone.types = self.types
         clone.part_classes = self.part_classes
         clone.empty_message = self.empty_message
-        clone.message_types = self.message_types
-        clone.plain = self.plain
-        clone._cache = {key: self._cache[key] for key in ("starts", "owners") if key in self._cache}
+        shared = ("lens", "starts", "owners", "message_types", "plain")  # the same classes and counts
+        clone._cache = {key: self._cache[key] for key in shared if key in self._cache}
         return clone
 
     def _once(self, key: str, compute: Callable[[], _T]) -> _T:
@@ -92,6 +85,20 @@ class Survey:
             self._cache[key] = compute()
         found: _T = self._cache[key]
         return found
+
+    def message_types(self) -> list[type]:
+        """The class of every message."""
+        return self._once("message_types", lambda: list(map(type, self.history)))
+
+    def plain(self) -> bool:
+        """Every message is exactly a ModelRequest or a ModelResponse (the class pipelines rely on it)."""
+
+        def compute() -> bool:
+            from pydantic_ai.messages import ModelRequest, ModelResponse
+
+            return set(self.message_types()) <= {ModelRequest, ModelResponse}
+
+        return self._once("plain", compute)
 
     def classes(self, *bases: type) -> frozenset[type]:
         """The history's part classes that are subclasses of ``bases`` (isinstance, by class)."""
@@ -106,7 +113,7 @@ class Survey:
         from pydantic_ai.messages import ModelResponse, ToolCallPart
 
         def compute() -> list[str]:
-            if not self.plain:
+            if not self.plain():
                 return [
                     part.tool_call_id
                     for message in self.history
@@ -117,7 +124,7 @@ class Survey:
             calls = self.classes(ToolCallPart)
             if not calls:
                 return []
-            responses = compress(self.history, map(is_, self.message_types, repeat(ModelResponse)))
+            responses = compress(self.history, map(is_, self.message_types(), repeat(ModelResponse)))
             parts = list(chain.from_iterable(map(_parts_of, responses)))
             return list(map(_ids_of, compress(parts, map(calls.__contains__, map(type, parts)))))
 
@@ -135,18 +142,29 @@ class Survey:
 
         return self._once("tool_call_ids", compute)
 
-    def request_part_classes(self) -> frozenset[type]:
-        """The classes of the parts of every request (a message whose ``kind`` is ``"request"``)."""
+    def request_parts(self) -> Iterator[Any]:
+        """Every part of every request (a message whose ``kind`` is ``"request"``), in order."""
         from pydantic_ai.messages import ModelRequest
 
-        def compute() -> frozenset[type]:
-            if self.plain:  # the classes are at hand: no attribute read per message
-                requests = map(is_, self.message_types, repeat(ModelRequest))
-            else:
-                requests = map(eq, map(attrgetter("kind"), self.history), repeat("request"))
-            return frozenset(compress(self.types, chain.from_iterable(map(repeat, requests, self.lens))))
+        if self.plain():  # the classes are at hand: no attribute read per message
+            requests = map(is_, self.message_types(), repeat(ModelRequest))
+        else:
+            requests = map(eq, map(_kind_of, self.history), repeat("request"))
+        return chain.from_iterable(map(_parts_of, compress(self.history, requests)))
 
-        return self._once("request_part_classes", compute)
+    def requests_hold_only(self, kinds: frozenset[type]) -> bool:
+        """Whether every part of :meth:`request_parts` is of one of ``kinds``. Read message by message
+        until a request holds another part (on a real history, its first prompt settles it): a
+        message that is a ``ModelRequest`` by class and by ``kind`` alike is a request however the
+        history is read (:meth:`plain`); only where none answers are the rest of the facts read."""
+        from pydantic_ai.messages import ModelRequest
+
+        holds = kinds.__contains__
+        for message in self.history:
+            request = type(message) is ModelRequest and message.kind == "request"
+            if request and not all(map(holds, map(type, message.parts))):
+                return False
+        return all(map(holds, map(type, self.request_parts())))
 
     def text_contents(self) -> list[object]:
         """The ``content`` of every text part and user prompt, in order."""
@@ -158,11 +176,13 @@ class Survey:
 
         return self._once("text_contents", compute)
 
+    def lens(self) -> list[int]:
+        """How many parts each message has."""
+        return self._once("lens", lambda: list(map(len, self._parts)))
+
     def several_parts(self) -> list[int]:
         """Indices of the messages with more than one part."""
-        return self._once(
-            "several", lambda: list(compress(range(len(self.lens)), map(gt, self.lens, repeat(1))))
-        )
+        return self._once("several", lambda: [index for index, count in enumerate(self.lens()) if count > 1])
 
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
@@ -170,29 +190,38 @@ class Survey:
         from pydantic_ai.messages import ModelResponse
 
         def compute() -> bool:
-            if self.plain:  # the classes are at hand: no attribute read per message
-                responses = list(map(is_, self.message_types, repeat(ModelResponse)))
+            if self.plain():  # the classes are at hand: no attribute read per message
+                classes = self.message_types()
+                if not any(map(is_, classes, classes[1:])):  # the usual answer: the roles alternate
+                    return False
+                responses = list(map(is_, classes, repeat(ModelResponse)))
             else:
-                responses = list(map(eq, map(attrgetter("kind"), self.history), repeat("response")))
+                responses = list(map(eq, map(_kind_of, self.history), repeat("response")))
             return any(map(and_, responses, responses[1:]))
 
         return self._once("consecutive", compute)
 
     def empty_instructions(self) -> bool:
-        """Some message carries ``instructions=''``."""
-        return self._once(
-            "empty_instructions",
-            lambda: "" in map(getattr, self.history, repeat("instructions"), repeat(None)),
-        )
+        """Some request carries ``instructions=''`` (what the Bedrock pass drops; on a history not
+        plain, any message)."""
+        from pydantic_ai.messages import ModelRequest
+
+        def compute() -> bool:
+            if self.plain():  # the requests alone, by class: a response has no such field to read
+                requests = compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
+                return "" in map(_instructions_of, requests)
+            return "" in map(getattr, self.history, repeat("instructions"), repeat(None))
+
+        return self._once("empty_instructions", compute)
 
     def starts(self) -> list[int]:
         """Where each message's parts start in :attr:`flat` (and, last, how many parts there are)."""
-        return self._once("starts", lambda: list(accumulate(self.lens, initial=0)))
+        return self._once("starts", lambda: list(accumulate(self.lens(), initial=0)))
 
     def owners(self) -> list[int]:
         """For every part of :attr:`flat`, the index of its message."""
         return self._once(
-            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.lens)), self.lens)))
+            "owners", lambda: list(chain.from_iterable(map(repeat, range(len(self.history)), self.lens())))
         )
 
     def position(self, place: int) -> tuple[int, int]:
@@ -299,4 +328,6 @@ class Scan:
     def results_in_place(self, history: Sequence[ModelMessage]) -> bool:
         """Whether ``history`` holds the very messages :meth:`remember_results_in_place` was told of."""
         known = self._in_place
+        if known is history:  # the runner goes on with the repair's own output: nothing to compare
+            return True
         return known is not None and len(known) == len(history) and all(map(is_, known, history))

@@ -15,7 +15,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from pydantic_ai.messages import SystemPromptPart, ThinkingPart
+
 from .._records.parts import native_kind
+from .._release import switches as _compat
 from .._release import table
 from .._release.switches import has
 from .scan import Scan
@@ -47,10 +50,6 @@ _THINKING_DROPPED_BY = frozenset({"openai-chat", "gemini"})
 def _unsent_request_class(kind: type) -> bool:
     """A request part class no release sends as part of a user turn: a system prompt, or a
     tool-availability delta (rendered as a system announcement, or nothing)."""
-    from pydantic_ai.messages import SystemPromptPart
-
-    from .._release import switches as _compat
-
     delta = _compat.delta_part()
     return issubclass(kind, SystemPromptPart) or (delta is not None and issubclass(kind, delta))
 
@@ -70,8 +69,6 @@ def unsent_once_answered(part: object) -> bool:
 def no_user_turn_before_a_response(part: object) -> bool:
     """A request part that sends no user turn when a response follows its request: a system prompt or a
     request-scoped capability part (:func:`unsent_once_answered`)."""
-    from pydantic_ai.messages import SystemPromptPart
-
     return isinstance(part, SystemPromptPart) or unsent_once_answered(part)
 
 
@@ -95,8 +92,6 @@ def unsent_response_part(part: object, api: str, thinking_sent: bool, target: Pr
     and Bedrock never send them; Gemini sends only Google's own), compaction (OpenAI Chat, Gemini and
     Bedrock never send it), and thinking on OpenAI Chat and Gemini before ``table.THINKING_SENT`` (they drop it;
     Bedrock sends it for Claude models, and drops it for the others)."""
-    from pydantic_ai.messages import ThinkingPart
-
     if compaction(part):
         return True  # every api of this rule (EMPTY_RESPONSE_APIS)
     if native_kind(part):
@@ -110,8 +105,6 @@ def _responses_leaves_out(part: object, thinking_sent: bool) -> bool:
     """A response part the installed OpenAIResponsesModel never sends: another provider's native
     parts (OpenAI's own too before ``table.RESPONSES_NATIVE_CALLS_SENT``) and, before ``table.THINKING_SENT``,
     thinking (read in 1.0.0's models/openai.py)."""
-    from pydantic_ai.messages import ThinkingPart
-
     if native_kind(part):
         return getattr(part, "provider_name", None) != "openai" or not has(table.RESPONSES_NATIVE_CALLS_SENT)
     return isinstance(part, ThinkingPart) and not thinking_sent
@@ -126,8 +119,8 @@ def sends_nothing(history: Sequence[ModelMessage], target: ProviderTarget, scan:
     """Whether some target API gets nothing of this history from the installed release: its requests
     hold only parts never sent as a turn, and its responses only parts that API's serializer leaves out
     (1.0.0's OpenAIResponsesModel then sends an empty ``input``)."""
-    if not all(map(_unsent_request_class, scan.survey(history).request_part_classes())):
-        return False
+    if not scan.survey(history).requests_hold_only(unsent_request_classes(history, scan)):
+        return False  # a request sends a part (on a real history, its first prompt)
     responses = [message for message in history if message.kind == "response"]
     thinking_sent = _thinking_sent()
     for api in target.apis:

@@ -343,7 +343,8 @@ def _walk_forward(  # noqa: PLR0915
                         open_calls[call_id] = part
                         owner_index = index
             else:  # as above, and its calls take their new ids before it goes out
-                for part in message.parts:
+                renamed_parts: list[Any] | None = None  # its parts, each call renamed in its place
+                for at, part in enumerate(message.parts):
                     if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
                         note_call(call_id)
@@ -351,13 +352,13 @@ def _walk_forward(  # noqa: PLR0915
                             open_calls[call_id] = part
                         else:  # by its id as stored: its results carry that
                             new_id = renamed_ids[call_id] = rename.fitted(call_id)  # type: ignore[union-attr]
-                            open_calls[call_id] = renamed_results[id(part)] = with_call_id(part, new_id)
+                            open_calls[call_id] = copy = with_call_id(part, new_id)
+                            if renamed_parts is None:
+                                renamed_parts = list(message.parts)
+                            renamed_parts[at] = copy
                         owner_index = index
-                if renamed_results:
-                    own = message.parts  # each part, or its renamed copy (C-level: no frame per message)
-                    renamed_parts = list(map(renamed_results.get, map(id, own), own))
+                if renamed_parts is not None:
                     message = with_parts(message, renamed_parts)  # noqa: PLW2901
-                    renamed_results.clear()
             if held is not None:
                 if joined is None and not held_scattered:  # one request, as it came or less its orphans
                     append(held if held_parts is None else with_parts(held, held_parts))

@@ -39,7 +39,7 @@ def _unsendable_args(history: Sequence[ModelMessage], scan: Scan) -> list[tuple[
         return []
     facts = scan.survey(history)
     calls = facts.classes(BaseToolCallPart)
-    if facts.plain and not any(  # the cheap early exit: no call holds args as a string
+    if not any(  # the cheap early exit: no call in any message holds args as a string
         map(isinstance, map(attrgetter("args"), compress(facts.flat, facts.selected(calls))), repeat(str))
     ):
         return []

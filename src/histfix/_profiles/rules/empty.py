@@ -13,7 +13,6 @@ content (``Change.preview``).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
@@ -189,10 +188,13 @@ def no_empty_content(
     For Mistral alone only that last request goes: it does not refuse empty text."""
     from pydantic_ai.messages import ModelRequest
 
-    if not _has_blank(history, target, scan):
+    blank_text = bool(set(EMPTY_WORDING) & set(target.apis))
+    # Mistral alone drops only a last request that _has_blank finds at once: no text need be read
+    mistral_alone = not blank_text and "mistral" in target.apis
+    if not history or (not mistral_alone and not _has_blank(history, target, scan)):
         return history, []
     ends_on_user = bool(ENDS_ON_USER_APIS & set(target.apis))
-    if not set(EMPTY_WORDING) & set(target.apis):  # Mistral: empty text is not refused, only the end
+    if not blank_text:  # Mistral: empty text is not refused, only the end
         last = history[-1]
         if len(history) < 2 or not isinstance(last, ModelRequest) or (last.parts and not _only_deltas(last)):
             return history, []
@@ -510,9 +512,10 @@ def _misplaced_requests(history: Sequence[ModelMessage], scan: Scan) -> tuple[in
     facts = scan.survey(history)
     # the messages whose first part is of those classes (C-level: each message's first part is at
     # the running total of the part counts before it)
-    starts = list(itertools.accumulate(facts.lens, initial=0))[:-1]
-    first_types = map(facts.types.__getitem__, compress(starts, facts.lens))
-    with_parts = compress(range(len(facts.lens)), facts.lens)
+    lens = facts.lens()
+    starts = facts.starts()[:-1]
+    first_types = map(facts.types.__getitem__, compress(starts, lens))
+    with_parts = compress(range(len(lens)), lens)
     candidates = list(compress(with_parts, map(classes.__contains__, first_types)))
     if capability:
         last_response = max((i for i, m in enumerate(history) if m.kind == "response"), default=-1)

@@ -111,7 +111,8 @@ def detect_results_first(
     from ..._records.parts import is_result
 
     found: list[Finding] = []
-    for index, message in enumerate(history):
+    for index in scan.survey(history).several_parts():  # as the pass: a one-part request has none
+        message = history[index]
         if not isinstance(message, ModelRequest) or not _results_late(message, is_result):
             continue
         results = [(at, part) for at, part in enumerate(message.parts) if is_result(part)]
@@ -178,6 +179,8 @@ def detect_alternating_roles(
     function call turn must follow a user or function response turn)."""
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
+    if not scan.survey(history).consecutive_responses():
+        return []  # the cheap early exit, as the pass's
     found = []
     for index, (a, b) in enumerate(itertools.pairwise(history)):
         if not (isinstance(a, ModelResponse) and isinstance(b, ModelResponse)):

@@ -94,7 +94,7 @@ def thinking_transfers(
     only); the foreign signature goes, and is reported."""
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
-    if not any(issubclass(kind, ThinkingPart) for kind in scan.survey(history).part_classes):
+    if not scan.survey(history).classes(ThinkingPart):
         return history, []  # the cheap early exit: no thinking at all
     fixed: list[ModelMessage] | None = None
     changes: list[Change] = []
@@ -129,6 +129,8 @@ def detect_thinking_transfers(
 ) -> list[Finding]:
     from pydantic_ai.messages import ModelResponse, ThinkingPart
 
+    if not scan.survey(history).classes(ThinkingPart):
+        return []  # the cheap early exit, as the pass's
     return [
         problem(
             "foreign_signature",
