@@ -86,12 +86,8 @@ def _classified(
     if not messages:
         return _COMPLETE
     last = messages[-1]
-    last_response = (
-        len(messages) - 1
-        if isinstance(last, ModelResponse)
-        else next(
-            (i for i in range(len(messages) - 2, -1, -1) if isinstance(messages[i], ModelResponse)), None
-        )
+    last_response = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], ModelResponse)), None
     )
     request_interrupted = isinstance(last, ModelRequest) and _marked_interrupted(last, "request")
     tail = messages[last_response + 1 :] if last_response is not None else messages

@@ -316,7 +316,7 @@ def _walk_forward(  # noqa: PLR0915
         response_last = start > 0
     append = out.append
     for index, message in enumerate(islice(messages, start, None) if start else messages, start):
-        kind = message.__class__
+        kind = type(message)
         if kind is ModelResponse or (kind is not ModelRequest and isinstance(message, ModelResponse)):
             if open_calls and owner_index != excluded:  # the previous response's calls dangle
                 if split:  # their request is already out: the general repair places them
@@ -336,7 +336,7 @@ def _walk_forward(  # noqa: PLR0915
             if fits is None:
                 for part in message.parts:
                     # the exact class first (an isinstance that fails walks the bases), then subclasses
-                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                    if type(part) is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
                         # a repeat, here or since an earlier response: the ledger's to find
                         note_call(call_id)
@@ -345,7 +345,7 @@ def _walk_forward(  # noqa: PLR0915
             else:  # as above, and its calls take their new ids before it goes out
                 renamed_parts: list[Any] | None = None  # its parts, each call renamed in its place
                 for at, part in enumerate(message.parts):
-                    if part.__class__ is ToolCallPart or isinstance(part, ToolCallPart):
+                    if type(part) is ToolCallPart or isinstance(part, ToolCallPart):
                         call_id = part.tool_call_id
                         note_call(call_id)
                         if fits(call_id):

@@ -333,7 +333,7 @@ class UpgradeCheck:
         try:
             self._a = [Probe(argv, variables, self.release_a, self.timeout) for _ in range(self.jobs)]
         except CompareError as exc:
-            raise CheckError(f"the probe of the installed pydantic-ai-slim {self.release_a}: {exc}") from None
+            raise self._a_failed(exc) from None
         # every release's probes start importing at once (a second each), the installed one's too
         starting: dict[str, list[Probe]] = {}
         cannot: dict[str, str] = {}
@@ -353,9 +353,7 @@ class UpgradeCheck:
                 for probe in self._a:
                     probe.request({"op": "setup", "provider": self.provider}, [], "to set up")
             except CompareError as exc:
-                raise CheckError(
-                    f"the probe of the installed pydantic-ai-slim {self.release_a}: {exc}"
-                ) from None
+                raise self._a_failed(exc) from None
         except BaseException:
             for probes in starting.values():
                 self._stop_all(probes)
@@ -383,6 +381,10 @@ class UpgradeCheck:
             self._translations = self._translations or bool(starting[release][0].hello().get("translates"))
             if self.on_release is not None:
                 self.on_release(release, None)
+
+    def _a_failed(self, exc: CompareError) -> CheckError:
+        """Why the check cannot go on: the installed release's own probe failed."""
+        return CheckError(f"the probe of the installed pydantic-ai-slim {self.release_a}: {exc}")
 
     @staticmethod
     def _stop_all(probes: list[Probe]) -> None:
