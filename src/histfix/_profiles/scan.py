@@ -16,7 +16,7 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -33,6 +33,8 @@ _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
 _kind_of = attrgetter("kind")
 _instructions_of = attrgetter("instructions")
+#: For each part count below 256, 1 where it is more than one part (``bytes.translate``'s table).
+_SEVERAL = bytes(count > 1 for count in range(256))
 
 
 class Survey:
@@ -76,7 +78,14 @@ class Survey:
         clone.types = self.types
         clone.part_classes = self.part_classes
         clone.empty_message = self.empty_message
-        shared = ("lens", "starts", "owners", "message_types", "plain")  # the same classes and counts
+        shared = (
+            "lens",
+            "starts",
+            "owners",
+            "message_types",
+            "alternation",
+            "plain",
+        )  # the same classes and counts
         clone._cache = {key: self._cache[key] for key in shared if key in self._cache}
         return clone
 
@@ -90,13 +99,31 @@ class Survey:
         """The class of every message."""
         return self._once("message_types", lambda: list(map(type, self.history)))
 
+    def alternation(self) -> tuple[type, type] | None:
+        """(the class of every message at an even index, of every one at an odd index) where each is
+        one class (two slices counted at C speed: the usual history alternates its roles), else None;
+        a history of fewer than two messages has none."""
+
+        def compute() -> tuple[type, type] | None:
+            classes = self.message_types()
+            if len(classes) < 2:
+                return None
+            evens, odds = classes[::2], classes[1::2]
+            if evens.count(evens[0]) != len(evens) or odds.count(odds[0]) != len(odds):
+                return None
+            return evens[0], odds[0]
+
+        return self._once("alternation", compute)
+
     def plain(self) -> bool:
         """Every message is exactly a ModelRequest or a ModelResponse (the class pipelines rely on it)."""
 
         def compute() -> bool:
             from pydantic_ai.messages import ModelRequest, ModelResponse
 
-            return set(self.message_types()) <= {ModelRequest, ModelResponse}
+            alternation = self.alternation()
+            classes = self.message_types() if alternation is None else alternation
+            return set(classes) <= {ModelRequest, ModelResponse}
 
         return self._once("plain", compute)
 
@@ -142,14 +169,26 @@ class Survey:
 
         return self._once("tool_call_ids", compute)
 
-    def request_parts(self) -> Iterator[Any]:
-        """Every part of every request (a message whose ``kind`` is ``"request"``), in order."""
+    def requests(self) -> Iterable[Any]:
+        """Every message that is exactly a ``ModelRequest``, in order (on a plain history: see
+        :meth:`plain`): where the classes alternate, a slice of every other message."""
         from pydantic_ai.messages import ModelRequest
 
+        alternation = self.alternation()
+        if alternation is None or not isinstance(self.history, list):
+            return compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
+        if ModelRequest not in alternation:
+            return ()
+        if alternation[0] is alternation[1]:
+            return self.history
+        return self.history[alternation.index(ModelRequest) :: 2]
+
+    def request_parts(self) -> Iterator[Any]:
+        """Every part of every request (a message whose ``kind`` is ``"request"``), in order."""
+
         if self.plain():  # the classes are at hand: no attribute read per message
-            requests = map(is_, self.message_types(), repeat(ModelRequest))
-        else:
-            requests = map(eq, map(_kind_of, self.history), repeat("request"))
+            return chain.from_iterable(map(_parts_of, self.requests()))
+        requests = map(eq, map(_kind_of, self.history), repeat("request"))
         return chain.from_iterable(map(_parts_of, compress(self.history, requests)))
 
     def requests_hold_only(self, kinds: frozenset[type]) -> bool:
@@ -181,8 +220,24 @@ class Survey:
         return self._once("lens", lambda: list(map(len, self._parts)))
 
     def several_parts(self) -> list[int]:
-        """Indices of the messages with more than one part."""
-        return self._once("several", lambda: [index for index, count in enumerate(self.lens()) if count > 1])
+        """Indices of the messages with more than one part (found by C-level byte searches: a loop
+        step per such message, not per message)."""
+
+        def compute() -> list[int]:
+            lens = self.lens()
+            try:
+                counts = bytes(lens)
+            except ValueError:  # a message of 256 parts or more: as many as 255 for this
+                counts = bytes(map(min, lens, repeat(255)))
+            several = counts.translate(_SEVERAL)
+            found: list[int] = []
+            at = several.find(1)
+            while at >= 0:
+                found.append(at)
+                at = several.find(1, at + 1)
+            return found
+
+        return self._once("several", compute)
 
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
@@ -191,8 +246,11 @@ class Survey:
 
         def compute() -> bool:
             if self.plain():  # the classes are at hand: no attribute read per message
+                alternation = self.alternation()
+                if alternation is not None:  # they alternate, unless every message is a response
+                    return alternation[0] is alternation[1] is ModelResponse
                 classes = self.message_types()
-                if not any(map(is_, classes, classes[1:])):  # the usual answer: the roles alternate
+                if not any(map(is_, classes, classes[1:])):  # no two neighbours of one class
                     return False
                 responses = list(map(is_, classes, repeat(ModelResponse)))
             else:
@@ -204,12 +262,10 @@ class Survey:
     def empty_instructions(self) -> bool:
         """Some request carries ``instructions=''`` (what the Bedrock pass drops; on a history not
         plain, any message)."""
-        from pydantic_ai.messages import ModelRequest
 
         def compute() -> bool:
             if self.plain():  # the requests alone, by class: a response has no such field to read
-                requests = compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
-                return "" in map(_instructions_of, requests)
+                return "" in map(_instructions_of, self.requests())
             return "" in map(getattr, self.history, repeat("instructions"), repeat(None))
 
         return self._once("empty_instructions", compute)

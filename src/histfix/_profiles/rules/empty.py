@@ -168,12 +168,18 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
     if EMPTY_RESPONSE_APIS & set(target.apis) and any(native_kind(kind) for kind in found.part_classes):
         return True  # a response of native parts only may send nothing: the exact pass decides
     contents = found.text_contents()
+    whitespace = bool(WHITESPACE_APIS & set(target.apis))
+    if whitespace:
+        try:  # every content a string, the usual history: no list of them built
+            return "" in map(str.strip, contents)  # type: ignore[arg-type]
+        except TypeError:  # a multimodal prompt's list: its strings are gathered below
+            pass
     strings = [content for content in contents if type(content) is str]
     if len(strings) != len(contents):
         for content in contents:
             if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
-    if WHITESPACE_APIS & set(target.apis):
+    if whitespace:
         return "" in map(str.strip, strings)
     return "" in strings
 
