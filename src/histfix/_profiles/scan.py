@@ -16,6 +16,7 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, is_
@@ -56,7 +57,10 @@ class Survey:
         #: each message's parts (as it holds them: read once)
         self._parts = parts_of
         #: every part, in order, and its class
-        self.flat: list[Any] = list(chain.from_iterable(parts_of))
+        self.flat: list[Any] = []
+        # extending one list by each message's parts (consumed at C speed) costs about two thirds of
+        # ``chain.from_iterable``, whose iterator steps once per part
+        deque(map(self.flat.extend, parts_of), maxlen=0)
         self.types: list[type] = list(map(type, self.flat))
         #: the classes of every part
         self.part_classes: frozenset[type] = frozenset(self.types)
