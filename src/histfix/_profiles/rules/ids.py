@@ -8,8 +8,8 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress
-from operator import and_, attrgetter, not_, or_
+from itertools import compress, filterfalse
+from operator import and_, attrgetter, or_
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..._records.changes import Change
@@ -302,7 +302,9 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
         return found
     survey = scan.survey(history)
     ids = [i for i in survey.tool_call_ids() if isinstance(i, str) and i]  # not an empty one
-    if all(all(map(form.fits, ids)) for form in formats):
+    # each id tested once for each format (a call and its results share it), not once for each part
+    outside = [set(filterfalse(form.fits, ids)) for form in formats]
+    if not any(outside):
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
     result_kinds = (
@@ -320,9 +322,11 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
     else:
         answering = [True] * len(parts)
     rejected = [False] * len(parts)
-    for form in formats:
-        bad = map(not_, map(form.fits, part_ids))
-        rejected = list(map(or_, rejected, map(and_, answering if form.results else is_call, bad)))
+    for form, bad in zip(formats, outside, strict=True):
+        held = answering if form.results else is_call
+        if len(bad) < len(ids):  # where every id is outside, the parts that hold one are the places
+            held = list(map(and_, held, map(bad.__contains__, part_ids)))
+        rejected = list(map(or_, rejected, held))
     return Counted("invalid_call_id", list(compress(places, map(and_, rejected, map(bool, part_ids)))))
 
 
