@@ -307,27 +307,34 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
     if not any(outside):
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
-    result_kinds = (
-        survey.classes(ToolReturnPart, RetryPromptPart) if any(f.results for f in formats) else frozenset()
-    )
+    checked = [(form, bad) for form, bad in zip(formats, outside, strict=True) if bad]
+    results = any(form.results for form, _ in checked)
+    result_kinds = survey.classes(ToolReturnPart, RetryPromptPart) - call_kinds if results else frozenset()
     mask = survey.selected(call_kinds | result_kinds)
     places = list(compress(range(len(survey.flat)), mask))
     parts = list(compress(survey.flat, mask))
     part_ids = list(map(_tool_call_id, parts))
-    is_call = list(map(call_kinds.__contains__, map(type, parts)))
-    if any(issubclass(kind, RetryPromptPart) for kind in result_kinds):
-        from ..._records.parts import is_result
-
-        answering = list(map(or_, is_call, map(is_result, parts)))  # a tool-less retry prompt is no result
-    else:
+    kinds = list(compress(survey.types, mask))  # each part's class, as the survey read it
+    # which parts each kind of format holds to it: None where every part here
+    is_call = list(map(call_kinds.__contains__, kinds)) if result_kinds else None
+    answering: list[bool] | None = None
+    prompts = frozenset(kind for kind in result_kinds if not issubclass(kind, ToolReturnPart))
+    if prompts:  # a retry prompt without a tool is no result (``is_result``): only those are read
         answering = [True] * len(parts)
+        for at in compress(range(len(parts)), map(prompts.__contains__, kinds)):
+            if parts[at].tool_name is None:
+                answering[at] = False
     rejected = [False] * len(parts)
-    for form, bad in zip(formats, outside, strict=True):
+    named = map(bool, part_ids)
+    for form, bad in checked:
         held = answering if form.results else is_call
         if len(bad) < len(ids):  # where every id is outside, the parts that hold one are the places
-            held = list(map(and_, held, map(bad.__contains__, part_ids)))
+            inside = map(bad.__contains__, part_ids)
+            held = list(inside) if held is None else list(map(and_, held, inside))
+        if held is None:  # every part: no other format adds one
+            return Counted("invalid_call_id", list(compress(places, named)))
         rejected = list(map(or_, rejected, held))
-    return Counted("invalid_call_id", list(compress(places, map(and_, rejected, map(bool, part_ids)))))
+    return Counted("invalid_call_id", list(compress(places, map(and_, rejected, named))))
 
 
 def detect_call_id_format(
