@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import inspect
 import itertools
+import operator
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -63,6 +64,15 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         assert facts.empty_message == any(not message.parts for message in history)
         assert facts.call_ids() == plain_call_ids(history)
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
+        tool = [
+            p for p in parts if isinstance(p, (pai.ToolCallPart, pai.ToolReturnPart, pai.RetryPromptPart))
+        ]
+        found = facts.tool_parts()
+        assert len(found.parts) == len(tool) and all(map(operator.is_, found.parts, tool))
+        assert found.ids == [p.tool_call_id for p in tool] and found.classes == [type(p) for p in tool]
+        assert [
+            facts.flat[k] for k in itertools.compress(range(len(facts.flat)), found.chosen)
+        ] == found.parts
         assert facts.text_contents() == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
         request_parts = [part for message in history if message.kind == "request" for part in message.parts]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .._repair.pairing import Pairing
 
-__all__ = ["CallIdFacts", "Scan", "Survey"]
+__all__ = ["CallIdFacts", "Scan", "Survey", "ToolParts"]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
@@ -161,17 +161,22 @@ class Survey:
 
         return self._once("call_ids", compute)
 
+    def tool_parts(self) -> ToolParts:
+        """Every tool call, tool return and retry prompt part, in any message (see :class:`ToolParts`)."""
+        from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+
+        def compute() -> ToolParts:
+            chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
+            parts = list(compress(self.flat, chosen))
+            return ToolParts(chosen, parts, list(map(_ids_of, parts)), list(compress(self.types, chosen)))
+
+        return self._once("tool_parts", compute)
+
     def tool_call_ids(self) -> set[object]:
         """The ``tool_call_id`` of every tool call, tool return and retry prompt part, in any message,
         as stored (a part built by hand may hold None): every id the id rules read, and more (their
         early exits need only a superset)."""
-        from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
-
-        def compute() -> set[object]:
-            chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
-            return set(map(_ids_of, compress(self.flat, chosen)))
-
-        return self._once("tool_call_ids", compute)
+        return self._once("tool_call_ids", lambda: set(self.tool_parts().ids))
 
     def requests(self) -> Iterable[Any]:
         """Every message that is exactly a ``ModelRequest``, in order (on a plain history: see
@@ -225,7 +230,7 @@ class Survey:
 
     def several_parts(self) -> list[int]:
         """Indices of the messages with more than one part (found by C-level byte searches: a loop
-        step per such message, not per message)."""
+        step per such message, not per message, where they are few)."""
 
         def compute() -> list[int]:
             lens = self.lens()
@@ -234,6 +239,8 @@ class Survey:
             except ValueError:  # a message of 256 parts or more: as many as 255 for this
                 counts = bytes(map(min, lens, repeat(255)))
             several = counts.translate(_SEVERAL)
+            if several.count(1) * 8 > len(several):  # many (parallel calls): one C-level pass instead
+                return list(compress(range(len(several)), several))
             found: list[int] = []
             at = several.find(1)
             while at >= 0:
@@ -293,6 +300,20 @@ class Survey:
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """A pass's own fact about this history, computed once (``key`` names it)."""
         return self._once(f"pass:{key}", compute)
+
+
+class ToolParts(NamedTuple):
+    """Every tool call, tool return and retry prompt part of a history, in order (read once for the
+    id rules' early exits and the id-format count alike)."""
+
+    #: for every part of :attr:`Survey.flat`, whether it is one of them
+    chosen: list[bool]
+    #: those parts
+    parts: list[Any]
+    #: the ``tool_call_id`` of each, as stored
+    ids: list[Any]
+    #: the class of each
+    classes: list[type]
 
 
 class CallIdFacts(NamedTuple):

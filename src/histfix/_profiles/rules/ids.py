@@ -7,6 +7,7 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from itertools import compress, filterfalse
 from operator import and_, attrgetter, or_
@@ -224,10 +225,12 @@ class _Format(NamedTuple):
         return self.into.fits
 
 
+@functools.lru_cache(maxsize=256)
 def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     """The formats ``target``'s APIs hold this release's ids to: the one description the detect, its
     count and the pass read. Mistral's only where the release sends ids as stored (before
-    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself)."""
+    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself). Kept for each target, which
+    is frozen (asked several times for every history a store's record checks)."""
     from ..call_ids import ANTHROPIC_FORMAT, MISTRAL_FORMAT
 
     found: list[_Format] = []
@@ -308,18 +311,16 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
     checked = [(form, bad) for form, bad in zip(formats, outside, strict=True) if bad]
-    results = any(form.results for form, _ in checked)
-    result_kinds = survey.classes(ToolReturnPart, RetryPromptPart) - call_kinds if results else frozenset()
-    mask = survey.selected(call_kinds | result_kinds)
-    places = list(compress(range(len(survey.flat)), mask))
-    parts = list(compress(survey.flat, mask))
-    part_ids = list(map(_tool_call_id, parts))
-    kinds = list(compress(survey.types, mask))  # each part's class, as the survey read it
+    chosen, parts, part_ids, kinds = (
+        survey.tool_parts()
+    )  # results too: a format held to calls alone skips them
+    places = list(compress(range(len(survey.flat)), chosen))
     # which parts each kind of format holds to it: None where every part here
-    is_call = list(map(call_kinds.__contains__, kinds)) if result_kinds else None
+    is_call = None if call_kinds.issuperset(kinds) else list(map(call_kinds.__contains__, kinds))
     answering: list[bool] | None = None
-    prompts = frozenset(kind for kind in result_kinds if not issubclass(kind, ToolReturnPart))
-    if prompts:  # a retry prompt without a tool is no result (``is_result``): only those are read
+    prompts = survey.classes(RetryPromptPart) - call_kinds - survey.classes(ToolReturnPart)
+    if prompts and any(form.results for form, _ in checked):
+        # a retry prompt without a tool is no result (``is_result``): only those are read
         answering = [True] * len(parts)
         for at in compress(range(len(parts)), map(prompts.__contains__, kinds)):
             if parts[at].tool_name is None:
