@@ -729,3 +729,27 @@ def test_a_blank_string_of_a_subclass_is_found_as_a_string_is() -> None:
     ]
     repaired = histfix.repair(history, provider="anthropic")
     assert [p.content for p in repaired[1].parts] == ["ok"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("form", ["ANTHROPIC_FORMAT", "MISTRAL_FORMAT"])
+def test_a_format_s_test_of_many_ids_is_its_test_of_each(form: str) -> None:
+    """``all_fit`` (one match of the ids joined) says what ``fits`` of each says, ids holding line
+    breaks (which the one pattern's ``$`` lets end an id) and characters outside the format too."""
+    fits, _, all_fit = getattr(_call_ids, form)
+    pool = [
+        "abcdefghi",
+        "call_0001",
+        "toolu_01AB",
+        "a-b",
+        "",
+        "a\n",
+        "abcdefgh\n",
+        "a\nb",
+        "\n",
+        "é",
+        "ABCDEFGHI",
+        "x" * 64,
+    ]
+    for size in range(4):
+        for ids in itertools.product(pool, repeat=size):
+            assert all_fit(list(ids)) == all(map(fits, ids)), ids

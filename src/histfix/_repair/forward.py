@@ -156,6 +156,8 @@ class Rename(NamedTuple):
     fits: Callable[[str], object]
     #: the new id of any other
     fitted: Callable[[str], str]
+    #: whether every id of a list stays as it is (``fits`` of each; one C-level pass where given)
+    all_fit: Callable[[Sequence[str]], bool] | None = None
 
 
 def settled_with_ids(
@@ -193,16 +195,20 @@ _PROBE = 8
 
 
 def _unchanged_until(
-    messages: Sequence[ModelMessage], ledger: _Ledger, fits: Callable[[str], object] | None = None
+    messages: Sequence[ModelMessage], ledger: _Ledger, rename: Rename | None = None
 ) -> tuple[int, dict[str, ToolCallPart], int, int]:
     """:func:`_checked_until`; while renaming, where the first calls' ids fit, with every id
     tested in one C-level pass at the end instead of one Python call per call (the ids of a history
     are nearly always of one kind); only where some id does not fit is the loop run again, testing
     each call as it goes, to stop at the first response that holds one."""
-    if fits is None or not _first_calls_fit(messages, fits):
-        return _checked_until(messages, ledger, fits, fits is not None)
+    if rename is None:
+        return _checked_until(messages, ledger, None, False)
+    fits = rename.fits
+    if not _first_calls_fit(messages, fits):
+        return _checked_until(messages, ledger, fits, True)
     found = _checked_until(messages, ledger, None, True)
-    if all(map(fits, ledger.called)):  # its calls are every call the loop read: it started the ledger
+    # its calls are every call the loop read: it started the ledger
+    if all(map(fits, ledger.called)) if rename.all_fit is None else rename.all_fit(ledger.called):
         return found
     ledger.called.clear()
     ledger.checked = 0
@@ -322,7 +328,7 @@ def _walk_forward(  # noqa: PLR0915
     # owner_index: the response that made them; check_at: the message index after which the
     # ledger's newest calls are checked
     fits = None if rename is None else rename.fits
-    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger, fits)
+    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger, rename)
     ledger.built_from = start
     if start == size and not (open_calls and owner_index != excluded):
         ledger.check_all()
