@@ -61,7 +61,7 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         facts = Survey(history)
         parts = [part for message in history for part in message.parts]
         assert facts.part_classes == {type(part) for part in parts}
-        assert facts.empty_message == any(not message.parts for message in history)
+        assert facts.empty_message() == any(not message.parts for message in history)
         assert facts.call_ids() == plain_call_ids(history)
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
         tool = [

@@ -44,7 +44,6 @@ class Survey:
     __slots__ = (
         "_cache",
         "_parts",
-        "empty_message",
         "flat",
         "history",
         "part_classes",
@@ -64,8 +63,6 @@ class Survey:
         self.types: list[type] = list(map(type, self.flat))
         #: the classes of every part
         self.part_classes: frozenset[type] = frozenset(self.types)
-        #: some message has no parts
-        self.empty_message = not all(parts_of)
         self._cache: dict[str, Any] = {}
 
     def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
@@ -81,7 +78,6 @@ class Survey:
         clone.flat = flat
         clone.types = self.types
         clone.part_classes = self.part_classes
-        clone.empty_message = self.empty_message
         shared = (
             "lens",
             "starts",
@@ -231,6 +227,10 @@ class Survey:
     def lens(self) -> list[int]:
         """How many parts each message has."""
         return self._once("lens", lambda: list(map(len, self._parts)))
+
+    def empty_message(self) -> bool:
+        """Some message has no parts (read from the part counts, which most profiles read anyway)."""
+        return 0 in self.lens()
 
     def several_parts(self) -> list[int]:
         """Indices of the messages with more than one part (found by C-level byte searches: a loop

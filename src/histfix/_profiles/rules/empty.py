@@ -159,7 +159,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
     (the strings tested at C speed, multimodal prompts' strings too)."""
 
     found = scan.survey(history)
-    if found.empty_message:
+    if found.empty_message():
         return True
     if "mistral" in target.apis and history and _only_deltas(history[-1]):
         return True
