@@ -73,7 +73,7 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         assert [
             facts.flat[k] for k in itertools.compress(range(len(facts.flat)), found.chosen)
         ] == found.parts
-        assert facts.text_contents() == texts
+        assert list(facts.text_contents()) == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
         request_parts = [part for message in history if message.kind == "request" for part in message.parts]
         assert list(facts.request_parts()) == request_parts

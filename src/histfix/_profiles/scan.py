@@ -34,6 +34,7 @@ _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
 _kind_of = attrgetter("kind")
 _instructions_of = attrgetter("instructions")
+_content_of = attrgetter("content")
 #: For each part count below 256, 1 where it is more than one part (``bytes.translate``'s table).
 _SEVERAL = bytes(count > 1 for count in range(256))
 
@@ -214,15 +215,13 @@ class Survey:
                 return False
         return all(map(holds, map(type, self.request_parts())))
 
-    def text_contents(self) -> list[object]:
-        """The ``content`` of every text part and user prompt, in order."""
+    def text_contents(self) -> Iterator[object]:
+        """The ``content`` of every text part and user prompt, in order, read as it is iterated (a
+        test of each string right after reading it finds it still in the CPU's caches; the caller
+        keeps what it concludes: :meth:`memo`)."""
         from pydantic_ai.messages import TextPart, UserPromptPart
 
-        def compute() -> list[object]:
-            chosen = self.selected(self.classes(TextPart, UserPromptPart))
-            return list(map(attrgetter("content"), compress(self.flat, chosen)))
-
-        return self._once("text_contents", compute)
+        return map(_content_of, compress(self.flat, self.selected(self.classes(TextPart, UserPromptPart))))
 
     def lens(self) -> list[int]:
         """How many parts each message has."""
