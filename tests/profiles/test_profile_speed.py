@@ -753,3 +753,18 @@ def test_a_format_s_test_of_many_ids_is_its_test_of_each(form: str) -> None:
     for size in range(4):
         for ids in itertools.product(pool, repeat=size):
             assert all_fit(list(ids)) == all(map(fits, ids)), ids
+
+
+def test_the_runner_hands_the_walk_its_format_s_test_of_many_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renaming walk the runner starts tests the ids it passed through with the format's
+    ``all_fit`` (one match of them all), not one call of the pattern per id."""
+    seen: list[object] = []
+    real = _forward.settled_with_ids
+
+    def noted(messages: Any, last: bool = True, rename: Any = None) -> Any:
+        seen.append(None if rename is None else rename.all_fit)
+        return real(messages, last, rename)
+
+    monkeypatch.setattr(_forward, "settled_with_ids", noted)
+    histfix.repair(_calls_and_results(["a", "b"]), provider="anthropic", backend="histfix")
+    assert seen == [_call_ids.ANTHROPIC_FORMAT.all_fit]
