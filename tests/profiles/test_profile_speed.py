@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import inspect
 import itertools
+import operator
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -60,10 +61,19 @@ def test_the_survey_reads_what_a_plain_loop_reads() -> None:
         facts = Survey(history)
         parts = [part for message in history for part in message.parts]
         assert facts.part_classes == {type(part) for part in parts}
-        assert facts.empty_message == any(not message.parts for message in history)
+        assert facts.empty_message() == any(not message.parts for message in history)
         assert facts.call_ids() == plain_call_ids(history)
         texts = [p.content for p in parts if isinstance(p, (pai.TextPart, pai.UserPromptPart))]
-        assert facts.text_contents() == texts
+        tool = [
+            p for p in parts if isinstance(p, (pai.ToolCallPart, pai.ToolReturnPart, pai.RetryPromptPart))
+        ]
+        found = facts.tool_parts()
+        assert len(found.parts) == len(tool) and all(map(operator.is_, found.parts, tool))
+        assert found.ids == [p.tool_call_id for p in tool] and found.classes == [type(p) for p in tool]
+        assert [
+            facts.flat[k] for k in itertools.compress(range(len(facts.flat)), found.chosen)
+        ] == found.parts
+        assert list(facts.text_contents()) == texts
         assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
         request_parts = [part for message in history if message.kind == "request" for part in message.parts]
         assert list(facts.request_parts()) == request_parts
@@ -637,3 +647,124 @@ def test_a_tool_less_retry_prompt_the_check_only_stretch_passes_still_takes_its_
     rename = _forward.Rename(_call_ids.ANTHROPIC_ID.match, lambda call_id: call_id.replace(".", "_"))
     settled = _forward.settled_with_ids(history, True, rename)
     assert settled is not None and settled.built_from == 5 and settled.unpaired == ["a.b"]
+
+
+def test_the_check_only_stretch_tests_the_ids_in_bulk_where_the_first_calls_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the first calls' ids fit, the check-only loop runs without testing each call and every
+    id is tested at its end; where a later id does not fit, the loop runs again testing each call,
+    and stops where the eager loop alone stops (the same state handed to the building loop)."""
+    runs: list[bool] = []
+    real = _forward._checked_until
+
+    def noted(messages: Any, ledger: Any, fits: Any, renaming: bool) -> Any:
+        runs.append(fits is not None)
+        return real(messages, ledger, fits, renaming)
+
+    monkeypatch.setattr(_forward, "_checked_until", noted)
+    rename = _forward.Rename(_call_ids.ANTHROPIC_ID.match, lambda call_id: call_id.replace(".", "_"))
+    fitting = _calls_and_results(["a", "b", "c"])[:-1]  # without its last call, whose id does not fit
+    assert _forward.settled_with_ids(fitting, True, rename) is not None
+    assert runs == [False]  # one loop, no call tested in it
+    runs.clear()
+    late = _calls_and_results(["a", "b", "c.d"])[:-1]
+    settled = _forward.settled_with_ids(late, True, rename)
+    assert runs == [False, True]  # the bulk test failed: the eager loop found where to start
+    monkeypatch.undo()
+    eager_ledger = _forward._Ledger()
+    eager = _forward._checked_until(late, eager_ledger, rename.fits, True)
+    assert settled is not None and settled.built_from == eager[0] == 5
+    ids = [p.tool_call_id for m in settled.messages for p in m.parts if hasattr(p, "tool_call_id")]
+    assert ids == ["a", "a", "b", "b", "c_d", "c_d"]
+    runs.clear()
+    monkeypatch.setattr(_forward, "_checked_until", noted)
+    first = _calls_and_results(["c.d", "a"])[:-1]
+    assert _forward.settled_with_ids(first, True, rename) is not None
+    assert runs == [True]  # the first call does not fit: each call tested as the loop goes
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["", "q", "a", "qa", "aa", "qq", "qaq", "aaa", "qqq", "qaaq", "qaqq", "aqa", "qaqa"],
+)
+def test_the_survey_s_class_facts_read_what_a_plain_loop_reads(shape: str) -> None:
+    """The facts read from the message classes' alternation (slices of every other message) on
+    short shapes of requests (q) and responses (a), with instructions '' and a message of more parts
+    than a byte counts."""
+    history: list[pai.ModelMessage] = []
+    for at, role in enumerate(shape):
+        if role == "q":
+            history.append(pai.ModelRequest(parts=[pai.UserPromptPart("p")], instructions="" if at else None))
+        else:
+            history.append(pai.ModelResponse(parts=[pai.TextPart("t")] * (300 if at == 1 else 1 + at % 2)))
+    facts = Survey(history)
+    assert facts.plain() == all(type(m) in (pai.ModelRequest, pai.ModelResponse) for m in history)
+    assert facts.consecutive_responses() == any(
+        a.kind == b.kind == "response" for a, b in itertools.pairwise(history)
+    )
+    assert facts.empty_instructions() == any(
+        isinstance(message, pai.ModelRequest) and message.instructions == "" for message in history
+    )
+    assert list(facts.requests()) == [m for m in history if isinstance(m, pai.ModelRequest)]
+    assert facts.several_parts() == [i for i, m in enumerate(history) if len(m.parts) > 1]
+    assert facts.alternation() == (
+        (type(history[0]), type(history[1]))
+        if len(history) > 1
+        and all(type(m) is type(history[0]) for m in history[::2])
+        and all(type(m) is type(history[1]) for m in history[1::2])
+        else None
+    )
+
+
+class _Text(str):
+    """A string of a subclass, as a caller's own types may hand one."""
+
+
+def test_a_blank_string_of_a_subclass_is_found_as_a_string_is() -> None:
+    """The early exit of the blank-text pass reads strings of a subclass as the pass does (it drops them)."""
+    history: list[pai.ModelMessage] = [
+        pai.ModelRequest(parts=[pai.UserPromptPart("go")]),
+        pai.ModelResponse(parts=[pai.TextPart(_Text("  ")), pai.TextPart("ok")]),
+    ]
+    repaired = histfix.repair(history, provider="anthropic")
+    assert [p.content for p in repaired[1].parts] == ["ok"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("form", ["ANTHROPIC_FORMAT", "MISTRAL_FORMAT"])
+def test_a_format_s_test_of_many_ids_is_its_test_of_each(form: str) -> None:
+    """``all_fit`` (one match of the ids joined) says what ``fits`` of each says, ids holding line
+    breaks (which the one pattern's ``$`` lets end an id) and characters outside the format too."""
+    fits, _, all_fit = getattr(_call_ids, form)
+    pool = [
+        "abcdefghi",
+        "call_0001",
+        "toolu_01AB",
+        "a-b",
+        "",
+        "a\n",
+        "abcdefgh\n",
+        "a\nb",
+        "\n",
+        "é",
+        "ABCDEFGHI",
+        "x" * 64,
+    ]
+    for size in range(4):
+        for ids in itertools.product(pool, repeat=size):
+            assert all_fit(list(ids)) == all(map(fits, ids)), ids
+
+
+def test_the_runner_hands_the_walk_its_format_s_test_of_many_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renaming walk the runner starts tests the ids it passed through with the format's
+    ``all_fit`` (one match of them all), not one call of the pattern per id."""
+    seen: list[object] = []
+    real = _forward.settled_with_ids
+
+    def noted(messages: Any, last: bool = True, rename: Any = None) -> Any:
+        seen.append(None if rename is None else rename.all_fit)
+        return real(messages, last, rename)
+
+    monkeypatch.setattr(_forward, "settled_with_ids", noted)
+    histfix.repair(_calls_and_results(["a", "b"]), provider="anthropic", backend="histfix")
+    assert seen == [_call_ids.ANTHROPIC_FORMAT.all_fit]

@@ -20,6 +20,7 @@ from histfix._check.history import check_history
 from histfix._check.rejections import check_for, verdict_for
 from histfix._profiles.rules import ids as _ids
 from histfix._profiles.targets import PROVIDER_APIS, resolve_provider
+from histfix._repair.pairing import pair
 from histfix.store import Options, examine
 
 from conftest import mistral_profile_fits_ids
@@ -82,6 +83,9 @@ def test_the_verdict_lists_check_s_kinds_in_check_s_order(provider: str) -> None
             found = check_history(history, repair_last_response=last)
             verdict = verdict_for(history, target, found)
             assert verdict.kinds == tuple(p.kind for p in check_for(history, target, found)), key
+            # the record hands over its pairing walk, either way of the last response: the same verdict
+            assert verdict_for(history, target, found, pair(history, last)) == verdict, key
+            assert verdict_for(history, target, found, pair(history, not last)) == verdict, key
             if last:  # the verdict alone: is_provider_valid, as check's Problems say it
                 assert histfix.is_provider_valid(history, provider=provider) == (not verdict.kinds), key
             if verdict.sole_changes and not found:

@@ -28,6 +28,8 @@ from .._records.problems import KEPT_BY_REPAIR, Problem
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+    from .._repair.pairing import Pairing
+
 __all__ = ["Verdict", "check_for", "mark_rejections", "rejected_kinds", "rejections", "verdict_for"]
 
 _STAGES: tuple[Literal["before", "after"], ...] = ("before", "after")
@@ -274,15 +276,22 @@ class Verdict(NamedTuple):
 
 
 def verdict_for(
-    history: Sequence[ModelMessage], target: ProviderTarget, problems: Sequence[Problem]
+    history: Sequence[ModelMessage],
+    target: ProviderTarget,
+    problems: Sequence[Problem],
+    pairing: Pairing | None = None,
 ) -> Verdict:
     """The kinds of :func:`check_for`'s findings, in its order, without a Problem for each finding of
-    a rule that counts them (one per call id outside a format can be most of a history's parts)."""
+    a rule that counts them (one per call id outside a format can be most of a history's parts).
+    ``pairing``: a pairing walk of ``history`` already made (either way of the last response: the
+    calls it reads are the same), whose calls the id rules then read instead of a survey's."""
     from itertools import repeat
     from operator import sub
 
     history = list(history)
     scan = Scan(pinned=history)
+    if pairing is not None:
+        scan.remember_pairing(history, pairing)  # a copy of the list it walked: the same messages
     if not KEPT_BY_REPAIR.intersection(problem.kind for problem in problems):
         scan.remember_results_in_place(history)
     found, _, counted, unfound = _findings(history, target, problems, scan, counting=True)

@@ -52,10 +52,30 @@ __all__ = [
     "with_ids_mapped",
 ]
 
-#: Anthropic's ``tool_use.id`` pattern (earendil-works/pi#9048).
-ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-#: Mistral's tool call id: exactly nine ASCII letters or digits (error code 3280).
-MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+
+def _patterns(body: str) -> tuple[re.Pattern[str], Callable[[Sequence[str]], bool]]:
+    """The pattern of one id in a format (``body``: a regular expression without anchors that
+    matches no line break), and a test of a list of ids made from the same body: whether every one is
+    in the format, by one match of them joined by line breaks (one C-level pass; a Python call per id
+    costs twice as much), an id holding a line break itself tested alone, as the one pattern does."""
+    one = re.compile(f"^{body}$")
+    lines = re.compile(f"(?:{body})(?:\n(?:{body}))*")
+
+    def all_fit(ids: Sequence[str]) -> bool:
+        if not ids:
+            return True
+        joined = "\n".join(ids)
+        if joined.count("\n") != len(ids) - 1:  # some id holds a line break
+            return all(map(one.match, ids))
+        return lines.fullmatch(joined) is not None
+
+    return one, all_fit
+
+
+#: Anthropic's ``tool_use.id`` pattern (earendil-works/pi#9048), and the test of many ids at once.
+ANTHROPIC_ID, _ANTHROPIC_ALL = _patterns("[a-zA-Z0-9_-]+")
+#: Mistral's tool call id: exactly nine ASCII letters or digits (error code 3280), and the test of many.
+MISTRAL_ID, _MISTRAL_ALL = _patterns("[a-zA-Z0-9]{9}")
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _LENGTH = 9
 
@@ -211,6 +231,8 @@ class IdFormat(NamedTuple):
     #: (an id not in it, the new ids given so far, the ids no new one may be) -> its new id, in the
     #: format, added to the given ones
     fitted: Callable[[str, set[str], Collection[str]], str]
+    #: whether every id of a list is in the format (as ``fits`` of each, in one pass)
+    all_fit: Callable[[Sequence[str]], bool]
 
 
 def id_map(calls: Iterable[str], every: Collection[str], form: IdFormat) -> IdMap:
@@ -220,7 +242,7 @@ def id_map(calls: Iterable[str], every: Collection[str], form: IdFormat) -> IdMa
     ``every``, so it is never taken), and is left out of the mapping."""
     mapping: IdMap = {}
     taken: set[str] = set()
-    fits, fitted = form
+    fits, fitted, _ = form
     for call_id in calls:
         if call_id not in mapping and not fits(call_id):
             mapping[call_id] = fitted(call_id, taken, every)
@@ -260,9 +282,9 @@ def _anthropic_fitted(call_id: str, taken: set[str], every: Collection[str]) -> 
 
 
 #: Mistral's format: an id that is not 9 ASCII letters or digits gets a hashed one that is.
-MISTRAL_FORMAT = IdFormat(MISTRAL_ID.match, hashed_id)
+MISTRAL_FORMAT = IdFormat(MISTRAL_ID.match, hashed_id, _MISTRAL_ALL)
 #: Anthropic's pattern ``^[a-zA-Z0-9_-]+$`` (see :func:`_anthropic_fitted`).
-ANTHROPIC_FORMAT = IdFormat(ANTHROPIC_ID.match, _anthropic_fitted)
+ANTHROPIC_FORMAT = IdFormat(ANTHROPIC_ID.match, _anthropic_fitted, _ANTHROPIC_ALL)
 
 
 def mistral_ids(history: Sequence[ModelMessage]) -> IdMap:

@@ -10,6 +10,7 @@ caller's list (:mod:`.lineage`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from operator import is_
 from typing import TYPE_CHECKING
 
@@ -199,7 +200,7 @@ def _first_walk(
         rename = (
             None
             if into is None
-            else forward.Rename(into.fits, lambda call_id: into.fitted(call_id, taken, ()))
+            else forward.Rename(into.fits, lambda call_id: into.fitted(call_id, taken, ()), into.all_fit)
         )
         settled = forward.settled_with_ids(paired, plan.repair_last_response, rename)
         if settled is not None and taken and not _renamed_as_the_pass_would(settled, taken):
@@ -207,7 +208,11 @@ def _first_walk(
         if settled is not None:
             ids = settled.ids
             scan.remember_call_ids(paired, CallIdFacts("" in ids, False, ids))  # settled: no id called twice
-            as_is = len(settled.messages) == len(paired) and all(map(is_, settled.messages, paired))
+            # only the messages from the one before where it started building can differ
+            kept = max(settled.built_from - 1, 0)
+            as_is = len(settled.messages) == len(paired) and all(
+                map(is_, islice(settled.messages, kept, None), islice(paired, kept, None))
+            )
             return settled, None, settled.results_in_place if as_is else None
     pairing = pair(paired, plan.repair_last_response)
     scan.remember_pairing(paired, pairing)

@@ -16,7 +16,8 @@ changes only one survey is made, of the repaired list.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, is_
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -26,13 +27,16 @@ if TYPE_CHECKING:
 
     from .._repair.pairing import Pairing
 
-__all__ = ["CallIdFacts", "Scan", "Survey"]
+__all__ = ["CallIdFacts", "Scan", "Survey", "ToolParts"]
 
 _T = TypeVar("_T")
 _parts_of = attrgetter("parts")
 _ids_of = attrgetter("tool_call_id")
 _kind_of = attrgetter("kind")
 _instructions_of = attrgetter("instructions")
+_content_of = attrgetter("content")
+#: For each part count below 256, 1 where it is more than one part (``bytes.translate``'s table).
+_SEVERAL = bytes(count > 1 for count in range(256))
 
 
 class Survey:
@@ -41,7 +45,6 @@ class Survey:
     __slots__ = (
         "_cache",
         "_parts",
-        "empty_message",
         "flat",
         "history",
         "part_classes",
@@ -54,12 +57,13 @@ class Survey:
         #: each message's parts (as it holds them: read once)
         self._parts = parts_of
         #: every part, in order, and its class
-        self.flat: list[Any] = list(chain.from_iterable(parts_of))
+        self.flat: list[Any] = []
+        # extending one list by each message's parts (consumed at C speed) costs about two thirds of
+        # ``chain.from_iterable``, whose iterator steps once per part
+        deque(map(self.flat.extend, parts_of), maxlen=0)
         self.types: list[type] = list(map(type, self.flat))
         #: the classes of every part
         self.part_classes: frozenset[type] = frozenset(self.types)
-        #: some message has no parts
-        self.empty_message = not all(parts_of)
         self._cache: dict[str, Any] = {}
 
     def with_parts_replaced(self, history: Sequence[ModelMessage], replaced: dict[int, Any]) -> Survey:
@@ -75,8 +79,14 @@ class Survey:
         clone.flat = flat
         clone.types = self.types
         clone.part_classes = self.part_classes
-        clone.empty_message = self.empty_message
-        shared = ("lens", "starts", "owners", "message_types", "plain")  # the same classes and counts
+        shared = (
+            "lens",
+            "starts",
+            "owners",
+            "message_types",
+            "alternation",
+            "plain",
+        )  # the same classes and counts
         clone._cache = {key: self._cache[key] for key in shared if key in self._cache}
         return clone
 
@@ -90,13 +100,31 @@ class Survey:
         """The class of every message."""
         return self._once("message_types", lambda: list(map(type, self.history)))
 
+    def alternation(self) -> tuple[type, type] | None:
+        """(the class of every message at an even index, of every one at an odd index) where each is
+        one class (two slices counted at C speed: the usual history alternates its roles), else None;
+        a history of fewer than two messages has none."""
+
+        def compute() -> tuple[type, type] | None:
+            classes = self.message_types()
+            if len(classes) < 2:
+                return None
+            evens, odds = classes[::2], classes[1::2]
+            if evens.count(evens[0]) != len(evens) or odds.count(odds[0]) != len(odds):
+                return None
+            return evens[0], odds[0]
+
+        return self._once("alternation", compute)
+
     def plain(self) -> bool:
         """Every message is exactly a ModelRequest or a ModelResponse (the class pipelines rely on it)."""
 
         def compute() -> bool:
             from pydantic_ai.messages import ModelRequest, ModelResponse
 
-            return set(self.message_types()) <= {ModelRequest, ModelResponse}
+            alternation = self.alternation()
+            classes = self.message_types() if alternation is None else alternation
+            return set(classes) <= {ModelRequest, ModelResponse}
 
         return self._once("plain", compute)
 
@@ -105,7 +133,11 @@ class Survey:
         return frozenset(kind for kind in self.part_classes if issubclass(kind, bases))
 
     def selected(self, kinds: frozenset[type]) -> list[bool]:
-        """For every part, whether its class is one of ``kinds``."""
+        """For every part, whether its class is one of ``kinds`` (one class: by identity, cheaper than
+        a set's lookup)."""
+        if len(kinds) == 1:
+            (only,) = kinds
+            return list(map(is_, self.types, repeat(only)))
         return list(map(kinds.__contains__, self.types))
 
     def call_ids(self) -> list[str]:
@@ -130,26 +162,43 @@ class Survey:
 
         return self._once("call_ids", compute)
 
+    def tool_parts(self) -> ToolParts:
+        """Every tool call, tool return and retry prompt part, in any message (see :class:`ToolParts`)."""
+        from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+
+        def compute() -> ToolParts:
+            chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
+            parts = list(compress(self.flat, chosen))
+            return ToolParts(chosen, parts, list(map(_ids_of, parts)), list(compress(self.types, chosen)))
+
+        return self._once("tool_parts", compute)
+
     def tool_call_ids(self) -> set[object]:
         """The ``tool_call_id`` of every tool call, tool return and retry prompt part, in any message,
         as stored (a part built by hand may hold None): every id the id rules read, and more (their
         early exits need only a superset)."""
-        from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturnPart
+        return self._once("tool_call_ids", lambda: set(self.tool_parts().ids))
 
-        def compute() -> set[object]:
-            chosen = self.selected(self.classes(ToolCallPart, ToolReturnPart, RetryPromptPart))
-            return set(map(_ids_of, compress(self.flat, chosen)))
+    def requests(self) -> Iterable[Any]:
+        """Every message that is exactly a ``ModelRequest``, in order (on a plain history: see
+        :meth:`plain`): where the classes alternate, a slice of every other message."""
+        from pydantic_ai.messages import ModelRequest
 
-        return self._once("tool_call_ids", compute)
+        alternation = self.alternation()
+        if alternation is None or not isinstance(self.history, list):
+            return compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
+        if ModelRequest not in alternation:
+            return ()
+        if alternation[0] is alternation[1]:
+            return self.history
+        return self.history[alternation.index(ModelRequest) :: 2]
 
     def request_parts(self) -> Iterator[Any]:
         """Every part of every request (a message whose ``kind`` is ``"request"``), in order."""
-        from pydantic_ai.messages import ModelRequest
 
         if self.plain():  # the classes are at hand: no attribute read per message
-            requests = map(is_, self.message_types(), repeat(ModelRequest))
-        else:
-            requests = map(eq, map(_kind_of, self.history), repeat("request"))
+            return chain.from_iterable(map(_parts_of, self.requests()))
+        requests = map(eq, map(_kind_of, self.history), repeat("request"))
         return chain.from_iterable(map(_parts_of, compress(self.history, requests)))
 
     def requests_hold_only(self, kinds: frozenset[type]) -> bool:
@@ -166,23 +215,43 @@ class Survey:
                 return False
         return all(map(holds, map(type, self.request_parts())))
 
-    def text_contents(self) -> list[object]:
-        """The ``content`` of every text part and user prompt, in order."""
+    def text_contents(self) -> Iterator[object]:
+        """The ``content`` of every text part and user prompt, in order, read as it is iterated (a
+        test of each string right after reading it finds it still in the CPU's caches; the caller
+        keeps what it concludes: :meth:`memo`)."""
         from pydantic_ai.messages import TextPart, UserPromptPart
 
-        def compute() -> list[object]:
-            chosen = self.selected(self.classes(TextPart, UserPromptPart))
-            return list(map(attrgetter("content"), compress(self.flat, chosen)))
-
-        return self._once("text_contents", compute)
+        return map(_content_of, compress(self.flat, self.selected(self.classes(TextPart, UserPromptPart))))
 
     def lens(self) -> list[int]:
         """How many parts each message has."""
         return self._once("lens", lambda: list(map(len, self._parts)))
 
+    def empty_message(self) -> bool:
+        """Some message has no parts (read from the part counts, which most profiles read anyway)."""
+        return 0 in self.lens()
+
     def several_parts(self) -> list[int]:
-        """Indices of the messages with more than one part."""
-        return self._once("several", lambda: [index for index, count in enumerate(self.lens()) if count > 1])
+        """Indices of the messages with more than one part (found by C-level byte searches: a loop
+        step per such message, not per message, where they are few)."""
+
+        def compute() -> list[int]:
+            lens = self.lens()
+            try:
+                counts = bytes(lens)
+            except ValueError:  # a message of 256 parts or more: as many as 255 for this
+                counts = bytes(map(min, lens, repeat(255)))
+            several = counts.translate(_SEVERAL)
+            if several.count(1) * 8 > len(several):  # many (parallel calls): one C-level pass instead
+                return list(compress(range(len(several)), several))
+            found: list[int] = []
+            at = several.find(1)
+            while at >= 0:
+                found.append(at)
+                at = several.find(1, at + 1)
+            return found
+
+        return self._once("several", compute)
 
     def consecutive_responses(self) -> bool:
         """Two responses in a row (by ``kind``)."""
@@ -191,8 +260,11 @@ class Survey:
 
         def compute() -> bool:
             if self.plain():  # the classes are at hand: no attribute read per message
+                alternation = self.alternation()
+                if alternation is not None:  # they alternate, unless every message is a response
+                    return alternation[0] is alternation[1] is ModelResponse
                 classes = self.message_types()
-                if not any(map(is_, classes, classes[1:])):  # the usual answer: the roles alternate
+                if not any(map(is_, classes, classes[1:])):  # no two neighbours of one class
                     return False
                 responses = list(map(is_, classes, repeat(ModelResponse)))
             else:
@@ -204,12 +276,10 @@ class Survey:
     def empty_instructions(self) -> bool:
         """Some request carries ``instructions=''`` (what the Bedrock pass drops; on a history not
         plain, any message)."""
-        from pydantic_ai.messages import ModelRequest
 
         def compute() -> bool:
             if self.plain():  # the requests alone, by class: a response has no such field to read
-                requests = compress(self.history, map(is_, self.message_types(), repeat(ModelRequest)))
-                return "" in map(_instructions_of, requests)
+                return "" in map(_instructions_of, self.requests())
             return "" in map(getattr, self.history, repeat("instructions"), repeat(None))
 
         return self._once("empty_instructions", compute)
@@ -233,6 +303,20 @@ class Survey:
     def memo(self, key: str, compute: Callable[[], _T]) -> _T:
         """A pass's own fact about this history, computed once (``key`` names it)."""
         return self._once(f"pass:{key}", compute)
+
+
+class ToolParts(NamedTuple):
+    """Every tool call, tool return and retry prompt part of a history, in order (read once for the
+    id rules' early exits and the id-format count alike)."""
+
+    #: for every part of :attr:`Survey.flat`, whether it is one of them
+    chosen: list[bool]
+    #: those parts
+    parts: list[Any]
+    #: the ``tool_call_id`` of each, as stored
+    ids: list[Any]
+    #: the class of each
+    classes: list[type]
 
 
 class CallIdFacts(NamedTuple):

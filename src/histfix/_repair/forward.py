@@ -156,6 +156,8 @@ class Rename(NamedTuple):
     fits: Callable[[str], object]
     #: the new id of any other
     fitted: Callable[[str], str]
+    #: whether every id of a list stays as it is (``fits`` of each; one C-level pass where given)
+    all_fit: Callable[[Sequence[str]], bool] | None = None
 
 
 def settled_with_ids(
@@ -187,8 +189,50 @@ def settled_with_ids(
     )
 
 
+#: How many messages the renaming walk reads for a call whose id it can test before it reads the
+#: rest: where that call's ids fit, the check-only loop tests the rest in bulk at its end.
+_PROBE = 8
+
+
 def _unchanged_until(
-    messages: Sequence[ModelMessage], ledger: _Ledger, fits: Callable[[str], object] | None = None
+    messages: Sequence[ModelMessage], ledger: _Ledger, rename: Rename | None = None
+) -> tuple[int, dict[str, ToolCallPart], int, int]:
+    """:func:`_checked_until`; while renaming, where the first calls' ids fit, with every id
+    tested in one C-level pass at the end instead of one Python call per call (the ids of a history
+    are nearly always of one kind); only where some id does not fit is the loop run again, testing
+    each call as it goes, to stop at the first response that holds one."""
+    if rename is None:
+        return _checked_until(messages, ledger, None, False)
+    fits = rename.fits
+    if not _first_calls_fit(messages, fits):
+        return _checked_until(messages, ledger, fits, True)
+    found = _checked_until(messages, ledger, None, True)
+    # its calls are every call the loop read: it started the ledger
+    if all(map(fits, ledger.called)) if rename.all_fit is None else rename.all_fit(ledger.called):
+        return found
+    ledger.called.clear()
+    ledger.checked = 0
+    ledger.unpaired.clear()
+    return _checked_until(messages, ledger, fits, True)
+
+
+def _first_calls_fit(messages: Sequence[ModelMessage], fits: Callable[[str], object]) -> bool:
+    """Whether the ids of the first response with calls among the first :data:`_PROBE` messages fit
+    (True where none has calls): where they do not, the loop tests each call as it goes, and stops
+    at that response without reading the rest."""
+    for message in islice(messages, _PROBE):
+        if isinstance(message, ModelResponse):
+            ids = [part.tool_call_id for part in message.parts if isinstance(part, ToolCallPart)]
+            if ids:
+                return all(map(fits, ids))
+    return True
+
+
+def _checked_until(
+    messages: Sequence[ModelMessage],
+    ledger: _Ledger,
+    fits: Callable[[str], object] | None,
+    renaming: bool,
 ) -> tuple[int, dict[str, ToolCallPart], int, int]:
     """Where the building walk must start: the index of the first message it would not pass through
     as it is (``len(messages)`` where there is none), and its state there: the open calls, the
@@ -199,8 +243,8 @@ def _unchanged_until(
     dangling or follows a response, a request that follows a request, a result that answers no
     open call, and a result after a part that would move; and at a message of no known class, which
     the building walk names. It notes the calls in the ledger, which it checks as the walk does.
-    While renaming (``fits``: :attr:`Rename.fits`) it also stops at a response with a call whose id
-    does not fit, and notes the retry prompts without a tool it passes as the renaming walk does.
+    Given ``fits`` (:attr:`Rename.fits`) it also stops at a response with a call whose id does not
+    fit; ``renaming``: it notes the retry prompts without a tool it passes as the renaming walk does.
     """
     open_calls: dict[str, ToolCallPart] = {}
     owner_index = -1
@@ -247,7 +291,7 @@ def _unchanged_until(
                         return index, calls, owner_index, check_at
                     position = 1
                 else:
-                    if fits is not None and isinstance(piece, RetryPromptPart):  # without a tool
+                    if renaming and isinstance(piece, RetryPromptPart):  # without a tool
                         unpaired.append(piece.tool_call_id)  # no call was renamed before it
                     if position == 1 and not (_DELTA is not None and isinstance(piece, _DELTA)):
                         position = 2
@@ -284,7 +328,7 @@ def _walk_forward(  # noqa: PLR0915
     # owner_index: the response that made them; check_at: the message index after which the
     # ledger's newest calls are checked
     fits = None if rename is None else rename.fits
-    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger, fits)
+    start, open_calls, owner_index, check_at = _unchanged_until(messages, ledger, rename)
     ledger.built_from = start
     if start == size and not (open_calls and owner_index != excluded):
         ledger.check_all()

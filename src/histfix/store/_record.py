@@ -129,7 +129,7 @@ class _Steps(NamedTuple):
     check_paired: Callable[[Sequence[ModelMessage], Pairing], list[Problem]]
     state_kind: Callable[[Sequence[ModelMessage], Sequence[Problem]], str]
     rejected_kinds: Callable[[Sequence[ModelMessage], Sequence[Problem]], tuple[str, ...]]
-    verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem]], Verdict]
+    verdict_for: Callable[[Sequence[ModelMessage], ProviderTarget, Sequence[Problem], Pairing], Verdict]
     resolve_provider: Callable[[object], ProviderTarget]
     repair_report: Callable[[Sequence[ModelMessage], str | None, Pairing], RepairReport]
     dump_json: Callable[[Sequence[ModelMessage]], bytes]
@@ -249,7 +249,7 @@ def examine_loaded(
         rejected = steps.rejected_kinds(history, found) if found else ()
     else:
         # the kinds alone: a Problem for every call id outside a format would cost more than the rest
-        verdict = steps.verdict_for(history, steps.resolve_provider(options.provider), found)
+        verdict = steps.verdict_for(history, steps.resolve_provider(options.provider), found, pairing)
         rejected, sole_changes = verdict.kinds, verdict.sole_changes
     base = Record(
         key=key,

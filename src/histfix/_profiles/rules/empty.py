@@ -22,7 +22,7 @@ from ..._records.parts import native_kind
 from ..._release import table
 from ..._release.switches import has
 from ..rule import Finding, ProfileRule, preview, problem, renormalized, replaced, rule
-from ..scan import Scan
+from ..scan import Scan, Survey
 from ..targets import ProviderTarget
 from ..unsent import (
     EMPTY_RESPONSE_APIS,
@@ -159,7 +159,7 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
     (the strings tested at C speed, multimodal prompts' strings too)."""
 
     found = scan.survey(history)
-    if found.empty_message:
+    if found.empty_message():
         return True
     if "mistral" in target.apis and history and _only_deltas(history[-1]):
         return True
@@ -167,13 +167,25 @@ def _has_blank(history: Sequence[ModelMessage], target: ProviderTarget, scan: Sc
         return True
     if EMPTY_RESPONSE_APIS & set(target.apis) and any(native_kind(kind) for kind in found.part_classes):
         return True  # a response of native parts only may send nothing: the exact pass decides
-    contents = found.text_contents()
+    whitespace = bool(WHITESPACE_APIS & set(target.apis))
+    return found.memo(f"blank text, whitespace {whitespace}", lambda: _blank_text(found, whitespace))
+
+
+def _blank_text(found: Survey, whitespace: bool) -> bool:
+    """Whether a text part or user prompt holds a blank string (``whitespace``: or one of only
+    whitespace), multimodal prompts' strings too."""
+    if whitespace:
+        try:  # every content a string, the usual history: each stripped as it is read
+            return "" in map(str.strip, found.text_contents())  # type: ignore[arg-type]
+        except TypeError:  # a multimodal prompt's list: its strings are gathered below
+            pass
+    contents = list(found.text_contents())
     strings = [content for content in contents if type(content) is str]
     if len(strings) != len(contents):
         for content in contents:
             if isinstance(content, (list, tuple)):
                 strings.extend(item for item in content if isinstance(item, str))
-    if WHITESPACE_APIS & set(target.apis):
+    if whitespace:
         return "" in map(str.strip, strings)
     return "" in strings
 

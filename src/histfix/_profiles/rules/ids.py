@@ -7,9 +7,10 @@ runs after them, pairs what the wire will pair. Nothing is added, dropped or mov
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from itertools import compress
-from operator import and_, attrgetter, not_, or_
+from itertools import compress, filterfalse
+from operator import and_, attrgetter, or_
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..._records.changes import Change
@@ -224,10 +225,12 @@ class _Format(NamedTuple):
         return self.into.fits
 
 
+@functools.lru_cache(maxsize=256)
 def _formats(target: ProviderTarget) -> tuple[_Format, ...]:
     """The formats ``target``'s APIs hold this release's ids to: the one description the detect, its
     count and the pass read. Mistral's only where the release sends ids as stored (before
-    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself)."""
+    ``table.PROFILE_FITS_TOOL_CALL_IDS``, MistralModel fits them itself). Kept for each target, which
+    is frozen (asked several times for every history a store's record checks)."""
     from ..call_ids import ANTHROPIC_FORMAT, MISTRAL_FORMAT
 
     found: list[_Format] = []
@@ -302,28 +305,37 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
         return found
     survey = scan.survey(history)
     ids = [i for i in survey.tool_call_ids() if isinstance(i, str) and i]  # not an empty one
-    if all(all(map(form.fits, ids)) for form in formats):
+    # each id tested once for each format (a call and its results share it), not once for each part
+    outside = [set(filterfalse(form.fits, ids)) for form in formats]
+    if not any(outside):
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
-    result_kinds = (
-        survey.classes(ToolReturnPart, RetryPromptPart) if any(f.results for f in formats) else frozenset()
-    )
-    mask = survey.selected(call_kinds | result_kinds)
-    places = list(compress(range(len(survey.flat)), mask))
-    parts = list(compress(survey.flat, mask))
-    part_ids = list(map(_tool_call_id, parts))
-    is_call = list(map(call_kinds.__contains__, map(type, parts)))
-    if any(issubclass(kind, RetryPromptPart) for kind in result_kinds):
-        from ..._records.parts import is_result
-
-        answering = list(map(or_, is_call, map(is_result, parts)))  # a tool-less retry prompt is no result
-    else:
+    checked = [(form, bad) for form, bad in zip(formats, outside, strict=True) if bad]
+    chosen, parts, part_ids, kinds = (
+        survey.tool_parts()
+    )  # results too: a format held to calls alone skips them
+    places = list(compress(range(len(survey.flat)), chosen))
+    # which parts each kind of format holds to it: None where every part here
+    is_call = None if call_kinds.issuperset(kinds) else list(map(call_kinds.__contains__, kinds))
+    answering: list[bool] | None = None
+    prompts = survey.classes(RetryPromptPart) - call_kinds - survey.classes(ToolReturnPart)
+    if prompts and any(form.results for form, _ in checked):
+        # a retry prompt without a tool is no result (``is_result``): only those are read
         answering = [True] * len(parts)
+        for at in compress(range(len(parts)), map(prompts.__contains__, kinds)):
+            if parts[at].tool_name is None:
+                answering[at] = False
     rejected = [False] * len(parts)
-    for form in formats:
-        bad = map(not_, map(form.fits, part_ids))
-        rejected = list(map(or_, rejected, map(and_, answering if form.results else is_call, bad)))
-    return Counted("invalid_call_id", list(compress(places, map(and_, rejected, map(bool, part_ids)))))
+    named = map(bool, part_ids)
+    for form, bad in checked:
+        held = answering if form.results else is_call
+        if len(bad) < len(ids):  # where every id is outside, the parts that hold one are the places
+            inside = map(bad.__contains__, part_ids)
+            held = list(inside) if held is None else list(map(and_, held, inside))
+        if held is None:  # every part: no other format adds one
+            return Counted("invalid_call_id", list(compress(places, named)))
+        rejected = list(map(or_, rejected, held))
+    return Counted("invalid_call_id", list(compress(places, map(and_, rejected, named))))
 
 
 def detect_call_id_format(
