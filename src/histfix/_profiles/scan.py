@@ -79,14 +79,8 @@ class Survey:
         clone.flat = flat
         clone.types = self.types
         clone.part_classes = self.part_classes
-        shared = (
-            "lens",
-            "starts",
-            "owners",
-            "message_types",
-            "alternation",
-            "plain",
-        )  # the same classes and counts
+        # the same message classes and part counts: what depends on them alone carries over
+        shared = ("lens", "starts", "owners", "message_types", "alternation", "plain")
         clone._cache = {key: self._cache[key] for key in shared if key in self._cache}
         return clone
 

@@ -96,6 +96,13 @@ class _Ledger:
         #: pairs none of them; each takes its new id where its call came before it)
         self.unpaired: list[str] = []
 
+    def forget_checked(self) -> None:
+        """Drop what the check-only loop noted (its calls, how many are checked, the tool-less retry
+        prompts it passed), so that it can read the messages again from the start."""
+        self.called.clear()
+        self.checked = 0
+        self.unpaired.clear()
+
     def check_newest(self) -> None:
         """Raises ``_Unsettled`` where a call since the last check repeats an id among them."""
         newest = self.called[self.checked :]
@@ -210,9 +217,7 @@ def _unchanged_until(
     # its calls are every call the loop read: it started the ledger
     if all(map(fits, ledger.called)) if rename.all_fit is None else rename.all_fit(ledger.called):
         return found
-    ledger.called.clear()
-    ledger.checked = 0
-    ledger.unpaired.clear()
+    ledger.forget_checked()
     return _checked_until(messages, ledger, fits, True)
 
 

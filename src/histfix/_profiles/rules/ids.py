@@ -311,9 +311,8 @@ def invalid_id_places(history: Sequence[ModelMessage], target: ProviderTarget, s
         return found  # also where there is nothing to check
     call_kinds = survey.classes(ToolCallPart)
     checked = [(form, bad) for form, bad in zip(formats, outside, strict=True) if bad]
-    chosen, parts, part_ids, kinds = (
-        survey.tool_parts()
-    )  # results too: a format held to calls alone skips them
+    # results too: a format held to calls alone skips them
+    chosen, parts, part_ids, kinds = survey.tool_parts()
     places = list(compress(range(len(survey.flat)), chosen))
     # which parts each kind of format holds to it: None where every part here
     is_call = None if call_kinds.issuperset(kinds) else list(map(call_kinds.__contains__, kinds))
