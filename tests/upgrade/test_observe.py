@@ -14,8 +14,9 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 import histfix
 from histfix._compare import probe as compare_probe
 from histfix._compare.outcome import Outcome
-from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for
+from histfix._compare.probe import PLAIN, REPAIRED, probe, prompt_for, prompt_for_loaded
 from histfix._release.switches import run_adds_surplus_results
+from histfix.upgrade import _observe as observe_module
 from histfix.upgrade._observe import FIELDS, FromA, Observer, parse
 
 from dsl import call, req, resp, ret, text, to_json, user
@@ -284,3 +285,25 @@ def test_the_parse_reads_odd_json_as_json_loads_does(text: bytes) -> None:
 def test_the_parse_reads_every_test_history_as_json_loads_does() -> None:
     for key, raw in histories().items():
         assert outcome(parse, raw) == outcome(json.loads, raw), key
+
+
+def test_the_prompt_read_from_the_loaded_messages_is_the_stored_jsons() -> None:
+    for key, raw in histories().items():
+        try:
+            loaded = ModelMessagesTypeAdapter.validate_json(raw)
+        except ValueError:
+            continue
+        assert prompt_for_loaded(loaded) == prompt_for(json.loads(raw), None), key
+
+
+def test_a_history_the_loader_loads_is_parsed_only_for_a_comparison_field_by_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[bytes] = []
+    monkeypatch.setattr(observe_module, "parse", lambda raw: parsed.append(raw) or json.loads(raw))
+    raw = (EXAMPLES / "aborted_mid_tool.json").read_bytes()
+    Observer().observe(raw, want_repaired=True)
+    assert parsed == []
+    Observer().observe(raw, want_repaired=True, translations=True)  # the parts compared with the JSON's
+    Observer().observe(b"[1]")  # the loader refuses it: the verdicts read the JSON
+    assert parsed == [raw, b"[1]"]

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._oneline import first_line
 
-__all__ = ["CONTINUE", "PLAIN", "REPAIRED", "PlainAgent", "probe", "prompt_for"]
+__all__ = ["CONTINUE", "PLAIN", "REPAIRED", "PlainAgent", "probe", "prompt_for", "prompt_for_loaded"]
 
 PLAIN, REPAIRED = "plain", "histfix"
 #: The neutral prompt a finished conversation is continued with when no ``--prompt`` is given:
@@ -39,8 +39,23 @@ def prompt_for(history: object, prompt: str | None) -> str | None:
     if not isinstance(last, dict) or last.get("kind") != "response":
         return None
     parts = last.get("parts") or []
-    calls = any(isinstance(part, dict) and part.get("part_kind") == "tool-call" for part in parts)
-    return None if calls else CONTINUE
+    return _after_response(part.get("part_kind") for part in parts if isinstance(part, dict))
+
+
+def prompt_for_loaded(messages: list[Any]) -> str | None:
+    """:func:`prompt_for` without a prompt given, read from the messages a release loaded of the
+    stored JSON instead of the JSON itself: the same answer, as a loaded message and its parts
+    keep the ``kind`` and ``part_kind`` they were stored with (a release translates request
+    parts only)."""
+    if not messages or getattr(messages[-1], "kind", None) != "response":
+        return None
+    return _after_response(part.part_kind for part in messages[-1].parts)
+
+
+def _after_response(part_kinds: Iterable[object]) -> str | None:
+    """The prompt for a history ending on a response with parts of these kinds: none while it
+    calls a tool (the run answers the calls), else :data:`CONTINUE`."""
+    return None if "tool-call" in part_kinds else CONTINUE
 
 
 def _side(load: Callable[[], list[Any]], run: Callable[[list[Any]], Outcome]) -> Json:

@@ -102,31 +102,39 @@ def _cannot_load(error: Exception | None) -> str:
 class _Steps:
     """One history through the loaders and the repair, each failure kept for its verdict."""
 
-    parsed: Any = None
-    parse_error: Exception | None = None
+    history: bytes = b""
     loaded: list[Any] | None = None
     plain_error: Exception | None = None
     messages: list[Any] | None = None
     load_error: Exception | None = None
     repaired: list[Any] | None = None
     repair_error: Exception | None = None
+    #: the stored JSON parsed, and what parsing raised: read on first use (:meth:`stored`)
+    _parse: tuple[Any, Exception | None] | None = None
+
+    def stored(self) -> tuple[Any, Exception | None]:
+        """The stored JSON as :func:`parse` reads it (None when it cannot), and what it raised.
+        Parsed on first use: a history the loader loaded and nothing compares field by field
+        needs only its loaded messages."""
+        if self._parse is None:
+            try:
+                self._parse = (parse(self.history), None)
+            except Exception as exc:  # the loaders say it their way; the verdicts report this
+                self._parse = (None, exc)
+        return self._parse
 
     @classmethod
     def load(cls, history: bytes, found: Observation) -> _Steps:
-        """Parse it, and load it with pydantic-ai's loader and with ``histfix.load_json``: the
-        loader's messages when load_json would not convert anything (it would read the same
-        text with the same loader, to the same messages)."""
+        """Load it with pydantic-ai's loader and with ``histfix.load_json``: the loader's
+        messages when load_json would not convert anything (it would read the same text with
+        the same loader, to the same messages)."""
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
         import histfix
 
         from .._portable import _may_need_conversion
 
-        steps = cls()
-        try:
-            steps.parsed = parse(history)
-        except Exception as exc:  # the loaders say it their way; the verdicts report this
-            steps.parse_error = exc
+        steps = cls(history)
         try:
             steps.loaded = ModelMessagesTypeAdapter.validate_json(history)
         except Exception as exc:  # ValidationError, or whatever an old release raises on odd input
@@ -264,12 +272,12 @@ class Observer:
         if steps.loaded is not None:  # before the Agent runs: it is handed these very messages
             if proof is not None:
                 translated = None if against is None else against.translated
-                lost = proof.losses(steps.parsed, steps.loaded, translated)
+                lost = proof.losses(steps.stored()[0], steps.loaded, translated)
                 observed.trip = (
                     ModelMessagesTypeAdapter.dump_json(steps.loaded) if lost is None else trip_result(lost)
                 )
             if translations:
-                observed.translated = translated_parts(steps.parsed, steps.loaded)
+                observed.translated = translated_parts(steps.stored()[0], steps.loaded)
         observed.repaired = steps.repair(found, want_repaired)
         if want_repaired:
             observed.upstream = self._upstream_output(steps)
@@ -331,11 +339,15 @@ class Observer:
         and what ``histfix.repair`` returns (from ``histfix.load_json``)."""
         from .._check.strict import strict_provider_errors
         from .._compare.outcome import summary_line
-        from .._compare.probe import CONTINUE, PLAIN, REPAIRED, prompt_for
+        from .._compare.probe import CONTINUE, PLAIN, REPAIRED, prompt_for, prompt_for_loaded
 
-        if steps.parse_error is not None:
-            raise steps.parse_error
-        prompt = prompt_for(steps.parsed, None)
+        if steps.loaded is not None:  # what the loader loads, the parser reads: no parse error
+            prompt = prompt_for_loaded(steps.loaded)
+        else:
+            parsed, parse_error = steps.stored()
+            if parse_error is not None:
+                raise parse_error
+            prompt = prompt_for(parsed, None)
         # what the repair returns first: the Agent run below may change the messages it is handed
         repaired, loaded = steps.repaired, steps.loaded
         repaired_problems: list[str] = []
