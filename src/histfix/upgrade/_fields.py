@@ -192,30 +192,48 @@ def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
     return found
 
 
-def _moved(stored: list[Json], loaded: list[Any]) -> list[tuple[int, int, Any]] | None:
-    """The parts held as another kind than stored, as (message index, part index, part), found
-    by comparing all stored and held kinds at once (C speed) rather than part by part. None
-    where a message or part is not the plain shape (a dict with its parts, parts held alike
-    in number, each with its kind): the part-by-part walk decides there."""
+def _flat_parts(stored: list[Json], loaded: list[Any]) -> tuple[list[int], list[Json], list[Any]] | None:
+    """Each message's number of parts, and all stored and held parts of a history in one list
+    each (to be checked a list at a time: ``map`` runs in C). None where a message is no dict
+    with a list of parts, B holds them in another number or not as a list, or a part is no dict."""
     try:
         raw_parts, parts = list(map(_PARTS, stored)), list(map(_HELD_PARTS, loaded))
         lengths = list(map(len, raw_parts))
-        if not _only(list, raw_parts) or lengths != list(map(len, parts)):
+        if not _only(list, raw_parts) or not _only(list, parts) or lengths != list(map(len, parts)):
             return None
         raw_flat, flat = list(chain.from_iterable(raw_parts)), list(chain.from_iterable(parts))
-        if not _only(dict, raw_flat):
-            return None
+    except Exception:  # a message of another shape
+        return None
+    return (lengths, raw_flat, flat) if _only(dict, raw_flat) else None
+
+
+def _place(lengths: list[int], moved: list[int]) -> Iterator[tuple[int, int]]:
+    """Where each of the parts ``moved`` (indices into :func:`_flat_parts`'s lists) sits: (message, part)."""
+    ends = list(accumulate(lengths))
+    for at in moved:
+        index = bisect_right(ends, at)
+        yield index, at - (ends[index - 1] if index else 0)
+
+
+def _moved(stored: list[Json], loaded: list[Any]) -> list[tuple[int, int, Any]] | None:
+    """The parts held as another kind than stored, as (message index, part index, part), found
+    by comparing all stored and held kinds at once rather than part by part. None where the
+    history is not of the plain shape (:func:`_flat_parts`, each part with its kind): the
+    part-by-part walk decides there."""
+    found = _flat_parts(stored, loaded)
+    if found is None:
+        return None
+    lengths, raw_flat, flat = found
+    try:
         kinds, held_kinds = list(map(_KIND_OF_PART, raw_flat)), list(map(_HELD_KIND_OF_PART, flat))
-    except Exception:  # a message or part of another shape
+    except Exception:  # a part without its kind
         return None
     if kinds == held_kinds:
         return []
-    ends = list(accumulate(lengths))
-    moved = []
-    for at in compress(range(len(flat)), map(ne, kinds, held_kinds)):
-        index = bisect_right(ends, at)
-        moved.append((index, at - (ends[index - 1] if index else 0), flat[at]))
-    return moved
+    moved = list(compress(range(len(flat)), map(ne, kinds, held_kinds)))
+    return [
+        (index, at, flat[flat_at]) for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True)
+    ]
 
 
 class _CannotProve(Exception):
@@ -356,15 +374,14 @@ class TripProof:
                 if not all(map(simple.get, shapes)):
                     return False
             # a message's values: scalars, and its parts (the one list in it)
-            held = Counter(map(type, chain.from_iterable(map(dict.values, stored))))
-            if not held.keys() <= _SCALARS | {list} or held[list] != len(stored):
+            values = Counter(map(type, chain.from_iterable(map(dict.values, stored))))
+            if not values.keys() <= _SCALARS | {list} or values[list] != len(stored):
                 return False
-            raw_parts, parts = list(map(_PARTS, stored)), list(map(_HELD_PARTS, loaded))
-            lengths = list(map(len, raw_parts))
-            if not _only(list, raw_parts) or not _only(list, parts) or lengths != list(map(len, parts)):
+            found = _flat_parts(stored, loaded)
+            if found is None:
                 return False
-            raw_flat, flat = list(chain.from_iterable(raw_parts)), list(chain.from_iterable(parts))
-            part_kinds = list(map(_KIND_OF_PART, raw_flat))  # raises on a part that is no dict
+            lengths, raw_flat, flat = found
+            part_kinds = list(map(_KIND_OF_PART, raw_flat))
             plain = self._plain
             part_shapes = list(zip(part_kinds, map(tuple, raw_flat), map(type, flat), strict=True))
             walks = list(map(plain.get, part_shapes))
@@ -374,25 +391,22 @@ class TripProof:
                         plain[shape] = self._plain_walk(*shape)
                 walks = list(map(plain.get, part_shapes))
             held_kinds = list(map(_HELD_KIND_OF_PART, flat))
-            if held_kinds == part_kinds:
-                moved = []
-                if False in walks:
-                    return False
-            else:  # parts A and B both loaded as another kind are proven on their own (_translated)
-                moved = list(compress(range(len(flat)), map(ne, part_kinds, held_kinds)))
-                if None in part_kinds or not set(compress(range(len(flat)), map(not_, walks))) <= set(moved):
-                    return False
+            moved = (
+                []
+                if held_kinds == part_kinds
+                else list(compress(range(len(flat)), map(ne, part_kinds, held_kinds)))
+            )
+            for at in moved:  # A and B both loaded it as another kind: proven on its own (_translated)
+                walks[at] = None
+            if False in walks or None in part_kinds:
+                return False
             scalars = map(_SCALARS.issuperset, map(map, repeat(type), map(dict.values, raw_flat)))
             for at in compress(range(len(flat)), map(not_, scalars)):
                 walk = walks[at]
                 if walk:
                     _held_containers(raw_flat[at], flat[at], walk.containers)
-            if moved:
-                ends = list(accumulate(lengths))
-                for at in moved:
-                    index = bisect_right(ends, at)
-                    start = ends[index - 1] if index else 0
-                    self._translated(translated.get(f"{index}.{at - start}"), flat[at])
+            for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True):
+                self._translated(translated.get(f"{index}.{at}"), flat[flat_at])
         except Exception:  # anything odd (or a check that fails): the walk decides, as it always did
             return False
         return True
