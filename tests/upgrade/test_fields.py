@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from histfix.upgrade._fields import FACTORY, TripProof, field_table, translated_parts
+from histfix.upgrade._fields import FACTORY, TripProof, _moved, field_table, translated_parts
 from histfix.upgrade._trip import LOSSLESS, round_trip
 
 from upgrade_cases import histories
@@ -151,6 +151,25 @@ def test_a_part_b_loads_as_another_kind_is_lossless_when_a_made_the_same_of_it()
         assert not proof.lossless(stored, loaded_as(**a_made), {})  # A kept it as it was stored
     finally:
         fields_module._dump = original
+
+
+def test_a_plain_history_is_proven_a_list_at_a_time_and_anything_else_walked() -> None:
+    tables = table(request=REQUEST, **{"part:user-prompt": USER})
+    proof = TripProof(tables, tables)
+    stored, held = one(
+        {"part_kind": "user-prompt", "content": "hi"}, {"part_kind": "user-prompt", "content": ["a"]}
+    )
+    assert proof._plainly_lossless(stored, held, {})
+    assert _moved(stored, held) == []  # translated_parts compares the kinds a list at a time too
+    held[0].parts[1].content = ("a",)  # not held as stored: the walk decides
+    assert not proof._plainly_lossless(stored, held, {})
+    assert proof.losses(stored, held) is None
+    # a loss to name (B drops a field A reads back as its default) is the walk's to name
+    a = table(request={**REQUEST, "state": field("str", {"value": "complete"})}, **{"part:user-prompt": USER})
+    dropping = TripProof(a, tables)
+    stored, held = one({"part_kind": "user-prompt", "content": "hi"}, state="interrupted")
+    assert not dropping._plainly_lossless(stored, held, {})
+    assert dropping.losses(stored, held) == [("[0].state", "interrupted", "complete")]
 
 
 def test_on_this_release_every_proven_history_survives_the_real_trip() -> None:

@@ -21,7 +21,11 @@ import enum
 import re
 import types
 import typing
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterator, Mapping
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, itemgetter, ne, not_
 from typing import Any
 
 __all__ = ["FACTORY", "TripProof", "field_table", "translated_parts", "translates"]
@@ -152,6 +156,18 @@ def field_table() -> dict[str, Json]:
     return table
 
 
+#: JSON values that hold nothing: a part whose values are all of these has no container to check
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_KIND, _HELD_KIND = itemgetter("kind"), attrgetter("kind")
+_PARTS, _HELD_PARTS = itemgetter("parts"), attrgetter("parts")
+_KIND_OF_PART, _HELD_KIND_OF_PART = itemgetter("part_kind"), attrgetter("part_kind")
+
+
+def _only(cls: type, values: list[Any]) -> bool:
+    """Whether every value is exactly a ``cls``."""
+    return set(map(type, values)) <= {cls}
+
+
 def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
     """The parts the installed release's loader turned into another kind (a stored legacy
     ``retry-prompt`` loads as a ``tool-return`` or ``retry-feedback`` from 2.60): ``"i.j"`` (message
@@ -159,6 +175,11 @@ def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
     is then checked against these (:meth:`TripProof.lossless`)."""
     found: dict[str, Json] = {}
     if not isinstance(stored, list) or len(stored) != len(loaded):
+        return found
+    moved = _moved(stored, loaded)
+    if moved is not None:
+        for index, at, part in moved:
+            found[f"{index}.{at}"] = _dump(part)
         return found
     for i, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
         raw_parts = raw.get("parts") if isinstance(raw, dict) else None
@@ -169,6 +190,50 @@ def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
             if isinstance(raw_part, dict) and raw_part.get("part_kind") != getattr(part, "part_kind", None):
                 found[f"{i}.{j}"] = _dump(part)
     return found
+
+
+def _flat_parts(stored: list[Json], loaded: list[Any]) -> tuple[list[int], list[Json], list[Any]] | None:
+    """Each message's number of parts, and all stored and held parts of a history in one list
+    each (to be checked a list at a time: ``map`` runs in C). None where a message is no dict
+    with a list of parts, B holds them in another number or not as a list, or a part is no dict."""
+    try:
+        raw_parts, parts = list(map(_PARTS, stored)), list(map(_HELD_PARTS, loaded))
+        lengths = list(map(len, raw_parts))
+        if not _only(list, raw_parts) or not _only(list, parts) or lengths != list(map(len, parts)):
+            return None
+        raw_flat, flat = list(chain.from_iterable(raw_parts)), list(chain.from_iterable(parts))
+    except Exception:  # a message of another shape
+        return None
+    return (lengths, raw_flat, flat) if _only(dict, raw_flat) else None
+
+
+def _place(lengths: list[int], moved: list[int]) -> Iterator[tuple[int, int]]:
+    """Where each of the parts ``moved`` (indices into :func:`_flat_parts`'s lists) sits: (message, part)."""
+    ends = list(accumulate(lengths))
+    for at in moved:
+        index = bisect_right(ends, at)
+        yield index, at - (ends[index - 1] if index else 0)
+
+
+def _moved(stored: list[Json], loaded: list[Any]) -> list[tuple[int, int, Any]] | None:
+    """The parts held as another kind than stored, as (message index, part index, part), found
+    by comparing all stored and held kinds at once rather than part by part. None where the
+    history is not of the plain shape (:func:`_flat_parts`, each part with its kind): the
+    part-by-part walk decides there."""
+    found = _flat_parts(stored, loaded)
+    if found is None:
+        return None
+    lengths, raw_flat, flat = found
+    try:
+        kinds, held_kinds = list(map(_KIND_OF_PART, raw_flat)), list(map(_HELD_KIND_OF_PART, flat))
+    except Exception:  # a part without its kind
+        return None
+    if kinds == held_kinds:
+        return []
+    moved = list(compress(range(len(flat)), map(ne, kinds, held_kinds)))
+    return [
+        (index, at, flat[flat_at]) for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True)
+    ]
 
 
 class _CannotProve(Exception):
@@ -206,6 +271,16 @@ def _held_as_stored(held: object, value: Json, *, same_type: bool) -> bool:
             return True
         return isinstance(held, enum.Enum) and held.value == value
     return False
+
+
+def _held_containers(raw: dict[str, Json], held: object, keys: tuple[str, ...]) -> None:
+    """Raise unless B holds each dict or list stored under ``keys`` as it was stored."""
+    for key in keys:
+        value = raw[key]
+        if isinstance(value, (dict, list)) and not _held_as_stored(
+            getattr(held, key, None), value, same_type=True
+        ):
+            raise _CannotProve
 
 
 #: Where a value sits, kept as (parent, key, index) and written out only for a loss:
@@ -251,6 +326,10 @@ class TripProof:
         self._plans: dict[tuple[str, frozenset[str]], list[tuple[str, str, Json]] | None] = {}
         #: the same per key order, sorted for the walk (:class:`_Walk`)
         self._walks: dict[tuple[str, tuple[str, ...]], _Walk | None] = {}
+        #: (message kind, stored keys, class B holds it as) -> whether it only holds scalars and its parts
+        self._simple: dict[tuple[str, tuple[str, ...], type], bool] = {}
+        #: (part kind, stored keys, class B holds it as) -> its plain walk, or False
+        self._plain: dict[tuple[str, tuple[str, ...], type], _Walk | typing.Literal[False]] = {}
 
     def losses(
         self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None
@@ -261,6 +340,8 @@ class TripProof:
         :func:`translated_parts` of the same history on A."""
         if not isinstance(stored, list) or len(stored) != len(loaded):
             return None
+        if self._plainly_lossless(stored, loaded, translated or {}):
+            return []
         lost: list[tuple[str, Json, Json]] = []
         try:
             for index, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
@@ -271,6 +352,84 @@ class TripProof:
         except _CannotProve:
             return None
         return lost
+
+    def _plainly_lossless(
+        self, stored: list[Json], loaded: list[Any], translated: Mapping[str, Json]
+    ) -> bool:
+        """Whether the history is lossless the plain way, as :meth:`_check` would find it: every
+        message holds its kind, scalars and its parts, every part (but those A and B both
+        translated) takes a plain walk (:meth:`_plain_walk`), every dict or list in a part is
+        held as stored. Checked a list of messages or parts at a time (``map`` runs in C), not
+        a value at a time. False: it cannot tell, and the walk decides."""
+        try:
+            kinds = list(map(_KIND, stored))
+            if kinds != list(map(_HELD_KIND, loaded)) or not _only(str, kinds):
+                return False
+            simple = self._simple
+            shapes = list(zip(kinds, map(tuple, stored), map(type, loaded), strict=True))
+            if not all(map(simple.get, shapes)):
+                for shape in shapes:
+                    if shape not in simple:
+                        simple[shape] = self._simple_message(*shape)
+                if not all(map(simple.get, shapes)):
+                    return False
+            # a message's values: scalars, and its parts (the one list in it)
+            values = Counter(map(type, chain.from_iterable(map(dict.values, stored))))
+            if not values.keys() <= _SCALARS | {list} or values[list] != len(stored):
+                return False
+            found = _flat_parts(stored, loaded)
+            if found is None:
+                return False
+            lengths, raw_flat, flat = found
+            part_kinds = list(map(_KIND_OF_PART, raw_flat))
+            plain = self._plain
+            part_shapes = list(zip(part_kinds, map(tuple, raw_flat), map(type, flat), strict=True))
+            walks = list(map(plain.get, part_shapes))
+            if None in walks:
+                for shape in part_shapes:
+                    if shape not in plain:
+                        plain[shape] = self._plain_walk(*shape)
+                walks = list(map(plain.get, part_shapes))
+            held_kinds = list(map(_HELD_KIND_OF_PART, flat))
+            moved = (
+                []
+                if held_kinds == part_kinds
+                else list(compress(range(len(flat)), map(ne, part_kinds, held_kinds)))
+            )
+            for at in moved:  # A and B both loaded it as another kind: proven on its own (_translated)
+                walks[at] = None
+            if False in walks or None in part_kinds:
+                return False
+            scalars = map(_SCALARS.issuperset, map(map, repeat(type), map(dict.values, raw_flat)))
+            for at in compress(range(len(flat)), map(not_, scalars)):
+                walk = walks[at]
+                if walk:
+                    _held_containers(raw_flat[at], flat[at], walk.containers)
+            for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True):
+                self._translated(translated.get(f"{index}.{at}"), flat[flat_at])
+        except Exception:  # anything odd (or a check that fails): the walk decides, as it always did
+            return False
+        return True
+
+    def _simple_message(self, kind: str, keys: tuple[str, ...], cls: type) -> bool:
+        """Whether a message of ``kind`` with ``keys`` held as ``cls`` takes a walk with no
+        step but its parts, and ``cls`` is the class B must hold it as."""
+        walk = self._walk(kind, keys)
+        return not (
+            walk is None
+            or walk.values
+            or walk.steps != (("parts", "parts", None),)
+            or cls.__name__ != walk.cls
+        )
+
+    def _plain_walk(self, kind: str, keys: tuple[str, ...], cls: type) -> _Walk | typing.Literal[False]:
+        """The walk of a part of ``kind`` with ``keys`` held as ``cls`` when it only checks that
+        dicts and lists are held as stored (every key is such a check) and ``cls`` is the class
+        B must hold, else False."""
+        walk = self._walk(f"part:{kind}", keys)
+        if walk is None or walk.values or walk.steps or cls.__name__ != walk.cls:
+            return False
+        return walk
 
     def lossless(self, stored: Json, loaded: list[Any], translated: Mapping[str, Json] | None = None) -> bool:
         """Whether :meth:`losses` proves that nothing is lost."""
@@ -307,17 +466,12 @@ class TripProof:
         message: tuple[int, Mapping[str, Json]],
         lost: list[tuple[str, Json, Json]],
     ) -> None:
-        walk = self._walk(owner, raw)
+        walk = self._walk(owner, tuple(raw))
         if walk is None or type(held).__name__ != walk.cls:
             raise _CannotProve
         # a check that fails anywhere fails the whole proof, so only the steps that name
         # losses need the trip's order; the value checks come first, in any order
-        for key in walk.containers:
-            value = raw[key]
-            if isinstance(value, (dict, list)) and not _held_as_stored(
-                getattr(held, key, None), value, same_type=True
-            ):
-                raise _CannotProve
+        _held_containers(raw, held, walk.containers)
         for key in walk.values:
             if not _held_as_stored(getattr(held, key, None), raw[key], same_type=False):
                 raise _CannotProve
@@ -343,10 +497,9 @@ class TripProof:
                     raise _CannotProve
                 self._check(value, getattr(held, key, None), detail, (path, key, None), message, lost)
 
-    def _walk(self, owner: str, raw: dict[str, Json]) -> _Walk | None:
-        """What checking a stored value of ``owner`` with ``raw``'s keys takes, worked out once
-        per owner and key order (a store repeats a few shapes over and over)."""
-        keys = tuple(raw)
+    def _walk(self, owner: str, keys: tuple[str, ...]) -> _Walk | None:
+        """What checking a stored value of ``owner`` with ``keys`` (in the stored order) takes,
+        worked out once per owner and key order (a store repeats a few shapes over and over)."""
         walk = self._walks.get((owner, keys), self)
         if walk is self:
             plan = self._plan(owner, frozenset(keys))
