@@ -218,6 +218,8 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from histfix.upgrade._fields import TripProof, field_table
 a_fields, items = json.load(sys.stdin)
 proof = TripProof(a_fields, field_table())
+walked = TripProof(a_fields, field_table())
+walked._plainly_lossless = lambda *args: False  # the walk alone, value by value
 said = {}
 for key, (encoded, translated) in items.items():
     raw = base64.b64decode(encoded)
@@ -226,7 +228,10 @@ for key, (encoded, translated) in items.items():
     except Exception:
         continue
     dumped = ModelMessagesTypeAdapter.dump_json(loaded)
-    said[key] = [proof.lossless(json.loads(raw), loaded, translated), base64.b64encode(dumped).decode()]
+    lost = proof.losses(json.loads(raw), loaded, translated)
+    if lost != walked.losses(json.loads(raw), loaded, translated):
+        raise SystemExit(f"{key}: the proof a list at a time says otherwise than the walk")
+    said[key] = [lost == [], base64.b64encode(dumped).decode()]
 print(json.dumps(said))
 """
 
