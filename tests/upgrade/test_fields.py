@@ -7,13 +7,14 @@ Across releases (B in its own environment): tests/upgrade/test_across_releases.p
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from typing import Any
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from histfix.upgrade._fields import FACTORY, TripProof, _moved, field_table, translated_parts
+from histfix.upgrade._fields import FACTORY, TripProof, _default, _moved, field_table, translated_parts
 from histfix.upgrade._trip import LOSSLESS, round_trip
 
 from upgrade_cases import histories
@@ -196,3 +197,16 @@ def test_the_table_describes_messages_and_parts_by_kind() -> None:
     assert own["part:tool-call"]["fields"]["tool_call_id"]["default"] == FACTORY  # a new id each time
     assert own["response"]["fields"]["usage"]["nested"] == "response.usage"
     json.dumps(own)  # it travels to the other release's probe as JSON
+
+
+def test_a_default_made_by_a_clock_is_made_afresh_even_when_two_calls_agree() -> None:
+    noon = datetime.datetime(2026, 1, 1, 12, tzinfo=datetime.timezone.utc)
+
+    @dataclasses.dataclass
+    class Stamped:
+        at: datetime.datetime = dataclasses.field(default_factory=lambda: noon)  # one tick, two calls
+        tags: list[str] = dataclasses.field(default_factory=list)
+
+    at, tags = dataclasses.fields(Stamped)
+    assert _default(at)[0] == FACTORY
+    assert _default(tags)[0] == {"value": []}

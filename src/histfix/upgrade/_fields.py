@@ -70,7 +70,9 @@ def _default(field: dataclasses.Field[Any]) -> tuple[Json, object]:
         first, second = _json(one), _json(two)
     except Exception:  # a factory that needs more than nothing: take it as made afresh
         return FACTORY, None
-    return ({"value": first} if first == second else FACTORY), one
+    # a clock gives one value twice within its resolution: a time is taken as made afresh
+    fresh = first != second or isinstance(one, (datetime.datetime, datetime.date, datetime.time))
+    return (FACTORY if fresh else {"value": first}), one
 
 
 def _read_by_name(name: str, annotation: str) -> bool:
