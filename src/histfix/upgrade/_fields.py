@@ -181,7 +181,7 @@ def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
     moved = _moved(stored, loaded)
     if moved is not None:
         for index, at, part in moved:
-            found[f"{index}.{at}"] = _dump(part)
+            found[_where(index, at)] = _dump(part)
         return found
     for i, (raw, message) in enumerate(zip(stored, loaded, strict=True)):
         raw_parts = raw.get("parts") if isinstance(raw, dict) else None
@@ -190,8 +190,18 @@ def translated_parts(stored: Json, loaded: list[Any]) -> dict[str, Json]:
             continue
         for j, (raw_part, part) in enumerate(zip(raw_parts, parts, strict=True)):
             if isinstance(raw_part, dict) and raw_part.get("part_kind") != getattr(part, "part_kind", None):
-                found[f"{i}.{j}"] = _dump(part)
+                found[_where(i, j)] = _dump(part)
     return found
+
+
+def _where(index: int, at: int) -> str:
+    """The key of part ``at`` of message ``index`` among :func:`translated_parts`' parts."""
+    return f"{index}.{at}"
+
+
+def _differing(kinds: list[Any], held_kinds: list[Any]) -> list[int]:
+    """The positions where a part is held as another kind than it was stored as."""
+    return [] if kinds == held_kinds else list(compress(range(len(kinds)), map(ne, kinds, held_kinds)))
 
 
 def _flat_parts(stored: list[Json], loaded: list[Any]) -> tuple[list[int], list[Json], list[Any]] | None:
@@ -230,9 +240,7 @@ def _moved(stored: list[Json], loaded: list[Any]) -> list[tuple[int, int, Any]] 
         kinds, held_kinds = list(map(_KIND_OF_PART, raw_flat)), list(map(_HELD_KIND_OF_PART, flat))
     except Exception:  # a part without its kind
         return None
-    if kinds == held_kinds:
-        return []
-    moved = list(compress(range(len(flat)), map(ne, kinds, held_kinds)))
+    moved = _differing(kinds, held_kinds)
     return [
         (index, at, flat[flat_at]) for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True)
     ]
@@ -393,11 +401,7 @@ class TripProof:
                         plain[shape] = self._plain_walk(*shape)
                 walks = list(map(plain.get, part_shapes))
             held_kinds = list(map(_HELD_KIND_OF_PART, flat))
-            moved = (
-                []
-                if held_kinds == part_kinds
-                else list(compress(range(len(flat)), map(ne, part_kinds, held_kinds)))
-            )
+            moved = _differing(part_kinds, held_kinds)
             for at in moved:  # A and B both loaded it as another kind: proven on its own (_translated)
                 walks[at] = None
             if False in walks or None in part_kinds:
@@ -408,7 +412,7 @@ class TripProof:
                 if walk:
                     _held_containers(raw_flat[at], flat[at], walk.containers)
             for (index, at), flat_at in zip(_place(lengths, moved), moved, strict=True):
-                self._translated(translated.get(f"{index}.{at}"), flat[flat_at])
+                self._translated(translated.get(_where(index, at)), flat[flat_at])
         except Exception:  # anything odd (or a check that fails): the walk decides, as it always did
             return False
         return True
@@ -491,7 +495,7 @@ class TripProof:
                     if kind is None:
                         raise _CannotProve
                     if getattr(part, "part_kind", None) != kind:
-                        self._translated(translated.get(f"{index}.{at}"), part)
+                        self._translated(translated.get(_where(index, at)), part)
                     else:
                         self._check(raw_part, part, f"part:{kind}", (path, key, at), message, lost)
             else:  # nested
